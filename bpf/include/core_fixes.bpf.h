@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* CO-RE accessors for kernel fields that moved or were renamed between kernel versions. Each helper reads the
+ * field where the running kernel has it, decided at load time by libbpf from the kernel's BTF. */
+#ifndef __COREBPF_CORE_FIXES_BPF_H
+#define __COREBPF_CORE_FIXES_BPF_H
+
+#include <vmlinux.h>
+#include <bpf/bpf_core_read.h>
+
+/* The kernel's dev_t encoding: 12 bits of major, 20 of minor. */
+#define MINORBITS 20
+#define MKDEV(ma, mi) (((__u32)(ma) << MINORBITS) | (__u32)(mi))
+
+/* Before 5.17 a request named its disk in rq->rq_disk; since, through rq->q->disk. */
+struct request___with_rq_disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+struct request_queue___with_disk {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request___with_q {
+	struct request_queue___with_disk *q;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct gendisk *get_disk(void *request)
+{
+	struct request___with_rq_disk *old = request;
+	struct request___with_q *new = request;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return BPF_CORE_READ(old, rq_disk);
+	return BPF_CORE_READ(new, q, disk);
+}
+
+/* The kernel device number of the disk a request is for, 0 if it has none. */
+static __always_inline __u32 request_dev(struct request *rq)
+{
+	struct gendisk *disk = get_disk(rq);
+
+	if (!disk)
+		return 0;
+	return MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+}
+
+#endif

@@ -1,0 +1,194 @@
+//! What this kernel and this process can do, decided from BTF, capabilities and trial loads, never from the
+//! kernel version string.
+//!
+//! [`preflight`] runs before any BPF work: it turns "not root" and "no kernel BTF" into one clear sentence each.
+//! [`KernelBtf`] answers questions about kernel types (a tracepoint's argument count, an enum's value, whether a
+//! struct has a field) so that tools pick the right code path for the running kernel. [`Attach`] names the attach
+//! mechanisms tools choose between, and [`tracefs`] finds or mounts tracefs for classic tracepoints.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::btf::types::{Composite, Enum, Enum64, FuncProto, Typedef};
+use libbpf_rs::btf::{Btf, BtfType};
+
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Capability numbers from `linux/capability.h`.
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Checks, before anything is loaded, that this process may load BPF programs and that the kernel has BTF.
+pub fn preflight() -> Result<()> {
+    if !has_bpf_privileges() {
+        bail!("must be run as root (or with CAP_BPF and CAP_PERFMON) to load BPF programs");
+    }
+    if !Path::new(VMLINUX_BTF).exists() {
+        bail!("this kernel has no BTF ({VMLINUX_BTF} is missing); it needs CONFIG_DEBUG_INFO_BTF=y");
+    }
+    Ok(())
+}
+
+/// True if the effective capabilities allow loading and attaching tracing programs.
+pub fn has_bpf_privileges() -> bool {
+    let Some(caps) = effective_capabilities() else {
+        return nix::unistd::geteuid().is_root();
+    };
+    let has = |cap: u32| caps & (1u64 << cap) != 0;
+    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
+}
+
+fn effective_capabilities() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let hex = status.lines().find_map(|line| line.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
+/// The running kernel's BTF, for deciding code paths.
+pub struct KernelBtf {
+    btf: Btf<'static>,
+}
+
+impl KernelBtf {
+    /// Loads `/sys/kernel/btf/vmlinux`.
+    pub fn load() -> Result<Self> {
+        let btf = Btf::from_vmlinux().with_context(|| format!("cannot read kernel BTF from {VMLINUX_BTF}"))?;
+        Ok(KernelBtf { btf })
+    }
+
+    /// Number of arguments of raw tracepoint `name` (its `btf_trace_<name>` prototype minus the context pointer),
+    /// or `None` if the kernel has no such tracepoint.
+    pub fn tracepoint_arity(&self, name: &str) -> Option<usize> {
+        let typedef: Typedef<'_> = self.btf.type_by_name(&format!("btf_trace_{name}"))?;
+        let target = typedef.next_type()?.skip_mods_and_typedefs();
+        let pointee = target.next_type()?.skip_mods_and_typedefs();
+        let proto = FuncProto::try_from(pointee).ok()?;
+        Some(proto.len().saturating_sub(1))
+    }
+
+    /// True if the kernel has a raw tracepoint `name`.
+    pub fn has_tracepoint(&self, name: &str) -> bool {
+        self.tracepoint_arity(name).is_some()
+    }
+
+    /// The value of enumerator `name` in any enum of the kernel.
+    pub fn enum_value(&self, name: &str) -> Option<i64> {
+        self.enums().find_map(|(n, v)| (n == name).then_some(v))
+    }
+
+    /// The enumerators of enum type `enum_name` as (name, value) pairs.
+    pub fn enum_members(&self, enum_name: &str) -> Vec<(String, i64)> {
+        let Some(ty) = self.btf.type_by_name::<BtfType<'_>>(enum_name) else {
+            return Vec::new();
+        };
+        if let Ok(e) = Enum::try_from(ty) {
+            return e.iter().filter_map(|m| Some((m.name?.to_str()?.to_string(), m.value))).collect();
+        }
+        if let Ok(e) = Enum64::try_from(ty) {
+            return e.iter().filter_map(|m| Some((m.name?.to_str()?.to_string(), m.value as i64))).collect();
+        }
+        Vec::new()
+    }
+
+    fn enums(&self) -> impl Iterator<Item = (String, i64)> + '_ {
+        self.btf
+            .type_by_kind::<Enum<'_>>()
+            .flat_map(|e| e.iter().filter_map(|m| Some((m.name?.to_str()?.to_string(), m.value))).collect::<Vec<_>>())
+    }
+
+    /// True if struct `name` exists and has a member `field`.
+    pub fn struct_has_field(&self, name: &str, field: &str) -> bool {
+        let Some(ty) = self.btf.type_by_name::<Composite<'_>>(name) else {
+            return false;
+        };
+        let found = ty.iter().any(|m| m.name.and_then(|n| n.to_str()) == Some(field));
+        found
+    }
+
+    /// True if the kernel has a function `name` in its BTF (a candidate for fentry).
+    pub fn has_function(&self, name: &str) -> bool {
+        self.btf.type_by_name::<BtfType<'_>>(name).is_some_and(|t| t.kind() == libbpf_rs::btf::BtfKind::Func)
+    }
+}
+
+/// Ways a tool attaches its programs, cheapest first within each family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    TpBtf,
+    RawTp,
+    Tracepoint,
+    Fentry,
+    KprobeMulti,
+    Kprobe,
+    UprobeMulti,
+    Uprobe,
+    PerfEvent,
+}
+
+impl Attach {
+    /// The name used in `-v` output and in `COREBPF_ATTACH`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attach::TpBtf => "tp_btf",
+            Attach::RawTp => "raw_tp",
+            Attach::Tracepoint => "tracepoint",
+            Attach::Fentry => "fentry",
+            Attach::KprobeMulti => "kprobe_multi",
+            Attach::Kprobe => "kprobe",
+            Attach::UprobeMulti => "uprobe_multi",
+            Attach::Uprobe => "uprobe",
+            Attach::PerfEvent => "perf_event",
+        }
+    }
+}
+
+impl fmt::Display for Attach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The tracefs mount point, mounting it at `/sys/kernel/tracing` if it is not mounted anywhere yet.
+pub fn tracefs() -> Result<PathBuf> {
+    if let Some(found) = find_tracefs() {
+        return Ok(found);
+    }
+    let target = Path::new("/sys/kernel/tracing");
+    nix::mount::mount(Some("nodev"), target, Some("tracefs"), nix::mount::MsFlags::empty(), None::<&str>)
+        .with_context(|| format!("tracefs is not mounted and mounting it at {} failed", target.display()))?;
+    Ok(target.to_path_buf())
+}
+
+fn find_tracefs() -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    for line in mounts.lines() {
+        let mut fields = line.split_whitespace();
+        let (_, dir, fstype) = (fields.next()?, fields.next()?, fields.next()?);
+        if fstype == "tracefs" {
+            return Some(PathBuf::from(dir));
+        }
+        if fstype == "debugfs" && Path::new(dir).join("tracing/events").is_dir() {
+            return Some(Path::new(dir).join("tracing"));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_are_read() {
+        assert!(effective_capabilities().is_some());
+    }
+
+    #[test]
+    fn attach_names() {
+        assert_eq!(Attach::TpBtf.to_string(), "tp_btf");
+        assert_eq!(Attach::KprobeMulti.name(), "kprobe_multi");
+    }
+}

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/* biolatency: block I/O latency from issue (or, with -Q, insert) to completion, as in-kernel log2 histograms.
+ *
+ * The three block_rq_* tracepoints are attached as tp_btf where the kernel allows it, else as raw_tp; user space
+ * loads one set or the other. block_rq_insert/issue lost their request_queue argument in 5.11; user space reads
+ * the arity from BTF and sets insert_has_queue/issue_has_queue. Histograms are cumulative and never cleared, so
+ * reading them at an interval loses no I/O. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "bits.bpf.h"
+#include "maps.bpf.h"
+#include "core_fixes.bpf.h"
+#include "biolatency.h"
+
+const volatile bool filter_cgroup = false;
+const volatile bool filter_dev = false;
+const volatile __u32 target_dev = 0;
+const volatile bool per_disk = false;
+const volatile bool per_flags = false;
+const volatile bool queued = false;
+const volatile bool millis = false;
+const volatile bool insert_has_queue = false;
+const volatile bool issue_has_queue = false;
+
+/* I/Os not timed because the start map was full. */
+__u64 start_map_full = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} cgroup_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct request *);
+	__type(value, __u64);
+} start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct hist_key);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+static const struct hist zero_hist;
+
+/* Makes the struct types visible to the skeleton's generated `types` module. */
+struct hist_key _hist_key_type = {};
+struct hist _hist_type = {};
+
+static __always_inline int trace_start(struct request *rq, bool is_issue)
+{
+	__u64 ts;
+
+	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+		return 0;
+	/* With -Q, a request that went through a scheduler was already timed at insert. */
+	if (is_issue && queued && BPF_CORE_READ(rq, q, elevator))
+		return 0;
+	if (filter_dev && request_dev(rq) != target_dev)
+		return 0;
+
+	ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&start, &rq, &ts, BPF_ANY))
+		__sync_fetch_and_add(&start_map_full, 1);
+	return 0;
+}
+
+static __always_inline int trace_done(struct request *rq)
+{
+	struct hist_key key = {};
+	struct hist *hist;
+	__u64 *tsp, now = bpf_ktime_get_ns();
+	__s64 delta;
+	__u64 slot;
+
+	tsp = bpf_map_lookup_elem(&start, &rq);
+	if (!tsp)
+		return 0;
+	delta = (__s64)(now - *tsp);
+	if (delta < 0)
+		goto cleanup;
+
+	if (per_disk)
+		key.dev = request_dev(rq);
+	if (per_flags)
+		key.cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+
+	hist = bpf_map_lookup_or_try_init(&hists, &key, &zero_hist);
+	if (!hist)
+		goto cleanup;
+
+	slot = log2l(millis ? (__u64)delta / 1000000U : (__u64)delta / 1000U);
+	if (slot >= MAX_SLOTS)
+		slot = MAX_SLOTS - 1;
+	__sync_fetch_and_add(&hist->slots[slot], 1);
+	__sync_fetch_and_add(&hist->count, 1);
+	__sync_fetch_and_add(&hist->sum_ns, delta);
+
+cleanup:
+	bpf_map_delete_elem(&start, &rq);
+	return 0;
+}
+
+/* Before 5.11: (struct request_queue *q, struct request *rq); since: (struct request *rq). */
+static __always_inline struct request *start_arg(__u64 *ctx, bool has_queue)
+{
+	return (struct request *)(has_queue ? ctx[1] : ctx[0]);
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(block_rq_insert_btf)
+{
+	return trace_start(start_arg(ctx, insert_has_queue), false);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue_btf)
+{
+	return trace_start(start_arg(ctx, issue_has_queue), true);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete_btf, struct request *rq)
+{
+	return trace_done(rq);
+}
+
+SEC("raw_tp/block_rq_insert")
+int BPF_PROG(block_rq_insert_raw)
+{
+	return trace_start(start_arg(ctx, insert_has_queue), false);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(block_rq_issue_raw)
+{
+	return trace_start(start_arg(ctx, issue_has_queue), true);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(block_rq_complete_raw, struct request *rq)
+{
+	return trace_done(rq);
+}
+
+char LICENSE[] SEC("license") = "GPL";
