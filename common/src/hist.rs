@@ -173,17 +173,18 @@ mod tests {
     fn log2_narrow_matches_bcc() {
         // BCC's bitehist example: slots for 0-1, 2-3, 4-7, ..., 128-255.
         let slots = [3, 0, 211, 0, 0, 0, 1, 800];
-        let expected = "\
-     kbytes              : count     distribution
-         0 -> 1          : 3        |                                        |
-         2 -> 3          : 0        |                                        |
-         4 -> 7          : 211      |**********                              |
-         8 -> 15         : 0        |                                        |
-        16 -> 31         : 0        |                                        |
-        32 -> 63         : 0        |                                        |
-        64 -> 127        : 1        |                                        |
-       128 -> 255        : 800      |****************************************|
-";
+        let expected = [
+            "     kbytes              : count     distribution\n",
+            "         0 -> 1          : 3        |                                        |\n",
+            "         2 -> 3          : 0        |                                        |\n",
+            "         4 -> 7          : 211      |**********                              |\n",
+            "         8 -> 15         : 0        |                                        |\n",
+            "        16 -> 31         : 0        |                                        |\n",
+            "        32 -> 63         : 0        |                                        |\n",
+            "        64 -> 127        : 1        |                                        |\n",
+            "       128 -> 255        : 800      |****************************************|\n",
+        ]
+        .concat();
         assert_eq!(text(&slots, "kbytes"), expected);
     }
 
@@ -279,12 +280,13 @@ mod tests {
     fn linear_matches_bcc() {
         let mut buf = Vec::new();
         write_linear_hist(&mut buf, &[(0, 0), (1, 10), (2, 5), (3, 0)], "cpu").unwrap();
-        let expected = "\
-     cpu           : count     distribution
-        0          : 0        |                                        |
-        1          : 10       |****************************************|
-        2          : 5        |********************                    |
-";
+        let expected = [
+            "     cpu           : count     distribution\n",
+            "        0          : 0        |                                        |\n",
+            "        1          : 10       |****************************************|\n",
+            "        2          : 5        |********************                    |\n",
+        ]
+        .concat();
         assert_eq!(String::from_utf8(buf).unwrap(), expected);
     }
 }

@@ -1,1 +1,319 @@
-//! placeholder
+//! Helpers for the integration tests: run a real tool binary as root, wait until it has attached, make a known
+//! workload, stop the tool and read what it printed.
+//!
+//! Tests run concurrently, so every helper here is safe to use from many tests at once: workloads use unique
+//! files, and leak checks look only at the BPF programs of the tool process under test.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Path of a built tool binary: `$COREBPF_BIN_DIR/<name>`, else `target/release/<name>` of this workspace.
+pub fn bin(name: &str) -> PathBuf {
+    let dir = std::env::var_os("COREBPF_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        target.join("release")
+    });
+    let path = dir.join(name);
+    assert!(path.exists(), "{} is not built: run `make build` (or set COREBPF_BIN_DIR)", path.display());
+    path
+}
+
+/// A unique scratch path on the root file system (not tmpfs), removed when dropped.
+pub struct ScratchFile(pub PathBuf);
+
+impl ScratchFile {
+    pub fn new(tag: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = Path::new("/var/tmp/corebpf-tests");
+        fs::create_dir_all(dir).unwrap();
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        ScratchFile(dir.join(format!("{tag}-{}-{n}", std::process::id())))
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Output of a finished tool run.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// IDs of the BPF programs the tool held while it ran.
+    pub prog_ids: Vec<u32>,
+}
+
+impl Finished {
+    /// Asserts the tool exited 0 and printed nothing on stderr that looks like a failure.
+    pub fn assert_success(&self) -> &Self {
+        assert!(
+            self.status.success(),
+            "tool failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        assert!(!self.stderr.contains("panicked"), "tool panicked:\n{}", self.stderr);
+        self
+    }
+
+    /// Asserts that none of the tool's BPF programs is still loaded.
+    pub fn assert_no_programs_left(&self) {
+        assert!(!self.prog_ids.is_empty(), "no BPF programs were seen in the tool's file descriptors");
+        // Program IDs are allocated cyclically, so a freed ID is not reused soon.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let alive: Vec<u32> = self.prog_ids.iter().copied().filter(|&id| prog_loaded(id)).collect();
+            if alive.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "BPF programs {alive:?} still loaded after the tool exited");
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// True if a BPF program with this ID is loaded (asks bpftool, which CI installs).
+pub fn prog_loaded(id: u32) -> bool {
+    Command::new("bpftool")
+        .args(["prog", "show", "id", &id.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("bpftool is needed by the tests (apt-get install bpftool)")
+        .success()
+}
+
+/// BPF program IDs held by process `pid`, from `/proc/PID/fdinfo`.
+pub fn prog_ids_of(pid: u32) -> Vec<u32> {
+    let mut ids = Vec::new();
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return ids;
+    };
+    for entry in entries.flatten() {
+        if let Ok(text) = fs::read_to_string(entry.path()) {
+            for line in text.lines() {
+                if let Some(id) = line.strip_prefix("prog_id:") {
+                    if let Ok(id) = id.trim().parse() {
+                        if !ids.contains(&id) {
+                            ids.push(id);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    ids
+}
+
+/// A running tool whose stdout is collected line by line in the background.
+pub struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    stderr: thread::JoinHandle<String>,
+    prog_ids: Vec<u32>,
+}
+
+impl Running {
+    /// Starts `name` with `args` and environment `env`.
+    pub fn start_with_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
+        let mut cmd = Command::new(bin(name));
+        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        Running { child, lines, seen: Vec::new(), stderr, prog_ids: Vec::new() }
+    }
+
+    pub fn start(name: &str, args: &[&str]) -> Running {
+        Self::start_with_env(name, args, &[])
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until a stdout line contains `needle` (the tool's "Tracing..." banner, say), and records the BPF
+    /// programs the tool holds by then. Panics with everything printed so far on timeout or early exit.
+    pub fn wait_for_line(&mut self, needle: &str, timeout: Duration) -> &mut Self {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.seen.iter().any(|l| l.contains(needle)) {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => self.seen.push(line),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Ok(Some(status)) = self.child.try_wait() {
+                        self.fail(&format!("tool exited ({status}) before printing '{needle}'"));
+                    }
+                    if Instant::now() >= deadline {
+                        self.fail(&format!("no line containing '{needle}' within {timeout:?}"));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.fail(&format!("stdout closed before a line containing '{needle}'"))
+                }
+            }
+        }
+        self.note_programs();
+        self
+    }
+
+    /// Remembers the BPF programs the tool holds now (for the leak check after it exits).
+    pub fn note_programs(&mut self) {
+        for id in prog_ids_of(self.pid()) {
+            if !self.prog_ids.contains(&id) {
+                self.prog_ids.push(id);
+            }
+        }
+    }
+
+    fn fail(&mut self, why: &str) -> ! {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        panic!("{why}\nstdout so far:\n{}", self.seen.join("\n"));
+    }
+
+    /// Sends `signal` (e.g. `libc::SIGINT`) to the tool.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: plain kill(2) on our own child.
+        unsafe {
+            libc::kill(self.child.id() as i32, signal);
+        }
+    }
+
+    /// Waits for the tool to exit by itself (killing it after `timeout`, which fails the test).
+    pub fn finish(mut self, timeout: Duration) -> Finished {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!("tool did not exit within {timeout:?}"));
+            }
+            self.note_programs();
+            thread::sleep(Duration::from_millis(20));
+        };
+        let mut stdout_lines = std::mem::take(&mut self.seen);
+        // The reader thread ends at EOF, after the child exits.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            stdout_lines.push(line);
+        }
+        let stderr = self.stderr.join().unwrap_or_default();
+        let mut stdout = stdout_lines.join("\n");
+        if !stdout.is_empty() {
+            stdout.push('\n');
+        }
+        Finished { status, stdout, stderr, prog_ids: self.prog_ids }
+    }
+}
+
+/// Runs a tool to completion with no workload (for argument errors and such).
+pub fn run_tool(name: &str, args: &[&str]) -> Finished {
+    Running::start(name, args).finish(Duration::from_secs(30))
+}
+
+/// Completed I/O requests of a disk so far: reads + writes + discards + flushes from `/proc/diskstats`.
+pub fn disk_completed_ios(disk: &str) -> u64 {
+    let stats = fs::read_to_string("/proc/diskstats").unwrap();
+    for line in stats.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(2) == Some(&disk) {
+            let n = |i: usize| fields.get(3 + i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            return n(0) + n(4) + n(11) + n(15);
+        }
+    }
+    panic!("disk {disk} not in /proc/diskstats");
+}
+
+/// The whole disk that holds the root file system, e.g. `vda`.
+pub fn root_disk() -> String {
+    let stats = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let dev = stats
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(4) == Some(&"/")).then(|| f[2].to_string())
+        })
+        .expect("root mount in mountinfo");
+    let sys = fs::canonicalize(format!("/sys/dev/block/{dev}")).expect("root device in /sys/dev/block");
+    let disk = if sys.join("partition").exists() { sys.parent().unwrap().to_path_buf() } else { sys };
+    disk.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// Writes `blocks` 4 KiB blocks to `path` with O_DIRECT (each reaching the block layer as its own request).
+pub fn direct_writes(path: &Path, blocks: u32) {
+    let status = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", path.display()),
+            "bs=4k",
+            &format!("count={blocks}"),
+            "oflag=direct",
+            "status=none",
+        ])
+        .status()
+        .expect("dd");
+    assert!(status.success(), "dd failed");
+}
+
+/// Sum of the counts in every BCC-style histogram row (`   64 -> 127   : 12   |***|`) of `text`.
+pub fn hist_total(text: &str) -> u64 {
+    hist_rows(text).iter().map(|r| r.2).sum()
+}
+
+/// (low, high, count) of every histogram row of `text`.
+pub fn hist_rows(text: &str) -> Vec<(u64, u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let (range, rest) = line.split_once(':')?;
+            let (low, high) = range.split_once("->")?;
+            let count = rest.split('|').next()?.trim();
+            Some((low.trim().parse().ok()?, high.trim().parse().ok()?, count.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Parses every line of `text` as JSON, panicking with the line if one is not.
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing corebpf-tools needs on Debian/Ubuntu (run as root).
+# Build: clang (BPF compiler), libelf, zlib, pkg-config, make, gcc. Tests and benchmarks: bpftool, the anchors
+# (libbpf-tools, bpftrace), and the tools test helpers use. Rust itself comes from rustup (1.88 or newer).
+set -euo pipefail
+
+build_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev)
+test_pkgs=(bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: run as root (it installs packages with apt-get)" >&2
+    exit 1
+fi
+missing=()
+for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "deps.sh: Rust is not installed; install Rust 1.88 or newer with rustup (https://rustup.rs)" >&2
+    exit 1
+fi
+
+# Classic tracepoints need tracefs; tp_btf, raw_tp, uprobes and perf events do not.
+if [ ! -d /sys/kernel/tracing/events ]; then
+    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+fi
+echo "deps.sh: build and test dependencies are installed"
