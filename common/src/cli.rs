@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, Parser};
 
 /// BCC's trailing `[interval] [count]` arguments.
 #[derive(Debug, Clone, Args)]
@@ -25,6 +25,12 @@ impl IntervalCount {
     pub fn interval(&self) -> Option<Duration> {
         self.interval.map(Duration::from_secs)
     }
+}
+
+/// Parses the tool's command line. Every tool calls this instead of `Args::parse()`, so that features that need
+/// the clap definition (generated man pages and shell completions, for packaging) live in one place.
+pub fn parse<T: Parser>() -> T {
+    T::parse()
 }
 
 /// A number greater than zero.

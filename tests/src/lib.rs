@@ -85,15 +85,23 @@ impl Finished {
     }
 }
 
-/// True if a BPF program with this ID is loaded (asks bpftool, which CI installs).
+/// True if a BPF program with this ID is loaded (BPF_PROG_GET_FD_BY_ID; works without bpftool, as in the VM).
 pub fn prog_loaded(id: u32) -> bool {
-    Command::new("bpftool")
-        .args(["prog", "show", "id", &id.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("bpftool is needed by the tests (apt-get install bpftool)")
-        .success()
+    const BPF_PROG_GET_FD_BY_ID: libc::c_long = 13;
+    // union bpf_attr for this command: { __u32 prog_id; __u32 next_id; __u32 open_flags; }
+    let attr: [u32; 3] = [id, 0, 0];
+    // SAFETY: bpf(2) reads `size` bytes of `attr`, which outlives the call.
+    let fd = unsafe {
+        libc::syscall(libc::SYS_bpf, BPF_PROG_GET_FD_BY_ID, attr.as_ptr(), std::mem::size_of_val(&attr) as u32)
+    };
+    if fd >= 0 {
+        // SAFETY: the fd was just returned to us and is closed once.
+        unsafe { libc::close(fd as i32) };
+        return true;
+    }
+    let err = std::io::Error::last_os_error();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "BPF_PROG_GET_FD_BY_ID({id}) failed: {err}");
+    false
 }
 
 /// BPF program IDs held by process `pid`, from `/proc/PID/fdinfo`.

@@ -79,7 +79,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = common::cli::parse();
     run::main("biolatency", || biolatency(args))
 }
 
