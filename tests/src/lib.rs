@@ -325,3 +325,27 @@ pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
+
+/// Compiles a C test helper (`source` is the program text) with `cc` and returns the executable's path.
+/// Builds are cached by content in `target/test-helpers/`, so concurrent tests share one binary per source.
+pub fn build_c_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    (source, flags).hash(&mut hasher);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-helpers");
+    fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(format!("{name}-{:016x}", hasher.finish()));
+    if exe.exists() {
+        return exe;
+    }
+    // Build under a unique name, then rename: atomic for concurrent tests.
+    let tmp_src = dir.join(format!("{name}-{}-{:?}.c", std::process::id(), thread::current().id()));
+    let tmp_exe = tmp_src.with_extension("out");
+    fs::write(&tmp_src, source).unwrap();
+    let out = Command::new("cc").args(flags).arg("-o").arg(&tmp_exe).arg(&tmp_src).output().expect("cc");
+    let _ = fs::remove_file(&tmp_src);
+    assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    fs::rename(&tmp_exe, &exe).unwrap();
+    exe
+}
