@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# The kernel matrix: runs the tools' integration tests on other kernels, in QEMU (software emulation).
+#
+#   vm/vmtest.sh                      # KERNELS=5.10,6.1,6.12,host  TOOLS=<every tool in vm/scenarios>
+#   KERNELS=6.1 TOOLS=funccount vm/vmtest.sh
+#
+# 1. Builds the selected tools and their integration tests as static binaries (--target x86_64-unknown-linux-gnu).
+# 2. Prebuilds the C test helpers the tests compile at run time (the guest has no compiler): the test binaries
+#    run on the host with COREBPF_PREBUILD_HELPERS=1, which builds each test's helpers and stops the test before
+#    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
+# 3. Fetches each Debian cloud kernel once into $VM_CACHE (vm/fetch-kernel.sh; default ~/.cache/corebpf-vm).
+# 4. Packs an initramfs: busybox, vm/init, the tools, the test binaries, the helpers (and the C library they use).
+# 5. Boots each kernel with a fresh ext4 NVMe disk and runs vm/scenarios (or $VM_SCENARIOS) in it; the console
+#    goes to $VM_CACHE/logs/<run>/<kernel>.console.
+# 6. Prints a table tool x kernel: pass/FAIL and the mechanisms each tool attached with (* = its own choice).
+#    Exits 1 if any scenario failed, printing the failing scenarios' output and the guest console's tail.
+#
+# "host" in KERNELS stands for the machine's own kernel, which cannot be booted from a package: it is covered by
+# the host test run (`make test`), and its column says so.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+cache=${VM_CACHE:-$HOME/.cache/corebpf-vm}
+kernels=${KERNELS:-5.10,6.1,6.12,host}
+scenarios_file=${VM_SCENARIOS:-$repo/vm/scenarios}
+timeout_s=${VM_TIMEOUT:-900}
+target=x86_64-unknown-linux-gnu
+cargo=${CARGO:-cargo}
+run=$(date +%Y%m%d-%H%M%S)
+logdir=$cache/logs/$run
+mkdir -p "$logdir"
+ln -sfn "$run" "$cache/logs/latest"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+say() { echo "vmtest: $*" >&2; }
+die() {
+    say "$*"
+    exit 1
+}
+
+for cmd in qemu-system-x86_64 busybox cpio mkfs.ext4 dpkg-deb; do
+    command -v $cmd > /dev/null || die "$cmd is missing: run ./scripts/deps.sh (it installs qemu-system-x86, busybox-static, cpio, e2fsprogs)"
+done
+busybox_bin=$(command -v busybox)
+file -L "$busybox_bin" 2> /dev/null | grep -q 'statically linked' || [ ! -x /usr/bin/file ] ||
+    die "$busybox_bin is not static: install busybox-static"
+
+# --- scenarios: the lines of the selected tools whose folders exist ---
+all_tools=$(grep -v '^[[:space:]]*#' "$scenarios_file" | awk 'NF {print $1}' | awk '!seen[$0]++')
+if [ -n "${TOOLS:-}" ]; then
+    tools=$(echo "$TOOLS" | tr ',' ' ')
+    for t in $tools; do
+        echo "$all_tools" | grep -qx "$t" || die "no scenarios for '$t' in $scenarios_file"
+        [ -d "tools/$t" ] || die "tool '$t' is not in tools/"
+    done
+else
+    tools=""
+    for t in $all_tools; do
+        if [ -d "tools/$t" ]; then tools="$tools $t"; else say "skipping $t: not in tools/ yet"; fi
+    done
+fi
+tools=$(echo $tools)
+[ -n "$tools" ] || die "no tools selected"
+selected=$logdir/scenarios
+grep -v '^[[:space:]]*#' "$scenarios_file" | awk -v tools=" $tools " 'NF && index(tools, " " $1 " ")' > "$selected"
+testbins=$(awk '{for (i = 1; i <= NF; i++) if ($i == "--") {print $(i + 1); break}}' "$selected" | grep -vx -- - | sort -u || true)
+say "tools: $tools; test binaries: $(echo $testbins); kernels: $kernels; logs: $logdir"
+
+# --- 1. static binaries ---
+export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
+export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
+pkgs=()
+for t in $tools; do pkgs+=(-p "$t"); done
+say "building static tools (log: $logdir/build.log)"
+$cargo build --release --target $target --features static "${pkgs[@]}" > "$logdir/build.log" 2>&1 ||
+    {
+        tail -30 "$logdir/build.log" >&2
+        die "building the static tools failed"
+    }
+bindir=${CARGO_TARGET_DIR:-$repo/target}/$target/release
+declare -A testexe=()
+if [ -n "$testbins" ]; then
+    targs=()
+    for b in $testbins; do targs+=(--test "$b"); done
+    say "building static test binaries"
+    $cargo test --release --no-run --target $target -p corebpf-tests --features vm "${targs[@]}" \
+        >> "$logdir/build.log" 2>&1 || {
+        tail -30 "$logdir/build.log" >&2
+        die "building the static test binaries failed"
+    }
+    # "Executable tests/NAME.rs (PATH)"
+    while read -r name path; do
+        testexe[$name]=$path
+    done < <(sed -n 's/^ *Executable tests\/\([a-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$logdir/build.log")
+    for b in $testbins; do
+        [ -n "${testexe[$b]:-}" ] || die "no test binary for tests/tests/$b.rs (see $logdir/build.log)"
+    done
+fi
+
+# --- 2. test helpers ---
+helperdir=$repo/target/test-helpers
+for b in $testbins; do
+    say "prebuilding the C helpers of tests/$b.rs"
+    COREBPF_PREBUILD_HELPERS=1 COREBPF_BIN_DIR=$bindir "${testexe[$b]}" --test-threads=2 \
+        >> "$logdir/prebuild.log" 2>&1 || true
+done
+
+# --- 3/4. initramfs ---
+root=$logdir/initramfs
+mkdir -p "$root"/{bin,tools,tests,helpers,vm}
+cp "$busybox_bin" "$root/bin/busybox"
+install -m 755 vm/init "$root/init"
+cp "$selected" "$root/vm/scenarios"
+for t in $tools; do cp "$bindir/$t" "$root/tools/"; done
+for b in $testbins; do cp "${testexe[$b]}" "$root/tests/$b"; done
+if [ -d "$helperdir" ]; then
+    find "$helperdir" -maxdepth 1 -type f -perm -u+x ! -name '*.*' -exec cp {} "$root/helpers/" \;
+fi
+# Helpers are dynamically linked: bring their libraries (and the loader) along, at the same paths.
+for f in "$root"/helpers/*; do
+    [ -f "$f" ] || continue
+    for lib in $(ldd "$f" 2> /dev/null | grep -o '/[^ ]*' || true); do
+        mkdir -p "$root$(dirname "$lib")"
+        cp -L "$lib" "$root$lib"
+    done
+done
+initrd=$logdir/initramfs.cpio.gz
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$initrd"
+say "initramfs: $(du -h "$initrd" | cut -f1)"
+
+# --- 5. boot each kernel ---
+declare -A status=()
+failed=0
+for k in $(echo "$kernels" | tr ',' ' '); do
+    [ "$k" = host ] && continue
+    vmlinuz=$(vm/fetch-kernel.sh "$k" 2>> "$logdir/fetch.log") || {
+        tail -5 "$logdir/fetch.log" >&2
+        die "could not fetch kernel $k"
+    }
+    disk=$logdir/disk-$k.img
+    rm -f "$disk"
+    truncate -s 512M "$disk"
+    mkfs.ext4 -q -F -L corebpf "$disk"
+    console=$logdir/$k.console
+    say "booting $k ($(cat "$(dirname "$vmlinuz")/package" 2> /dev/null || echo "$vmlinuz")); console: $console"
+    start=$(date +%s)
+    rc=0
+    timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 1536 \
+        -nographic -no-reboot -monitor none \
+        -kernel "$vmlinuz" -initrd "$initrd" \
+        -drive "file=$disk,if=none,id=d0,format=raw" -device nvme,serial=corebpf,drive=d0 \
+        -append "console=ttyS0 quiet panic=-1 rdinit=/init" < /dev/null > "$console" 2>&1 || rc=$?
+    rm -f "$disk"
+    tr -d '\r' < "$console" > "$console.tmp" && mv "$console.tmp" "$console"
+    say "$k: guest ran $(($(date +%s) - start)) s"
+    if ! grep -q '^VMTEST-DONE' "$console"; then
+        failed=1
+        status[$k]=boot
+        if [ $rc = 124 ]; then say "$k: the guest did not finish within ${timeout_s} s"; else say "$k: the guest stopped early (qemu exit $rc)"; fi
+        say "$k: console tail:"
+        tail -40 "$console" | sed 's/^/    /' >&2
+    fi
+done
+
+# --- 6. the table ---
+# cell(tool, kernel): "pass tp_btf* raw_tp" or "FAIL raw_tp ..."
+cell() {
+    local tool=$1 k=$2 console=$logdir/$2.console out="" bad=0 def="" attach result used
+    [ "${status[$k]:-}" = boot ] && [ ! -s "$console" ] && {
+        echo "no boot"
+        return 1
+    }
+    def=$(awk -v t="$tool" '$1 == "VMTEST-ATTACH" && $2 == t && $3 == "default" {print $4}' "$console")
+    while read -r attach; do
+        result=$(awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-RESULT" && $2 == t && $3 == a {print $4}' "$console")
+        used=$(awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-ATTACH" && $2 == t && $3 == a {print $4}' "$console")
+        [ "$result" = pass ] || bad=1
+        if [ "$attach" = default ]; then
+            # The unforced run only tells which mechanism the tool picks; it is listed only if it failed.
+            [ "$result" = pass ] || out="$out default(${result:-no result})"
+            continue
+        fi
+        [ "$attach" = "$def" ] && attach="$attach*"
+        [ "$result" = pass ] || attach="$attach(${result:-no result})"
+        out="$out $attach"
+    done < <(awk -v t="$tool" '$1 == t {print $2}' "$selected" | awk '!seen[$0]++')
+    if [ $bad = 0 ]; then echo "pass$out"; else echo "FAIL$out"; fi
+    return $bad
+}
+printf '\n%-16s' "tool"
+for k in $(echo "$kernels" | tr ',' ' '); do
+    if [ "$k" = host ]; then printf '  %-28s' "host $(uname -r | cut -d- -f1)"; else printf '  %-28s' "$k"; fi
+done
+echo
+for t in $tools; do
+    printf '%-16s' "$t"
+    for k in $(echo "$kernels" | tr ',' ' '); do
+        if [ "$k" = host ]; then
+            printf '  %-28s' "host tests (make test)"
+        else
+            c=$(cell "$t" "$k") || failed=1
+            printf '  %-28s' "$c"
+        fi
+    done
+    echo
+done
+echo "(* = the mechanism the tool chose by itself; the others were forced with COREBPF_ATTACH)"
+
+# --- failures: what each failing scenario printed ---
+for k in $(echo "$kernels" | tr ',' ' '); do
+    console=$logdir/$k.console
+    [ "$k" != host ] && [ -f "$console" ] || continue
+    awk '$1 == "VMTEST-RESULT" && $4 != "pass" {print $2, $3}' "$console" | while read -r tool attach; do
+        echo
+        echo "=== FAIL: $tool with $attach on $k ==="
+        awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-ERROR" && $2 == t && $3 == a {$1 = $2 = $3 = ""; sub(/^ +/, ""); print "tool said: " $0}' "$console"
+        awk -v t="$tool" -v a="$attach" '
+            $1 == "VMTEST-BEGIN" && $2 == t && $3 == a {on = 1; n = 0; next}
+            on && $1 == "VMTEST-RESULT" {exit}
+            on {buf[n++ % 40] = $0}
+            END {s = n > 40 ? n - 40 : 0; for (i = s; i < n; i++) print "    " buf[i % 40]}' "$console"
+    done
+done
+if [ $failed != 0 ]; then
+    say "FAILED (logs: $logdir)"
+    exit 1
+fi
+say "all scenarios passed (logs: $logdir)"
