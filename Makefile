@@ -37,3 +37,14 @@ fmt:
 
 clean:
 	$(CARGO) clean
+
+# The kernel matrix (vm/vmtest.sh): the tools' integration tests, built static, on Debian's 5.10, 6.1 and 6.12
+# kernels in QEMU, with a table tool x kernel. Kernels are cached in VM_CACHE (default ~/.cache/corebpf-vm).
+#   make vmtest [KERNELS=5.10,6.1,6.12,host] [TOOLS=biolatency,...]
+#   make vmtest-selfcheck   deliberately broken fallbacks must fail the matrix with readable reasons
+.PHONY: vmtest vmtest-selfcheck
+vmtest:
+	KERNELS='$(KERNELS)' TOOLS='$(TOOLS)' ./vm/vmtest.sh
+
+vmtest-selfcheck:
+	KERNELS='$(KERNELS)' ./vm/selfcheck.sh
