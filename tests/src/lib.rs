@@ -21,6 +21,10 @@ pub fn bin(name: &str) -> PathBuf {
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
         target.join("release")
     });
+    assert!(
+        std::env::var_os(PREBUILD_HELPERS_ENV).is_none(),
+        "{PREBUILD_HELPERS_ENV} is set: this run only builds test helpers, so it stops before running {name}"
+    );
     let path = dir.join(name);
     assert!(path.exists(), "{} is not built: run `make build` (or set COREBPF_BIN_DIR)", path.display());
     path
@@ -333,9 +337,13 @@ pub fn build_c_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     use std::hash::{Hash, Hasher};
     let mut hasher = DefaultHasher::new();
     (source, flags).hash(&mut hasher);
+    let file = format!("{name}-{:016x}", hasher.finish());
+    if let Some(prebuilt) = prebuilt_helper(&file) {
+        return prebuilt;
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-helpers");
     fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(format!("{name}-{:016x}", hasher.finish()));
+    let exe = dir.join(&file);
     if exe.exists() {
         return exe;
     }
@@ -348,4 +356,25 @@ pub fn build_c_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     fs::rename(&tmp_exe, &exe).unwrap();
     exe
+}
+
+/// Set (to anything) by the VM kernel matrix on the host: every test builds its C helpers with [`build_c_helper`]
+/// and stops at its first [`bin`] call, before running a tool. So tests build their helpers before starting tools.
+pub const PREBUILD_HELPERS_ENV: &str = "COREBPF_PREBUILD_HELPERS";
+
+/// Set in the VM guest, which has no compiler: the folder of helpers prebuilt on the host (named as in
+/// `target/test-helpers/`), which [`build_c_helper`] returns instead of compiling.
+pub const HELPER_DIR_ENV: &str = "COREBPF_HELPER_DIR";
+
+/// The prebuilt helper `file` from `$COREBPF_HELPER_DIR`, if that is set (panicking if the helper is not there).
+fn prebuilt_helper(file: &str) -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os(HELPER_DIR_ENV)?);
+    let exe = dir.join(file);
+    assert!(
+        exe.exists(),
+        "test helper {file} was not prebuilt into {}: the test must build its helpers before it starts a tool \
+         (vm/vmtest.sh prebuilds them with {PREBUILD_HELPERS_ENV}=1)",
+        dir.display()
+    );
+    Some(exe)
 }
