@@ -5,6 +5,7 @@
 //! loop ([`run`]) and ring-buffer event loop ([`events`]), BCC-compatible histograms ([`hist`]), map reading
 //! ([`maps`]), output that survives pipes ([`output`]), and block-device and cgroup helpers ([`blockdev`],
 //! [`cgroup`]).
+//! Uprobe tools find a process's (or the system's) libraries with [`procmaps`].
 
 pub mod blockdev;
 pub mod cgroup;
@@ -15,4 +16,5 @@ pub mod loader;
 pub mod maps;
 pub mod output;
 pub mod probe;
+pub mod procmaps;
 pub mod run;

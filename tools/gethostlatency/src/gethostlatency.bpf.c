@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+/* gethostlatency: latency of the resolver calls getaddrinfo, gethostbyname, gethostbyname2 (and their _r forms),
+ * from uprobes on entry and uretprobes on return, one ring-buffer record per completed call.
+ *
+ * A call is recorded per thread. glibc's gethostbyname calls gethostbyname_r (and gethostbyname2 calls
+ * gethostbyname2_r) through the same exported address, so a thread can be inside two traced functions at once;
+ * only the outermost call is reported. Which call a return belongs to is told by the stack pointer: a nested call
+ * enters with a lower stack pointer than the call around it, and only the outermost call's return brings the stack
+ * pointer back above (x86) or to (arm64) its entry value. A record left behind by a call whose return was never
+ * seen (a longjmp out of the resolver) is replaced by the thread's next call from the same or a shallower stack
+ * depth. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "gethostlatency.h"
+
+#define MAX_CALLS 10240
+
+const volatile __u32 target_pid = 0;
+
+/* Completed calls dropped because the ring buffer was full. */
+__u64 lost = 0;
+/* Calls not timed because MAX_CALLS threads were already inside a resolver call. */
+__u64 untimed = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_CALLS);
+	__type(key, __u32);
+	__type(value, struct call);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+static const struct call zero_call;
+
+/* Makes the record type visible to the skeleton's generated `types` module. */
+struct call _call_type = {};
+
+/* Whether a return at stack pointer `sp` ends the call that entered at `entry_sp` (and not one nested in it). */
+static __always_inline bool returns_from(__u64 sp, __u64 entry_sp)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* `ret` popped the return address that was on top of the stack at entry. */
+	return sp > entry_sp;
+#else
+	/* The return address was in a register: the stack pointer is back to its entry value. */
+	return sp >= entry_sp;
+#endif
+}
+
+static __always_inline int on_entry(struct pt_regs *ctx, enum resolver_func func)
+{
+	const char *host = (const char *)PT_REGS_PARM1(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u64 sp = PT_REGS_SP(ctx);
+	struct call *call;
+	long len;
+	char last = 0;
+
+	if (!host)
+		return 0;
+	if (target_pid && target_pid != pid)
+		return 0;
+
+	call = bpf_map_lookup_elem(&starts, &tid);
+	/* Called from inside a traced call of this thread: that outer call is the one reported. */
+	if (call && sp < call->entry_sp)
+		return 0;
+	if (bpf_map_update_elem(&starts, &tid, &zero_call, BPF_ANY)) {
+		__sync_fetch_and_add(&untimed, 1);
+		return 0;
+	}
+	call = bpf_map_lookup_elem(&starts, &tid);
+	if (!call)
+		return 0;
+
+	call->entry_sp = sp;
+	call->pid = pid;
+	call->tid = tid;
+	call->func = func;
+	bpf_get_current_comm(&call->comm, sizeof(call->comm));
+	len = bpf_probe_read_user_str(&call->host, sizeof(call->host), host);
+	/* A full buffer holds HOST_LEN - 1 characters: the name was longer if the next one is not its end. */
+	if (len == sizeof(call->host) && !bpf_probe_read_user(&last, 1, host + HOST_LEN - 1) && last)
+		call->truncated = 1;
+	call->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int on_return(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct call *call;
+
+	call = bpf_map_lookup_elem(&starts, &tid);
+	if (!call)
+		return 0;
+	if (!returns_from(PT_REGS_SP(ctx), call->entry_sp))
+		return 0;
+	call->ts = bpf_ktime_get_ns() - call->ts;
+	if (bpf_ringbuf_output(&events, call, sizeof(*call), 0))
+		__sync_fetch_and_add(&lost, 1);
+	bpf_map_delete_elem(&starts, &tid);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(getaddrinfo_entry)
+{
+	return on_entry(ctx, FUNC_GETADDRINFO);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gethostbyname_entry)
+{
+	return on_entry(ctx, FUNC_GETHOSTBYNAME);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gethostbyname2_entry)
+{
+	return on_entry(ctx, FUNC_GETHOSTBYNAME2);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gethostbyname_r_entry)
+{
+	return on_entry(ctx, FUNC_GETHOSTBYNAME_R);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gethostbyname2_r_entry)
+{
+	return on_entry(ctx, FUNC_GETHOSTBYNAME2_R);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(resolver_return)
+{
+	return on_return(ctx);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,158 @@
+//! gethostlatency: show the latency of getaddrinfo/gethostbyname[2] calls (BCC's tool, CO-RE).
+//!
+//! Uprobes on entry and uretprobes on return of the resolver functions of the C library time each call in BPF and
+//! send one ring-buffer record per completed call; this front end prints them in BCC's columns or as JSON lines.
+//! The C library is the traced process's own (`-p`, through `/proc/PID/root`), the system's, or the file named
+//! with `-l`. Everything shared with other tools lives in `common`.
+
+mod report;
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/gethostlatency.skel.rs"));
+}
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use common::events::poll_ring_buffer;
+use common::loader::{init_libbpf_log, load_first_working, object_storage};
+use common::output::Output;
+use common::probe::{self, Attach};
+use common::procmaps;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{ErrorKind, Link, ProgramMut, UprobeOpts};
+
+use report::{Report, FUNCS};
+use skel::{GethostlatencySkel, GethostlatencySkelBuilder};
+
+const EXAMPLES: &str = "\
+examples:
+    gethostlatency                # time getaddrinfo/gethostbyname[2] calls
+    gethostlatency -p 181         # only trace PID 181 (its own libc, also inside a container)
+    gethostlatency -l /usr/lib/x86_64-linux-gnu/libc.so.6   # probe this libc
+    gethostlatency -j             # print JSON lines";
+
+/// Show latency for getaddrinfo/gethostbyname[2] calls.
+#[derive(Debug, Parser)]
+#[command(name = "gethostlatency", version, after_help = EXAMPLES)]
+struct Args {
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
+    pid: Option<u32>,
+    /// The libc (or any library or executable with these functions) to probe
+    #[arg(short = 'l', long, value_name = "LIBC")]
+    libc: Option<PathBuf>,
+    /// JSON output: one object per call, latency in nanoseconds
+    #[arg(short = 'j', long)]
+    json: bool,
+    /// Verbose debug output (repeat for libbpf's debug messages)
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+fn main() -> ExitCode {
+    let args: Args = common::cli::parse();
+    run::main("gethostlatency", || gethostlatency(args))
+}
+
+fn gethostlatency(args: Args) -> Result<()> {
+    probe::preflight()?;
+    init_libbpf_log(args.verbose);
+    let libc = libc_path(&args)?;
+    let signals = Signals::install()?;
+
+    let ((skel, links), _mech) =
+        load_first_working(&[Attach::Uprobe], args.verbose > 0, |mech| load_and_attach(&args, &libc, mech))?;
+    if args.verbose > 0 {
+        eprintln!("probing {} uprobes in {}", links.len(), libc.display());
+    }
+
+    let mut out = Output::new();
+    let report = Report::new(args.json);
+    report.write_header(&mut out)?;
+    poll_ring_buffer(&signals, &skel.maps.events, || false, |data| report.write_call(&mut out, data))?;
+    drop(links);
+
+    if let Some(bss) = skel.maps.bss_data.as_ref() {
+        if bss.lost > 0 {
+            eprintln!("gethostlatency: {} calls lost: the ring buffer was full", bss.lost);
+        }
+        if bss.untimed > 0 {
+            eprintln!("gethostlatency: {} calls not timed: too many threads inside resolver calls", bss.untimed);
+        }
+    }
+    Ok(())
+}
+
+/// The file to probe: `-l`, else the C library of the `-p` process, else the system's; checked readable here so
+/// that a bad path is one clear error.
+fn libc_path(args: &Args) -> Result<PathBuf> {
+    let path = match (&args.libc, args.pid) {
+        (Some(path), _) => path.clone(),
+        (None, Some(pid)) => procmaps::process_libc(pid)?,
+        (None, None) => procmaps::system_libc()?,
+    };
+    let readable = fs::File::open(&path).and_then(|f| f.metadata());
+    match readable {
+        Ok(meta) if meta.is_file() => Ok(path),
+        Ok(_) => bail!("libc {} is not a file", path.display()),
+        Err(err) => Err(err).with_context(|| format!("cannot read libc {}", path.display())),
+    }
+}
+
+/// Opens and loads the BPF object, then attaches a uretprobe and a uprobe to each resolver function `libc` has.
+fn load_and_attach(args: &Args, libc: &Path, mech: Attach) -> Result<(GethostlatencySkel<'static>, Vec<Link>)> {
+    let mut open = GethostlatencySkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    rodata.target_pid = args.pid.unwrap_or(0);
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+
+    let pid = args.pid.map_or(-1, |p| p as i32);
+    let p = &skel.progs;
+    let entries = [
+        &p.getaddrinfo_entry,
+        &p.gethostbyname_entry,
+        &p.gethostbyname2_entry,
+        &p.gethostbyname_r_entry,
+        &p.gethostbyname2_r_entry,
+    ];
+    // Return probes first: then every entry the BPF side records is sure to see its return.
+    let mut links = Vec::new();
+    let mut present = Vec::new();
+    for (i, func) in FUNCS.iter().enumerate() {
+        match attach_uprobe(&p.resolver_return, pid, libc, func, true) {
+            Ok(link) => {
+                links.push(link);
+                present.push(i);
+            }
+            Err(err) if err.kind() == ErrorKind::NotFound => {}
+            Err(err) => {
+                return Err(err).with_context(|| format!("attaching a uretprobe to {func} in {}", libc.display()))
+            }
+        }
+    }
+    if present.is_empty() {
+        bail!("{} has none of the functions {}", libc.display(), FUNCS.join(", "));
+    }
+    for i in present {
+        let link = attach_uprobe(entries[i], pid, libc, FUNCS[i], false)
+            .with_context(|| format!("attaching a uprobe to {} in {}", FUNCS[i], libc.display()))?;
+        links.push(link);
+    }
+    Ok((skel, links))
+}
+
+/// Attaches `prog` to function `func` of `binary` by name: libbpf finds the symbol (versioned ones included).
+fn attach_uprobe(
+    prog: &ProgramMut<'_>,
+    pid: i32,
+    binary: &Path,
+    func: &str,
+    retprobe: bool,
+) -> libbpf_rs::Result<Link> {
+    let opts = UprobeOpts { func_name: Some(func.to_string()), retprobe, ..Default::default() };
+    prog.attach_uprobe_with_opts(pid, binary, 0, opts)
+}

@@ -1,0 +1,100 @@
+//! gethostlatency's output: one line per completed resolver call, in BCC's `TIME PID COMM LATms HOST` columns or
+//! as a JSON object with the exact latency in nanoseconds, the function and the host.
+//!
+//! A host name longer than the BPF side captures is shown with a trailing `...` (and `"truncated": true` in JSON).
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use common::output::{clock_hms, clock_rfc3339, Output};
+use serde::Serialize;
+
+use crate::skel::types::call;
+
+// SAFETY: a plain C struct of integers and byte arrays, generated from gethostlatency.h.
+unsafe impl plain::Plain for call {}
+
+/// The traced functions, in the order of `enum resolver_func` in gethostlatency.h.
+pub const FUNCS: [&str; 5] = ["getaddrinfo", "gethostbyname", "gethostbyname2", "gethostbyname_r", "gethostbyname2_r"];
+
+/// Marks a host name cut at the captured length.
+const TRUNCATED_MARK: &str = "...";
+
+/// One call, as a JSON line.
+#[derive(Serialize)]
+struct JsonCall<'a> {
+    timestamp: &'a str,
+    pid: u32,
+    tid: u32,
+    comm: &'a str,
+    function: &'a str,
+    latency_ns: u64,
+    host: &'a str,
+    truncated: bool,
+}
+
+pub struct Report {
+    json: bool,
+}
+
+impl Report {
+    pub fn new(json: bool) -> Self {
+        Report { json }
+    }
+
+    /// BCC's column header (text output only).
+    pub fn write_header(&self, out: &mut Output) -> Result<()> {
+        if !self.json {
+            writeln!(out, "{:<9} {:<6} {:<16} {:>10} {}", "TIME", "PID", "COMM", "LATms", "HOST")?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the record of one completed call and flushes.
+    pub fn write_call(&self, out: &mut Output, data: &[u8]) -> Result<()> {
+        let mut c = call::default();
+        plain::copy_from_bytes(&mut c, data).ok().context("short record from the ring buffer")?;
+        let comm = c_string(&c.comm);
+        let mut host = c_string(&c.host);
+        let truncated = c.truncated != 0;
+        if truncated {
+            host.push_str(TRUNCATED_MARK);
+        }
+        let function = FUNCS.get(c.func as usize).copied().unwrap_or("?");
+        if self.json {
+            out.json_line(&JsonCall {
+                timestamp: &clock_rfc3339(),
+                pid: c.pid,
+                tid: c.tid,
+                comm: &comm,
+                function,
+                latency_ns: c.ts,
+                host: &host,
+                truncated,
+            })?;
+        } else {
+            let ms = c.ts as f64 / 1e6;
+            writeln!(out, "{:<9} {:<6} {:<16} {:>10.2} {}", clock_hms(), c.pid, comm, ms, host)?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// The text of a NUL-terminated C char array (lossy for invalid UTF-8).
+fn c_string<T: Copy + Into<i16>>(chars: &[T]) -> String {
+    let bytes: Vec<u8> = chars.iter().map(|&c| c.into() as u8).take_while(|&b| b != 0).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_strings_stop_at_nul() {
+        assert_eq!(c_string(&[b'a' as i8, b'b' as i8, 0, b'c' as i8]), "ab");
+        assert_eq!(c_string(&[b'x', b'y']), "xy");
+    }
+}
