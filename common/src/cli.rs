@@ -28,8 +28,10 @@ impl IntervalCount {
 }
 
 /// Parses the tool's command line. Every tool calls this instead of `Args::parse()`, so that features that need
-/// the clap definition (generated man pages and shell completions, for packaging) live in one place.
+/// the clap definition live in one place: with `COREBPF_GENERATE=man|bash|zsh|fish` set, the tool prints its
+/// man page or completion script instead of running (see [`crate::generate`]; the Makefile uses it).
 pub fn parse<T: Parser>() -> T {
+    crate::generate::from_env::<T>();
     T::parse()
 }
 

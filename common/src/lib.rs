@@ -6,11 +6,13 @@
 //! ([`maps`]), output that survives pipes ([`output`]), and block-device and cgroup helpers ([`blockdev`],
 //! [`cgroup`]).
 //! Uprobe tools find a process's (or the system's) libraries with [`procmaps`].
+//! [`generate`] makes man pages and shell completions from a tool's clap definition, for packaging.
 
 pub mod blockdev;
 pub mod cgroup;
 pub mod cli;
 pub mod events;
+pub mod generate;
 pub mod hist;
 pub mod loader;
 pub mod maps;
