@@ -73,6 +73,7 @@ trap 'rm -rf "$work"' EXIT
 (cd "$work" && apt-get "${apt_opts[@]}" -qq download "$pkg" >&2)
 dpkg-deb -x "$work"/"$pkg"_*.deb "$work/root"
 vmlinuz=$(ls "$work"/root/boot/vmlinuz-* | head -1)
+cp "$work"/root/boot/config-* "$dest/config" 2> /dev/null || true
 cp "$vmlinuz" "$dest/vmlinuz.tmp"
 echo "$pkg" > "$dest/package"
 basename "$vmlinuz" | sed 's/^vmlinuz-//' > "$dest/release"

@@ -57,7 +57,17 @@ if [ -n "${TOOLS:-}" ]; then
 else
     tools=""
     for t in $all_tools; do
-        if [ -d "tools/$t" ]; then tools="$tools $t"; else say "skipping $t: not in tools/ yet"; fi
+        if [ ! -d "tools/$t" ]; then
+            say "skipping $t: not in tools/ yet"
+            continue
+        fi
+        missing=$(awk -v t="$t" '$1 == t {for (i = 1; i <= NF; i++) if ($i == "--") {print $(i + 1); break}}' \
+            "$scenarios_file" | grep -vx -- - | while read -r b; do [ -f "tests/tests/$b.rs" ] || echo "$b"; done)
+        if [ -n "$missing" ]; then
+            say "skipping $t: tests/tests/$(echo $missing).rs not written yet"
+            continue
+        fi
+        tools="$tools $t"
     done
 fi
 tools=$(echo $tools)
@@ -150,7 +160,7 @@ for k in $(echo "$kernels" | tr ',' ' '); do
         -nographic -no-reboot -monitor none \
         -kernel "$vmlinuz" -initrd "$initrd" \
         -drive "file=$disk,if=none,id=d0,format=raw" -device nvme,serial=corebpf,drive=d0 \
-        -append "console=ttyS0 quiet panic=-1 rdinit=/init" < /dev/null > "$console" 2>&1 || rc=$?
+        -append "console=ttyS0 quiet panic=-1 rdinit=/init corebpf.kernel=$k" < /dev/null > "$console" 2>&1 || rc=$?
     rm -f "$disk"
     tr -d '\r' < "$console" > "$console.tmp" && mv "$console.tmp" "$console"
     say "$k: guest ran $(($(date +%s) - start)) s"
@@ -184,7 +194,9 @@ cell() {
         [ "$attach" = "$def" ] && attach="$attach*"
         [ "$result" = pass ] || attach="$attach(${result:-no result})"
         out="$out $attach"
-    done < <(awk -v t="$tool" '$1 == t {print $2}' "$selected" | awk '!seen[$0]++')
+    done < <(awk -v t="$tool" -v k="$k" '$1 == t {
+                 n = split($2, a, "@"); if (n == 1 || index("," a[2] ",", "," k ",")) print a[1] }' "$selected" |
+        awk '!seen[$0]++')
     if [ $bad = 0 ]; then echo "pass$out"; else echo "FAIL$out"; fi
     return $bad
 }
