@@ -82,8 +82,15 @@ export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
 export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
 pkgs=()
 for t in $tools; do pkgs+=(-p "$t"); done
-say "building static tools (log: $logdir/build.log)"
-$cargo build --release --target $target --features static "${pkgs[@]}" > "$logdir/build.log" 2>&1 ||
+# `make static` (every tool, the packaging's flags) when the Makefile has it, so that CI builds the tools once.
+if make -n static > /dev/null 2>&1; then
+    say "building static tools: make static (log: $logdir/build.log)"
+    build_tools=(make --no-print-directory static)
+else
+    say "building static tools (log: $logdir/build.log)"
+    build_tools=("$cargo" build --release --target $target --features static "${pkgs[@]}")
+fi
+"${build_tools[@]}" > "$logdir/build.log" 2>&1 ||
     {
         tail -30 "$logdir/build.log" >&2
         die "building the static tools failed"
