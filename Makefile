@@ -48,3 +48,10 @@ vmtest:
 
 vmtest-selfcheck:
 	KERNELS='$(KERNELS)' ./vm/selfcheck.sh
+
+# Benchmarks against libbpf-tools and bpftrace (bench/run.sh): installs the anchors, builds release binaries and
+# writes docs/benchmarks.md (about 10 minutes, as root; never part of `make test`). BENCH_REPEAT=N rounds,
+# BENCH_ONLY=1,4 some figures, BENCH_QUICK=1 small workloads, BENCH_NO_BUILD=1 use target/release as it is.
+.PHONY: bench
+bench:
+	./bench/run.sh

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Benchmarks corebpf-tools against libbpf-tools and bpftrace and writes docs/benchmarks.md (see `make bench`).
+
+Run as root after a release build (bench/run.sh does both). Settings come from the environment:
+BENCH_REPEAT (rounds per measurement, default 5), BENCH_QUICK=1 (small workloads, to debug the harness),
+BENCH_ONLY=1,3 (only these figures), BENCH_OUT (the Markdown file to write, default docs/benchmarks.md).
+Exit status 1 if a figure could not be measured (the file still says which and why).
+"""
+
+import atexit
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import figures  # noqa: E402
+import lib  # noqa: E402
+import report  # noqa: E402
+
+
+class Config:
+    def __init__(self, env):
+        quick = env.get("BENCH_QUICK") == "1"
+        self.repeat = max(1, int(env.get("BENCH_REPEAT", "5")))
+        self.quick = quick
+        self.syscalls = 200_000 if quick else 2_000_000
+        self.direct_ios = 2_000 if quick else 20_000
+        self.mem_ios, self.mem_conns, self.mem_lookups, self.mem_syscalls = 1_000, 200, 200, 200_000
+        self.freq = 999
+        self.profile_secs = 2 if quick else 5
+        self.paths = 500
+        only = env.get("BENCH_ONLY", "")
+        self.only = {int(x) for x in only.split(",") if x.strip()} or set(range(1, 7))
+        self.out = Path(env.get("BENCH_OUT", figures.ROOT / "docs" / "benchmarks.md"))
+
+
+FIGURES = [
+    (1, "start-up", figures.fig_startup),
+    (2, "cost per event", figures.fig_event_cost),
+    (3, "cost per block I/O", figures.fig_block_io),
+    (4, "memory", figures.fig_memory),
+    (5, "size", figures.fig_size),
+    (6, "profile", figures.fig_profile),
+]
+
+
+def main():
+    if os.geteuid() != 0:
+        print("bench: run as root (the tools load BPF programs)", file=sys.stderr)
+        return 1
+    cfg = Config(os.environ)
+    lib.install_cleanup()
+    atexit.register(lib.cleanup)
+    results = {"load_start": os.getloadavg(), "started": time.time()}
+    failed = False
+    for num, title, fn in FIGURES:
+        if num not in cfg.only:
+            continue
+        print(f"bench: figure {num}, {title} (load {os.getloadavg()[0]:.2f})", flush=True)
+        t0 = time.monotonic()
+        load = os.getloadavg()[0]
+        try:
+            res = fn(cfg)
+        except Exception as e:  # one broken figure must not lose the others
+            traceback.print_exc()
+            res = {"error": f"{type(e).__name__}: {e}"}
+        res["load"] = (load, os.getloadavg()[0])
+        res["seconds"] = time.monotonic() - t0
+        if report.has_error(res):
+            failed = True
+            print(f"bench: figure {num}: {report.first_error(res)}", file=sys.stderr)
+        results[num] = res
+    results["load_end"] = os.getloadavg()
+    results["finished"] = time.time()
+    text = report.render(cfg, results)
+    cfg.out.parent.mkdir(parents=True, exist_ok=True)
+    cfg.out.write_text(text)
+    print(f"bench: wrote {cfg.out} in {results['finished'] - results['started']:.0f} s")
+    print(report.headline(results))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,381 @@
+"""The six benchmark figures: each takes the settings and returns a plain dict of raw samples and medians.
+
+Every figure repeats its measurement `repeat` times and alternates the order of the contenders on each round
+(ours first, then theirs first, ...), so slow drifts of the machine fall on both. A contender whose binary is not
+there yields a row marked "not built yet" (ours) or "not installed" (an anchor) instead of numbers.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from lib import (BenchError, Tracer, dd_direct, dd_syscalls, getaddrinfo_calls, median, prepare_direct,
+                 tcp_connections)
+
+ROOT = Path(__file__).resolve().parent.parent
+OURS_DIR = ROOT / "target" / "release"
+STATIC_DIR = ROOT / "target" / "x86_64-unknown-linux-gnu" / "release"
+BUILD_DIR = ROOT / "target" / "bench"
+LIBBPF_TOOLS = Path("/usr/sbin")
+DIRECT_FILE = "/var/tmp/corebpf-bench-direct.dat"
+OUR_TOOLS = ["biolatency", "tcplife", "gethostlatency", "funccount", "profile"]
+
+# bpftrace's readiness signal: BEGIN runs after every other probe is attached ("Attaching N probes..." is
+# printed before attaching, so it is not one).
+BT_READY = 'BEGIN { printf("ready\\n"); } '
+BT_FUNCCOUNT = BT_READY + "tracepoint:syscalls:sys_enter_write { @ = count(); }"
+
+
+def ours(name):
+    path = OURS_DIR / name
+    return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def theirs(name):
+    path = LIBBPF_TOOLS / name
+    return str(path) if path.is_file() else None
+
+
+def bpftrace():
+    return shutil.which("bpftrace")
+
+
+class Contender:
+    """One program in a comparison: how to run it and how it says it is ready."""
+
+    def __init__(self, label, argv, ready, use_pty=False, missing="not built yet", resend_int=False):
+        self.label = label
+        self.argv = argv if argv and argv[0] else None
+        self.ready = ready
+        self.use_pty = use_pty
+        self.missing = missing
+        self.resend_int = resend_int
+        self.env = None
+
+    def start(self):
+        return Tracer(self.argv, self.ready, use_pty=self.use_pty, resend_int=self.resend_int, env=self.env)
+
+
+def our(name, args=(), ready="^Tracing"):
+    path = ours(name)
+    return Contender("ours", [path, *args] if path else None, ready)
+
+
+def c_tool(name, args=(), ready="^Tracing"):
+    # libbpf-tools print with stdio: fully buffered on a pipe, so they get a pty (line-buffered, no extra exec).
+    path = theirs(name)
+    return Contender("libbpf-tools", [path, *args] if path else None, ready, use_pty=True, missing="not installed",
+                     resend_int=True)
+
+
+def bt(program):
+    path = bpftrace()
+    return Contender("bpftrace", [path, "-e", program] if path else None, "^ready", missing="not installed",
+                     resend_int=True)
+
+
+def orders(items, rep):
+    """Rotates the contenders by the round number, so each goes first in turn."""
+    k = rep % len(items)
+    return items[k:] + items[:k]
+
+
+def run_traced(contender, workload):
+    """Starts the contender (None: no tracing), runs workload() once it is ready, stops it; returns the result."""
+    if contender is None:
+        return workload(), None
+    with contender.start() as t:
+        t.wait_ready()
+        result = workload()
+        t.stop()
+    return result, t
+
+
+# ---- 1. start-up -----------------------------------------------------------------------------------------
+
+def startup_specs():
+    return [
+        ("biolatency", our("biolatency"), c_tool("biolatency")),
+        ("tcplife", our("tcplife", ready="^PID"), c_tool("tcplife", ready="^PID")),
+        ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
+        ("funccount t:syscalls:sys_enter_write", our("funccount", ["t:syscalls:sys_enter_write"]),
+         bt(BT_FUNCCOUNT)),
+    ]
+
+
+def fig_startup(cfg):
+    rows = []
+    for name, a, b in startup_specs():
+        row = {"name": name, "anchor": b.label, "ours": [], "theirs": [], "ours_exit": [], "theirs_exit": []}
+        rows.append(row)
+        for side, c in (("ours", a), ("theirs", b)):
+            if c.argv is None:
+                row[side + "_missing"] = c.missing
+        if "ours_missing" in row and "theirs_missing" in row:
+            continue
+        try:
+            for c in (a, b):  # warm the page cache; not counted
+                if c.argv:
+                    run_traced(c, lambda: None)
+            for rep in range(cfg.repeat):
+                for side, c in orders([("ours", a), ("theirs", b)], rep):
+                    if c.argv is None:
+                        continue
+                    with c.start() as t:
+                        row[side].append(t.wait_ready())
+                        time.sleep(0.1)  # a SIGINT right after the banner can race the tool's own set-up
+                        row[side + "_exit"].append(t.stop())
+                    time.sleep(0.05)
+        except BenchError as e:
+            row["error"] = str(e)
+    return {"rows": rows}
+
+
+# ---- 2. cost per event -----------------------------------------------------------------------------------
+
+def fig_event_cost(cfg):
+    n = cfg.syscalls
+    contenders = [("none", None), ("ours", our("funccount", ["t:syscalls:sys_enter_write"])),
+                  ("bpftrace", bt(BT_FUNCCOUNT))]
+    res = {"n": n, "times": {k: [] for k, _ in contenders}, "missing": {}, "counted": {}}
+    for k, c in contenders:
+        if c is not None and c.argv is None:
+            res["missing"][k] = c.missing
+    active = [(k, c) for k, c in contenders if k not in res["missing"]]
+    try:
+        dd_syscalls(n // 10)  # warm-up
+        for rep in range(cfg.repeat):
+            for k, c in orders(active, rep):
+                secs, t = run_traced(c, lambda: dd_syscalls(n))
+                res["times"][k].append(secs)
+                if t is not None:
+                    res["counted"][k] = max_count(t.output())
+    except BenchError as e:
+        res["error"] = str(e)
+    base = median(res["times"]["none"])
+    res["ns_per_event"] = {}
+    for k, _ in active:
+        m = median(res["times"][k])
+        if k != "none" and m is not None and base:
+            res["ns_per_event"][k] = (m - base) / n * 1e9
+    return res
+
+
+def max_count(text):
+    """The largest integer a counting tool printed (its count of our dd's writes plus a few others)."""
+    nums = [int(x) for x in re.findall(r"(?<![\w.])(\d+)(?![\w.])", text)]
+    return max(nums) if nums else 0
+
+
+# ---- 3. cost per block I/O -------------------------------------------------------------------------------
+
+def fig_block_io(cfg):
+    n = cfg.direct_ios
+    contenders = [("none", None), ("ours", our("biolatency")), ("libbpf-tools", c_tool("biolatency"))]
+    res = {"n": n, "times": {k: [] for k, _ in contenders}, "missing": {}}
+    for k, c in contenders:
+        if c is not None and c.argv is None:
+            res["missing"][k] = c.missing
+    active = [(k, c) for k, c in contenders if k not in res["missing"]]
+    try:
+        prepare_direct(DIRECT_FILE, n)
+        dd_direct(DIRECT_FILE, n // 10)  # warm-up
+        for rep in range(cfg.repeat):
+            for k, c in orders(active, rep):
+                secs, _ = run_traced(c, lambda: dd_direct(DIRECT_FILE, n))
+                res["times"][k].append(secs)
+    except BenchError as e:
+        res["error"] = str(e)
+    finally:
+        try:
+            os.unlink(DIRECT_FILE)
+        except OSError:
+            pass
+    return res
+
+
+# ---- 4. memory -------------------------------------------------------------------------------------------
+
+def memory_specs(cfg):
+    n_io, n_conn, n_dns, n_sys = cfg.mem_ios, cfg.mem_conns, cfg.mem_lookups, cfg.mem_syscalls
+    return [
+        ("biolatency", f"{n_io} O_DIRECT 4 KiB writes", lambda: dd_direct(DIRECT_FILE, n_io),
+         our("biolatency"), c_tool("biolatency")),
+        ("tcplife", f"{n_conn} loopback TCP connections", lambda: tcp_connections(n_conn),
+         our("tcplife", ready="^PID"), c_tool("tcplife", ready="^PID")),
+        ("gethostlatency", f"{n_dns} getaddrinfo() calls", lambda: getaddrinfo_calls(n_dns),
+         our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
+        ("funccount t:syscalls:sys_enter_write", f"{n_sys} write() calls", lambda: dd_syscalls(n_sys),
+         our("funccount", ["t:syscalls:sys_enter_write"]), bt(BT_FUNCCOUNT)),
+    ]
+
+
+def fig_memory(cfg):
+    rows = []
+    try:
+        prepare_direct(DIRECT_FILE, cfg.mem_ios)
+        for name, what, workload, a, b in memory_specs(cfg):
+            row = {"name": name, "workload": what, "anchor": b.label}
+            rows.append(row)
+            for side, c in (("ours", a), ("theirs", b)):
+                row[side] = {"hwm": [], "maxrss": [], "memlock": []}
+                if c.argv is None:
+                    row[side + "_missing"] = c.missing
+            try:
+                for rep in range(cfg.repeat):
+                    for side, c in orders([("ours", a), ("theirs", b)], rep):
+                        if c.argv is None:
+                            continue
+                        with c.start() as t:
+                            t.wait_ready()
+                            workload()
+                            time.sleep(0.2)
+                            hwm = t.vm_hwm_kib()
+                            if hwm is None:
+                                raise BenchError(f"{name} exited during the workload: {t.stderr_tail()}")
+                            row[side]["hwm"].append(hwm)
+                            row[side]["memlock"].append(t.map_memlock())
+                            t.stop()
+                        row[side]["maxrss"].append(t.peak_kib)
+            except BenchError as e:
+                row["error"] = str(e)
+    finally:
+        try:
+            os.unlink(DIRECT_FILE)
+        except OSError:
+            pass
+    return {"rows": rows}
+
+
+# ---- 5. size ---------------------------------------------------------------------------------------------
+
+def shared_libs(path):
+    """Resolved shared libraries of an executable (none for a static one)."""
+    try:
+        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted({m.group(1) for m in re.finditer(r"=>\s+(/\S+)", out)})
+
+
+def fig_size(_cfg):
+    rows = []
+    for name in OUR_TOOLS:
+        o, s, t = ours(name), STATIC_DIR / name, theirs(name)
+        rows.append({
+            "name": name,
+            "ours": os.path.getsize(o) if o else None,
+            "ours_libs": shared_libs(o) if o else [],
+            "static": os.path.getsize(s) if s.is_file() else None,
+            "theirs": os.path.getsize(t) if t else None,
+            "theirs_libs": shared_libs(t) if t else [],
+        })
+    bt_path = bpftrace()
+    bt_row = None
+    if bt_path:
+        bt_row = {"size": os.path.getsize(os.path.realpath(bt_path)), "libs": shared_libs(bt_path)}
+    lib_sizes = {}
+    for r in rows:
+        for lib in r["ours_libs"] + r["theirs_libs"]:
+            lib_sizes[lib] = os.path.getsize(lib)
+    if bt_row:
+        for lib in bt_row["libs"]:
+            lib_sizes[lib] = os.path.getsize(lib)
+    return {"rows": rows, "bpftrace": bt_row, "lib_sizes": lib_sizes, "static_dir": STATIC_DIR.is_dir()}
+
+
+# ---- 6. profile ------------------------------------------------------------------------------------------
+
+def build_many_stacks(paths):
+    """Compiles a C program that spins through `paths` distinct call paths (main -> mid_i -> leaf_i), picked
+    in pseudo-random order so periodic sampling sees them all."""
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    src = BUILD_DIR / "many_stacks.c"
+    exe = BUILD_DIR / "many_stacks"
+    lines = ["/* generated by bench/figures.py */", "#include <stdint.h>", "static volatile uint64_t sink;"]
+    for i in range(paths):
+        lines.append(f"__attribute__((noinline)) void leaf_{i}(void) "
+                     f"{{ for (int k = 0; k < 5000; k++) sink += k ^ {i}; }}")
+        lines.append(f"__attribute__((noinline)) void mid_{i}(void) {{ leaf_{i}(); sink++; }}")
+    lines.append(f"static void (*const paths[{paths}])(void) = {{"
+                 + ", ".join(f"mid_{i}" for i in range(paths)) + "};")
+    lines.append("int main(void) { uint32_t x = 12345; for (;;) { x = x * 1103515245u + 12345u;"
+                 f" paths[(x >> 8) % {paths}](); }} }}")
+    src.write_text("\n".join(lines) + "\n")
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise BenchError("no C compiler for the profile workload")
+    subprocess.run([cc, "-O0", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True, timeout=300)
+    return str(exe)
+
+
+def profile_contenders(pid, freq):
+    one_liner = BT_READY + f"profile:hz:{freq} /pid == {pid}/ {{ @[ustack] = count(); }}"
+    cached = bt(one_liner)
+    # bpftrace re-reads the target's symbols for every stack unless told to cache them (its default when ASLR
+    # is on, as here): measure both its default and the cached mode.
+    cached.env = {"BPFTRACE_CACHE_USER_SYMBOLS": "1"}
+    return [
+        ("ours", our("profile", ["-F", str(freq), "-p", str(pid)], ready="^Sampling")),
+        ("bpftrace", bt(one_liner)),
+        ("bpftrace-cached", cached),
+    ]
+
+
+def parse_profile(label, text):
+    """(total samples, distinct stacks) from a profile's exit report."""
+    if label.startswith("bpftrace"):
+        counts = [int(x) for x in re.findall(r"^\]: (\d+)$", text, re.M)]
+    else:
+        # BCC's layout: frames, then "    -                comm (pid)", then the count on its own line.
+        counts = [int(x) for x in re.findall(r"^\s+-\s+\S.*\(\d+\)\s*\n\s+(\d+)\s*$", text, re.M)]
+    return sum(counts), len(counts)
+
+
+def fig_profile(cfg):
+    res = {"freq": cfg.freq, "seconds": cfg.profile_secs, "paths": cfg.paths, "missing": {}, "runs": {}}
+    helper = None
+    try:
+        exe = build_many_stacks(cfg.paths)
+        helper = subprocess.Popen([exe], start_new_session=True)
+        time.sleep(0.3)
+        contenders = profile_contenders(helper.pid, cfg.freq)
+        for k, c in contenders:
+            res["runs"][k] = []
+            if c.argv is None:
+                res["missing"][k] = c.missing
+        active = [(k, c) for k, c in contenders if c.argv is not None]
+        for rep in range(cfg.repeat):
+            for k, c in orders(active, rep):
+                with c.start() as t:
+                    t.wait_ready()
+                    helper_cpu = proc_cpu_seconds(helper.pid)
+                    time.sleep(cfg.profile_secs)
+                    sampled = time.perf_counter() - t.t_ready
+                    helper_cpu = proc_cpu_seconds(helper.pid) - helper_cpu
+                    cpu_before = proc_cpu_seconds(t.pid)
+                    exit_secs = t.stop(timeout=90)
+                samples, stacks = parse_profile(k, t.output())
+                res["runs"][k].append({
+                    "samples": samples, "stacks": stacks, "sampled": sampled, "exit": exit_secs,
+                    "expected": helper_cpu * cfg.freq,
+                    "cpu_sampling": cpu_before, "maxrss": t.peak_kib,
+                    "cpu_total": t.rusage.ru_utime + t.rusage.ru_stime, "status": t.p.returncode,
+                })
+    except (BenchError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        res["error"] = str(e)
+    finally:
+        if helper is not None:
+            helper.kill()
+            helper.wait()
+    return res
+
+
+def proc_cpu_seconds(pid):
+    """User+system CPU seconds a live process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,102 @@
+"""The prose of docs/benchmarks.md: how each figure is measured, and why a missed target is missed.
+
+Kept apart from the numbers (report.py) so the method can be read and reviewed as text. METHOD strings are
+formatted with the run's settings (`cfg`). MISSED[key] is printed only when that target is missed in a run.
+"""
+
+INTRO = """
+# Benchmarks
+
+corebpf-tools side by side with what a user would otherwise run: Debian's **libbpf-tools** (the same tools in C
+over libbpf) and **bpftrace** one-liners. This file is written by `make bench` (`bench/run.sh`, which installs the
+anchors and builds release binaries, then `bench/bench.py`); do not edit it by hand, re-run it.
+
+Every number is the median of several rounds; in each round the contenders run one after another in an order that
+rotates from round to round, so a drift of the machine falls on all of them. *Spread* is (max − min) / median over
+the rounds: a large spread means a noisy machine, so read the load average below before the numbers. Ratios are
+**ours / anchor**: below 1 means ours is faster, cheaper or smaller.
+"""
+
+TITLES = {
+    1: "Start-up: exec to probes attached",
+    2: "Cost per event: a counted tracepoint",
+    3: "Cost per block I/O: O_DIRECT writes under biolatency",
+    4: "Memory: peak RSS and BPF map memory",
+    5: "Size of the binaries",
+    6: "profile: samples handled and symbolization at exit",
+}
+
+METHOD = {
+    1: """
+Time from just before `exec` to the line each tool prints once its probes are attached: BCC's banner
+(`Tracing block device I/O...`) or, for tcplife and gethostlatency, the column header (both ours and libbpf-tools
+print it after attaching). Ours write to a pipe (they flush each line). libbpf-tools' stdio output is fully buffered
+on a pipe, so they write to a pty instead, which makes it line-buffered without an extra exec such as `stdbuf`.
+bpftrace prints `Attaching N probes...` *before* it attaches, so its one-liner carries
+`BEGIN {{ printf("ready\\n"); }}`, which bpftrace runs after attaching every other probe; its anchor here is
+`bpftrace -e 'tracepoint:syscalls:sys_enter_write {{ @ = count(); }}'`. One unmeasured warm-up run of each comes
+first. *SIGINT → exit* is the time to detach, print the final report and exit. {cfg.repeat} rounds.
+""",
+    2: """
+`dd if=/dev/zero of=/dev/null bs=1 count={cfg.syscalls}` does {cfg.syscalls:,} one-byte read+write pairs, i.e. as
+many `sys_enter_write` events; its own reported time is taken with no tracing, with
+`funccount t:syscalls:sys_enter_write` running (ours) and with the bpftrace one-liner above (`@ = count()`), all
+system-wide with no filter, as in the measurement that came with BPF tracing in Linux 4.1 (a map increment then
+cost about 5% of this loop). *Extra per event* = (median traced − median untraced) / number of writes. *Largest
+count printed* checks that the tracer really saw the writes. {cfg.repeat} rounds.
+""",
+    3: """
+`dd if=/dev/zero of=FILE bs=4096 count={cfg.direct_ios} oflag=direct conv=notrunc` to a preallocated file on `/`
+(virtio disk here), so every write is one block request through `block_rq_issue` and `block_rq_complete`; no
+tracing, our `biolatency`, libbpf-tools' `biolatency` (both default options). *Extra per I/O* = (median traced −
+median untraced) / I/Os. Disk latency dominates and varies, so differences below the spread are noise.
+{cfg.repeat} rounds.
+""",
+    4: """
+Each tool runs over a fixed workload (the second column); then, while it still runs, *peak RSS while tracing* is
+`VmHWM` from `/proc/PID/status` and *BPF map memory* is the sum of `memlock` over the map file descriptors in
+`/proc/PID/fdinfo`; *peak RSS incl. exit* is the last `VmHWM` read while the tool detaches, prints its final
+report and exits after SIGINT (polled every 2 ms). `ru_maxrss` from `wait4` is not used: it keeps the high-water
+mark of the forked Python parent from before `exec`. profile's memory is in figure 6. {cfg.repeat} rounds.
+""",
+    5: """
+File sizes of the release binaries as installed (`target/release`, built with `strip = "symbols"`, thin LTO;
+vendored libbpf linked statically, libelf and zlib dynamically), the fully static ones from `make static` when
+`target/x86_64-unknown-linux-gnu/release` exists, and Debian's libbpf-tools (stripped, libbpf linked statically).
+Each of ours embeds its compiled BPF object.
+""",
+    6: """
+A generated C program (`target/bench/many_stacks.c`) spins through {cfg.paths} distinct call paths
+(`main → mid_i → leaf_i`, chosen pseudo-randomly, frame pointers kept), on one CPU. Each profiler samples that PID
+at {cfg.freq} Hz for {cfg.profile_secs} s and is then stopped with SIGINT: ours is `profile -F {cfg.freq} -p PID`,
+bpftrace's is `profile:hz:{cfg.freq} /pid == PID/ {{ @[ustack] = count(); }}`. *Samples handled per second* =
+samples in the printed report / seconds between readiness and SIGINT; *stacks in the report* counts its entries (bpftrace keys stacks by address, so one path can appear several times);
+*of the target's on-CPU ticks* divides by what the target could have given (its CPU time in that window × the
+frequency); *CPU used* is the profiler's own user+system time (10 ms resolution) until SIGINT (bpftrace's includes
+compiling its program) and in all; *SIGINT → report printed* is the time to read the stack map, symbolize every
+stack and print it; *peak RSS* is `VmHWM` polled until exit.
+{cfg.repeat} rounds.
+""",
+}
+
+MISSED = {
+    "startup": """
+**Start-up, where slower:** see the notes at the end of this file for what our start-up spends its time on and
+what would cut it.
+""",
+    "event": """
+**Cost per event, where higher than bpftrace's:** see the notes at the end of this file.
+""",
+    "rss": """
+**Peak RSS, where above 2× libbpf-tools':** see the notes at the end of this file.
+""",
+}
+
+FOOTER = """
+## Reproducing
+
+As root on Debian/Ubuntu with Rust installed: `make bench` (about 10 minutes). `BENCH_REPEAT=N` sets the rounds,
+`BENCH_ONLY=1,4` runs only some figures, `BENCH_QUICK=1` shrinks the workloads to check the harness; the output
+goes to `BENCH_OUT` (default `docs/benchmarks.md`). Numbers from a busy machine (load average well above 0) are
+noisy: compare ratios measured in the same run, not absolute times across runs.
+"""
