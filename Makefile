@@ -1,9 +1,16 @@
-# corebpf-tools: build, test and install the tools.
+# corebpf-tools: build, test, install and package the tools. Every target works over tools/* (each folder with a
+# Cargo.toml), so a new tool needs no change here.
 #
-#   make            build every tool (release)
-#   make test       unit and integration tests (as root: they load BPF programs)
-#   make deps       install build and test dependencies (Debian/Ubuntu, as root)
-#   make lint       clippy and rustfmt checks
+#   make              build every tool (release, dynamically linked to libelf and zlib)
+#   make static       fully static binaries (no shared libraries), in target/$(uname -m)-unknown-linux-gnu/release
+#   make install      install the static binaries, man pages and completions (PREFIX, DESTDIR, APP_PREFIX)
+#   make uninstall    remove exactly what `make install` installs (same PREFIX, DESTDIR, APP_PREFIX)
+#   make deb          Debian package in target/debian/ (tools as /usr/sbin/$(DEB_APP_PREFIX)TOOL; default bpf-)
+#   make repro-check  build the static tools twice, from two copies of this commit, and compare sha256 (minutes)
+#   make snapshots    regenerate tests/snapshots/TOOL.help from each tool's --help
+#   make test         unit and integration tests (as root: they load BPF programs); builds static and deb first
+#   make deps         install build and test dependencies (Debian/Ubuntu, as root)
+#   make lint         clippy and rustfmt checks
 
 CARGO ?= cargo
 PREFIX ?= /usr/local
@@ -12,17 +19,75 @@ APP_PREFIX ?=
 TOOLS := $(notdir $(wildcard tools/*))
 RELEASE_DIR := target/release
 
-.PHONY: all build test deps lint fmt clean tools
+# The tool crates: every tools/NAME with a Cargo.toml.
+PKG_TOOLS := $(patsubst tools/%/Cargo.toml,%,$(wildcard tools/*/Cargo.toml))
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+STATIC_TRIPLE ?= $(shell uname -m)-unknown-linux-gnu
+STATIC_DIR := $(TARGET_DIR)/$(STATIC_TRIPLE)/release
+LIBBPF_SYS_LIBRARY_PATH ?= /usr/lib/$(shell uname -m)-linux-gnu
+CARGO_HOME ?= $(HOME)/.cargo
+# Reproducible builds: no build-machine paths in the binaries (the BPF object gets -fdebug-prefix-map in
+# bpf/src/lib.rs). The workspace maps to /corebpf-tools and the cargo home (registry sources) to /cargo.
+REPRO_RUSTFLAGS := --remap-path-prefix=$(CARGO_HOME)=/cargo --remap-path-prefix=$(CURDIR)=/corebpf-tools
+STATIC_RUSTFLAGS := -C target-feature=+crt-static $(REPRO_RUSTFLAGS)
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+# Dates the man pages and the files in the .deb: the last commit's time, so every build of a commit agrees.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# The .deb installs bpf-biolatency etc. so as not to clash with libbpf-tools' /usr/sbin/biolatency; with
+# DEB_APP_PREFIX= (empty) it installs plain names and declares Conflicts: libbpf-tools.
+DEB_APP_PREFIX ?= bpf-
+DEB_DIR := $(TARGET_DIR)/debian
+INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' APP_PREFIX='$(APP_PREFIX)' \
+	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
+
+.PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
+	clean tools
 
 all: build
 
 build:
 	$(CARGO) build --release --bins
 
+# One cargo invocation for all tools: --features applies to every selected package (each has static =
+# ["common/static"]). --target keeps RUSTFLAGS off build scripts and proc-macros, which must stay dynamic.
+static:
+	RUSTFLAGS='$(STATIC_RUSTFLAGS)' LIBBPF_SYS_LIBRARY_PATH='$(LIBBPF_SYS_LIBRARY_PATH)' \
+		$(CARGO) build --release --target $(STATIC_TRIPLE) --features static $(addprefix -p ,$(PKG_TOOLS))
+
 tools:
 	@echo $(TOOLS)
 
-test: build
+install: static
+	@$(MAKE) --no-print-directory install-files
+
+# Installs what `make static` built, without building (the packaging tests use it).
+install-files:
+	@$(INSTALL_ENV) ./packaging/install-tools.sh install $(PKG_TOOLS)
+
+uninstall:
+	@$(INSTALL_ENV) ./packaging/install-tools.sh uninstall $(PKG_TOOLS)
+
+deb: static
+	@$(MAKE) --no-print-directory deb-package
+
+# Packages what `make static` built, without building.
+deb-package:
+	@BIN_SRC='$(STATIC_DIR)' VERSION='$(VERSION)' DEB_APP_PREFIX='$(DEB_APP_PREFIX)' \
+		SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' ./packaging/build-deb.sh $(DEB_DIR) $(PKG_TOOLS)
+
+repro-check:
+	./packaging/repro-check.sh $(PKG_TOOLS)
+
+# --help is snapshot-tested (tests/tests/packaging.rs) at a fixed width, with no terminal attached.
+snapshots: build
+	@mkdir -p tests/snapshots
+	@for t in $(PKG_TOOLS); do \
+		COLUMNS=100 $(RELEASE_DIR)/$$t --help < /dev/null > tests/snapshots/$$t.help 2>&1 || exit 1; \
+		echo "wrote tests/snapshots/$$t.help"; \
+	done
+
+test: build static
+	@$(MAKE) --no-print-directory deb-package
 	$(CARGO) test --release --workspace
 
 deps:

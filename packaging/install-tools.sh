@@ -1,0 +1,91 @@
+#!/bin/sh
+# Installs built tool binaries with their man pages and bash, zsh and fish completions (what `make install` and
+# `make deb` do), or lists or removes exactly those files.
+#
+#   packaging/install-tools.sh install|list|uninstall TOOL...
+#
+# Settings (environment; the Makefile passes its variables):
+#   BIN_SRC       folder of the built binaries (required for install)
+#   DESTDIR       staging root (default: none)
+#   PREFIX        /usr/local by default; binaries go to $PREFIX/sbin, man pages to $PREFIX/share/man/man8
+#   APP_PREFIX    prepended to every installed name: APP_PREFIX=bpf- installs bpf-biolatency, its man page
+#                 bpf-biolatency.8.gz and completions for the command bpf-biolatency
+#   BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR   completion folders (defaults below)
+#   SOURCE_DATE_EPOCH   dates the man pages (reproducible builds)
+# The man pages and completions come from the binaries themselves (COREBPF_GENERATE, see common/src/generate.rs),
+# with the hand-written sections of packaging/man/TOOL.txt.
+set -eu
+
+action=${1:?usage: install-tools.sh install|list|uninstall TOOL...}
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+DESTDIR=${DESTDIR:-}
+PREFIX=${PREFIX:-/usr/local}
+APP_PREFIX=${APP_PREFIX:-}
+BINDIR=${BINDIR:-$PREFIX/sbin}
+MANDIR=${MANDIR:-$PREFIX/share/man/man8}
+BASHCOMPDIR=${BASHCOMPDIR:-$PREFIX/share/bash-completion/completions}
+ZSHCOMPDIR=${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}
+FISHCOMPDIR=${FISHCOMPDIR:-$PREFIX/share/fish/vendor_completions.d}
+
+# The files installed for one tool, one per line, without DESTDIR.
+files_of() {
+    name=$APP_PREFIX$1
+    echo "$BINDIR/$name"
+    echo "$MANDIR/$name.8.gz"
+    echo "$BASHCOMPDIR/$name"
+    echo "$ZSHCOMPDIR/_$name"
+    echo "$FISHCOMPDIR/$name.fish"
+}
+
+# Runs the tool binary in generation mode: generate TOOL WHAT > FILE.
+generate() {
+    COREBPF_GENERATE=$2 COREBPF_GENERATE_NAME=$APP_PREFIX$1 COREBPF_MAN_SECTIONS=$here/man/$1.txt \
+        "$BIN_SRC/$1" < /dev/null
+}
+
+case $action in
+list)
+    for t in "$@"; do files_of "$t"; done
+    ;;
+uninstall)
+    for t in "$@"; do
+        for f in $(files_of "$t"); do
+            if [ -e "$DESTDIR$f" ] || [ -L "$DESTDIR$f" ]; then
+                rm -f "$DESTDIR$f"
+                echo "removed $DESTDIR$f"
+            fi
+        done
+    done
+    ;;
+install)
+    : "${BIN_SRC:?BIN_SRC (the folder of the built binaries) is not set}"
+    for t in "$@"; do
+        [ -x "$BIN_SRC/$t" ] || { echo "install-tools.sh: $BIN_SRC/$t is not built (run make static)" >&2; exit 1; }
+        [ -f "$here/man/$t.txt" ] ||
+            { echo "install-tools.sh: $here/man/$t.txt is missing: write its DESCRIPTION and EXAMPLES" >&2; exit 1; }
+    done
+    install -d -m 0755 "$DESTDIR$BINDIR" "$DESTDIR$MANDIR" "$DESTDIR$BASHCOMPDIR" "$DESTDIR$ZSHCOMPDIR" \
+        "$DESTDIR$FISHCOMPDIR"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    for t in "$@"; do
+        name=$APP_PREFIX$t
+        install -m 0755 "$BIN_SRC/$t" "$DESTDIR$BINDIR/$name"
+        generate "$t" man > "$tmp/$name.8"
+        gzip -9 -n -c "$tmp/$name.8" > "$tmp/$name.8.gz"
+        install -m 0644 "$tmp/$name.8.gz" "$DESTDIR$MANDIR/$name.8.gz"
+        generate "$t" bash > "$tmp/bash"
+        install -m 0644 "$tmp/bash" "$DESTDIR$BASHCOMPDIR/$name"
+        generate "$t" zsh > "$tmp/zsh"
+        install -m 0644 "$tmp/zsh" "$DESTDIR$ZSHCOMPDIR/_$name"
+        generate "$t" fish > "$tmp/fish"
+        install -m 0644 "$tmp/fish" "$DESTDIR$FISHCOMPDIR/$name.fish"
+        echo "installed $DESTDIR$BINDIR/$name, its man page and completions"
+    done
+    ;;
+*)
+    echo "install-tools.sh: unknown action '$action' (install, list or uninstall)" >&2
+    exit 2
+    ;;
+esac
