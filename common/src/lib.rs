@@ -7,6 +7,7 @@
 //! [`cgroup`]).
 //! Uprobe tools find a process's (or the system's) libraries with [`procmaps`].
 //! [`generate`] makes man pages and shell completions from a tool's clap definition, for packaging.
+//! The stack tools open sampling perf events with [`perf`] and name addresses with [`syms`] (blazesym).
 
 pub mod blockdev;
 pub mod cgroup;
@@ -17,6 +18,8 @@ pub mod hist;
 pub mod loader;
 pub mod maps;
 pub mod output;
+pub mod perf;
 pub mod probe;
 pub mod procmaps;
 pub mod run;
+pub mod syms;

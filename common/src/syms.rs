@@ -1,0 +1,247 @@
+//! Addresses to function names with blazesym, for the stack tools (profile, offcputime, stackcount, ...).
+//!
+//! One [`Symbolizer`] serves a whole run. Kernel addresses resolve through `/proc/kallsyms`; user addresses through
+//! the process's memory maps, the ELF symbol tables and DWARF where present, with Rust and C++ names demangled.
+//! A process may exit before the tool prints its stacks, so [`Symbolizer::remember_process`] captures its memory
+//! maps while it lives (call it on first sight of a PID); at the end, processes that are gone are resolved through
+//! those saved maps and the files' paths. Lookups are batched: a tool adds every address it will print to a
+//! [`Batch`], resolves it once (one call per process plus one for the kernel) and reads names from the
+//! [`Resolved`] table; addresses that resolve to nothing print as `[unknown]`, as in BCC.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::Path;
+
+use blazesym::symbolize::cache::{self, Cache};
+use blazesym::symbolize::source::{Kernel, Process, Source};
+use blazesym::symbolize::{Input, Symbolized};
+use blazesym::MaybeDefault;
+
+/// What an unresolvable frame prints as.
+pub const UNKNOWN: &str = "[unknown]";
+
+/// A resolved address: the function's name and the address's offset into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    pub offset: u64,
+    /// The file (or `[vdso]`) the function is in, for user addresses.
+    pub module: Option<String>,
+}
+
+/// The symbolizer of one tool run, with the processes it has captured.
+pub struct Symbolizer {
+    inner: blazesym::symbolize::Symbolizer,
+    remembered: HashSet<u32>,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Symbolizer {
+    pub fn new() -> Self {
+        let inner =
+            blazesym::symbolize::Symbolizer::builder().enable_demangling(true).enable_inlined_fns(false).build();
+        Symbolizer { inner, remembered: HashSet::new() }
+    }
+
+    /// Saves process `pid`'s memory maps so that its addresses can be resolved after it exits. Returns false if the
+    /// process is already gone (or is PID 0, which has no user space). Calling it again for a PID refreshes nothing:
+    /// the maps seen first are kept until [`Symbolizer::refresh_live`].
+    pub fn remember_process(&mut self, pid: u32) -> bool {
+        if pid == 0 {
+            return false;
+        }
+        if self.remembered.contains(&pid) {
+            return true;
+        }
+        if self.cache_maps(pid) {
+            self.remembered.insert(pid);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Re-reads the memory maps of the remembered processes that are still alive, so that libraries they loaded
+    /// since they were first seen resolve too. Call once, just before resolving.
+    pub fn refresh_live(&mut self) {
+        for &pid in &self.remembered {
+            if is_alive(pid) {
+                self.cache_maps(pid);
+            }
+        }
+    }
+
+    fn cache_maps(&self, pid: u32) -> bool {
+        let mut process = cache::Process::new(pid.into());
+        process.cache_perf_map = false;
+        self.inner.cache(&Cache::Process(process)).is_ok()
+    }
+
+    /// Resolves kernel addresses, in order.
+    pub fn kernel(&self, addrs: &[u64]) -> Vec<Option<Symbol>> {
+        let mut kernel = Kernel::default();
+        kernel.kallsyms = MaybeDefault::Default;
+        kernel.vmlinux = MaybeDefault::None;
+        kernel.debug_syms = false;
+        self.resolve(&Source::Kernel(kernel), addrs)
+    }
+
+    /// Resolves user addresses of process `pid`, in order. A live process is read through `/proc/PID/map_files`
+    /// (which works across mount namespaces); one that has exited through the maps saved by
+    /// [`Symbolizer::remember_process`] and the files' paths.
+    pub fn user(&self, pid: u32, addrs: &[u64]) -> Vec<Option<Symbol>> {
+        if pid == 0 || !(is_alive(pid) || self.remembered.contains(&pid)) {
+            return vec![None; addrs.len()];
+        }
+        let mut process = Process::new(pid.into());
+        process.perf_map = false;
+        process.map_files = is_alive(pid);
+        self.resolve(&Source::Process(process), addrs)
+    }
+
+    fn resolve(&self, source: &Source<'_>, addrs: &[u64]) -> Vec<Option<Symbol>> {
+        let Ok(results) = self.inner.symbolize(source, Input::AbsAddr(addrs)) else {
+            return vec![None; addrs.len()];
+        };
+        results
+            .into_iter()
+            .map(|result| match result {
+                Symbolized::Sym(sym) => Some(Symbol {
+                    name: sym.name.into_owned(),
+                    offset: sym.offset as u64,
+                    module: sym.module.map(|m| m.to_string_lossy().into_owned()),
+                }),
+                Symbolized::Unknown(_) => None,
+            })
+            .collect()
+    }
+}
+
+fn is_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}/maps")).exists()
+}
+
+/// Addresses to resolve together: kernel ones, and user ones per process.
+#[derive(Debug, Default)]
+pub struct Batch {
+    kernel: BTreeSet<u64>,
+    user: BTreeMap<u32, BTreeSet<u64>>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add_kernel(&mut self, addrs: impl IntoIterator<Item = u64>) {
+        self.kernel.extend(addrs);
+    }
+
+    pub fn add_user(&mut self, pid: u32, addrs: impl IntoIterator<Item = u64>) {
+        self.user.entry(pid).or_default().extend(addrs);
+    }
+
+    /// Resolves everything: one symbolizer call for the kernel and one per process.
+    pub fn resolve(self, symbolizer: &Symbolizer) -> Resolved {
+        let mut resolved = Resolved::default();
+        let kernel: Vec<u64> = self.kernel.into_iter().collect();
+        if !kernel.is_empty() {
+            for (addr, sym) in kernel.iter().zip(symbolizer.kernel(&kernel)) {
+                if let Some(sym) = sym {
+                    resolved.kernel.insert(*addr, sym);
+                }
+            }
+        }
+        for (pid, addrs) in self.user {
+            let addrs: Vec<u64> = addrs.into_iter().collect();
+            for (addr, sym) in addrs.iter().zip(symbolizer.user(pid, &addrs)) {
+                if let Some(sym) = sym {
+                    resolved.user.insert((pid, *addr), sym);
+                }
+            }
+        }
+        resolved
+    }
+}
+
+/// The names found for a [`Batch`].
+#[derive(Debug, Default)]
+pub struct Resolved {
+    kernel: HashMap<u64, Symbol>,
+    user: HashMap<(u32, u64), Symbol>,
+}
+
+impl Resolved {
+    /// The kernel symbol at `addr`, if found.
+    pub fn kernel(&self, addr: u64) -> Option<&Symbol> {
+        self.kernel.get(&addr)
+    }
+
+    /// The symbol at `addr` in process `pid`, if found.
+    pub fn user(&self, pid: u32, addr: u64) -> Option<&Symbol> {
+        self.user.get(&(pid, addr))
+    }
+
+    /// The kernel function's name at `addr`, or `[unknown]`.
+    pub fn kernel_name(&self, addr: u64) -> &str {
+        self.kernel(addr).map_or(UNKNOWN, |s| s.name.as_str())
+    }
+
+    /// The function's name at `addr` in process `pid`, or `[unknown]`.
+    pub fn user_name(&self, pid: u32, addr: u64) -> &str {
+        self.user(pid, addr).map_or(UNKNOWN, |s| s.name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn a_known_function() -> u64 {
+        std::hint::black_box(42)
+    }
+
+    #[test]
+    fn resolves_a_function_of_this_process() {
+        let addr = a_known_function as *const () as u64;
+        let pid = std::process::id();
+        let mut symbolizer = Symbolizer::new();
+        assert!(symbolizer.remember_process(pid));
+        let mut batch = Batch::new();
+        batch.add_user(pid, [addr, 8]);
+        let resolved = batch.resolve(&symbolizer);
+        // Release test builds strip symbols; then the frame is unknown, never garbage.
+        let name = resolved.user_name(pid, addr);
+        assert!(name.ends_with("a_known_function") || name == UNKNOWN, "{name}");
+        assert_eq!(resolved.user_name(pid, 8), UNKNOWN);
+    }
+
+    #[test]
+    fn resolves_kernel_addresses_from_kallsyms() {
+        let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+        let Some(addr) = kallsyms.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"vfs_read")).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        }) else {
+            return;
+        };
+        if addr == 0 {
+            return; // addresses hidden (not root, kptr_restrict)
+        }
+        let symbolizer = Symbolizer::new();
+        let syms = symbolizer.kernel(&[addr + 4]);
+        assert_eq!(syms[0].as_ref().map(|s| s.name.as_str()), Some("vfs_read"));
+    }
+
+    #[test]
+    fn pid_zero_is_never_this_process() {
+        let symbolizer = Symbolizer::new();
+        let addr = a_known_function as *const () as u64;
+        assert_eq!(symbolizer.user(0, &[addr]), vec![None]);
+    }
+}
