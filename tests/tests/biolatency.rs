@@ -284,3 +284,33 @@ fn total_matches_libbpf_tools_biolatency_within_two_percent() {
     let diff = a.abs_diff(b) as f64 / a as f64;
     assert!(diff <= 0.02, "ours {b} vs libbpf-tools {a}: {:.1}% apart", diff * 100.0);
 }
+
+#[test]
+fn cgroup_filter_counts_only_that_cgroups_io() {
+    use std::process::Command;
+    let _disk = disk_lock();
+    let root = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .into_iter()
+        .find(|p| std::fs::read_to_string("/proc/mounts").unwrap().contains(&format!(" {p} cgroup2 ")))
+        .expect("a cgroup2 mount");
+    let cg = std::path::PathBuf::from(root).join(format!("corebpf-biolatency-{}", std::process::id()));
+    std::fs::create_dir_all(&cg).unwrap();
+    let mut run = Running::start("biolatency", &["-c", cg.to_str().unwrap()]);
+    run.wait_for_line(BANNER, Duration::from_secs(20));
+    let inside = ScratchFile::new("biolatency-cg-in");
+    let outside = ScratchFile::new("biolatency-cg-out");
+    // One dd joins the cgroup before it starts; the other, outside it, runs at the same time.
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec dd if=/dev/zero of={} bs=4k count={BLOCKS} oflag=direct status=none",
+        cg.display(),
+        inside.0.display()
+    );
+    let mut dd_in = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    direct_writes(&outside.0, BLOCKS);
+    assert!(dd_in.wait().unwrap().success());
+    let done = stop(run);
+    let _ = std::fs::remove_dir(&cg);
+    let total = hist_total(&done.stdout);
+    assert!(total >= MIN_IOS, "cgroup's writes missing: {total}\n{}", done.stdout);
+    assert!(total <= BLOCKS as u64 + 100, "writes from outside the cgroup counted: {total}\n{}", done.stdout);
+}
