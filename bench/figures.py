@@ -20,7 +20,9 @@ OURS_DIR = ROOT / "target" / "release"
 STATIC_DIR = ROOT / "target" / "x86_64-unknown-linux-gnu" / "release"
 BUILD_DIR = ROOT / "target" / "bench"
 LIBBPF_TOOLS = Path("/usr/sbin")
-DIRECT_FILE = "/var/tmp/corebpf-bench-direct.dat"
+# O_DIRECT writes must reach the disk behind "/", so the file is where "/" is (not on a tmpfs /var/tmp).
+_ON_ROOT = os.stat("/var/tmp").st_dev == os.stat("/").st_dev
+DIRECT_FILE = ("/var/tmp" if _ON_ROOT else "") + "/corebpf-bench-direct.dat"
 OUR_TOOLS = ["biolatency", "tcplife", "gethostlatency", "funccount", "profile"]
 
 # bpftrace's readiness signal: BEGIN runs after every other probe is attached ("Attaching N probes..." is

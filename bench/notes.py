@@ -66,29 +66,48 @@ vendored libbpf linked statically, libelf and zlib dynamically), the fully stati
 Each of ours embeds its compiled BPF object.
 """,
     6: """
-A generated C program (`target/bench/many_stacks.c`) spins through {cfg.paths} distinct call paths
-(`main → mid_i → leaf_i`, chosen pseudo-randomly, frame pointers kept), on one CPU. Each profiler samples that PID
-at {cfg.freq} Hz for {cfg.profile_secs} s and is then stopped with SIGINT: ours is `profile -F {cfg.freq} -p PID`,
-bpftrace's is `profile:hz:{cfg.freq} /pid == PID/ {{ @[ustack] = count(); }}`. *Samples handled per second* =
-samples in the printed report / seconds between readiness and SIGINT; *stacks in the report* counts its entries (bpftrace keys stacks by address, so one path can appear several times);
-*of the target's on-CPU ticks* divides by what the target could have given (its CPU time in that window × the
-frequency); *CPU used* is the profiler's own user+system time (10 ms resolution) until SIGINT (bpftrace's includes
-compiling its program) and in all; *SIGINT → report printed* is the time to read the stack map, symbolize every
-stack and print it; *peak RSS* is `VmHWM` polled until exit.
-{cfg.repeat} rounds.
+A generated C program (`target/bench/many_stacks.c`, built `-O0 -fno-omit-frame-pointer` so every frame can be
+walked) spins through {cfg.paths} distinct call paths (`main → mid_i → leaf_i`, picked pseudo-randomly) on one
+CPU. Each profiler samples that PID at {cfg.freq} Hz for {cfg.profile_secs} s and is then stopped with SIGINT. Ours
+is `profile -F {cfg.freq} -p PID`; bpftrace's is `profile:hz:{cfg.freq} /pid == PID/ {{ @[ustack] = count(); }}`,
+run twice: as it comes (with ASLR on it re-reads the target's symbols for every stack it prints) and with
+`BPFTRACE_CACHE_USER_SYMBOLS=1`. *Samples handled per second* = samples in the printed report / seconds from
+readiness to SIGINT; *of the target's on-CPU ticks* divides the samples by what the target could have given (its
+CPU time in that window × the frequency), so 100% means no sample was lost. *Stacks in the report* counts its
+entries (bpftrace keys stacks by address, so one path can appear several times). *CPU used* is the profiler's own
+user+system time (10 ms resolution) until SIGINT (bpftrace's includes compiling its program) and in all.
+*SIGINT → report printed* is the time to read the stack map, symbolize every stack and print it; *peak RSS* is
+`VmHWM` polled until exit. {cfg.repeat} rounds.
 """,
 }
 
 MISSED = {
     "startup": """
-**Start-up, where slower:** see the notes at the end of this file for what our start-up spends its time on and
-what would cut it.
+**Where start-up is slower than libbpf-tools, why.** Both do the same work between `exec` and the banner: load
+the program's shared libraries, parse the kernel's BTF (`/sys/kernel/btf/vmlinux`, 5.5 MB here) for CO-RE, load
+and verify the BPF programs and attach them. Ours add two things: `common::probe::KernelBtf` parses the kernel BTF
+a second time (libbpf parses its own copy while loading the object) to decide tracepoint arities and flag names,
+and `common::loader::load_first_working` pays a whole failed load for every attach mechanism the kernel refuses
+before the one it takes. On a loaded 2-core machine a few milliseconds of either can tip a ratio near 1, so check
+the spread first. **What would close it:** hand libbpf the BTF already parsed (or parse it lazily, only for the
+options that need it), and order the mechanisms so the first trial is the one BTF says will work; `strace -r -e
+trace=bpf,openat TOOL` shows where the milliseconds go.
 """,
     "event": """
-**Cost per event, where higher than bpftrace's:** see the notes at the end of this file.
+**Where our cost per event is higher than bpftrace's, why.** Most of either figure is the kernel's, not the
+program's: enabling any syscall tracepoint sends every system call of every task through the slow syscall-entry
+path, and each event then runs the program through the tracepoint's perf-event glue. What differs is the program:
+ours looks up a per-CPU array (inlined by the verifier) and adds with an atomic instruction (safe when a preemptible
+uprobe program interrupts another on the same CPU); bpftrace 0.17's `count()` looks up a per-CPU hash, adds one to a
+copy and writes it back with a second helper call. **What would close it:** a plain (non-atomic) add for the program
+kinds that cannot be preempted (tracepoints, kprobes, perf events), keeping the atomic one for uprobes only.
 """,
     "rss": """
-**Peak RSS, where above 2× libbpf-tools':** see the notes at the end of this file.
+**Where peak RSS is above 2× libbpf-tools', why.** A resident page of ours is one of: the binary and its libraries
+as they are touched, the parsed kernel BTF while we decide features (freed before tracing), the ring buffer's pages
+once written (counted in the RSS of the process that maps them) and, for tools that print stacks, blazesym's
+symbol tables. **What would close it:** drop the parsed BTF before the ring buffer fills, size ring buffers by the
+event rate rather than a fixed maximum, and symbolize in batches with a bounded cache.
 """,
 }
 

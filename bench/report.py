@@ -294,7 +294,8 @@ def render_profile(res):
             ms(s["exit"]), kib(s["maxrss"]), pct(s["spread_exit"]),
         ])
     text = table(["profiler", f"samples handled per second (asked: {res['freq']} Hz)",
-                  "of the target's on-CPU ticks", "samples", "stacks in the report", "CPU used until SIGINT", "CPU used in all",
+                  "of the target's on-CPU ticks", "samples", "stacks in the report", "CPU used until SIGINT",
+                  "CPU used in all",
                   "SIGINT → report printed (symbolization)", "peak RSS", "spread of exit time"], rows)
     o, b, bc = stats.get("ours"), stats.get("bpftrace"), stats.get("bpftrace-cached")
     if o and b:
