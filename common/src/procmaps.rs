@@ -9,6 +9,7 @@
 //! `libc.so.6`, older `libc-2.x.so`, or musl's `ld-musl-<arch>.so.1`), with errors that name the path tried.
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -38,24 +39,25 @@ pub fn is_libc_file(file_name: &str) -> bool {
     is_library_file(file_name, "c") || (file_name.starts_with("ld-musl-") && file_name.contains(".so"))
 }
 
-/// The first file mapped by process `pid` whose name satisfies `wanted`, as a path this process can open:
-/// `/proc/PID/root/<path>` (the file as the process sees it, whatever its mount namespace or root), or
-/// `/proc/PID/map_files/<range>` if the file was deleted or replaced since it was mapped. `None` if no mapped file
-/// matches.
+/// The first file mapped by process `pid` whose name satisfies `wanted`, as a path this process can open to
+/// reach that very file (same device and inode as the mapping): `/proc/PID/root/<path>` when the process has its own
+/// mount namespace (a container), `<path>` itself when the kernel already shows the mapping as reachable from our
+/// root (a chroot), else `/proc/PID/map_files/<range>` (a file deleted or replaced since it was mapped, or one hidden
+/// from both). `None` if no mapped file matches.
 pub fn mapped_library(pid: u32, wanted: impl Fn(&str) -> bool) -> Result<Option<PathBuf>> {
     let maps_path = format!("/proc/{pid}/maps");
     let maps = fs::read_to_string(&maps_path).with_context(|| format!("cannot read {maps_path}"))?;
     for line in maps.lines() {
         let Some(mapping) = MapsLine::parse(line) else { continue };
         let Some(file_name) = Path::new(mapping.path).file_name().and_then(|n| n.to_str()) else { continue };
-        let deleted = file_name.ends_with(" (deleted)");
         if !wanted(file_name.trim_end_matches(" (deleted)")) {
             continue;
         }
-        if deleted {
-            return Ok(Some(PathBuf::from(format!("/proc/{pid}/map_files/{}", mapping.range))));
-        }
-        return Ok(Some(PathBuf::from(format!("/proc/{pid}/root{}", mapping.path))));
+        let candidates = [PathBuf::from(format!("/proc/{pid}/root{}", mapping.path)), PathBuf::from(mapping.path)];
+        let same_file = candidates.into_iter().find(|p| mapping.is_file(p));
+        return Ok(Some(
+            same_file.unwrap_or_else(|| PathBuf::from(format!("/proc/{pid}/map_files/{}", mapping.range))),
+        ));
     }
     Ok(None)
 }
@@ -137,7 +139,10 @@ fn musl_loader() -> Option<PathBuf> {
 struct MapsLine<'a> {
     /// `start-end`, as `/proc/PID/map_files` names the mapping.
     range: &'a str,
-    /// The mapped file's absolute path, as the process sees it (may end in ` (deleted)`).
+    /// The device, `major:minor` in hex, and the inode of the mapped file.
+    dev: &'a str,
+    inode: u64,
+    /// The mapped file's absolute path, as the kernel shows it to this process (may end in ` (deleted)`).
     path: &'a str,
 }
 
@@ -145,18 +150,25 @@ impl<'a> MapsLine<'a> {
     /// `start-end perms offset dev inode path`; `None` for anonymous mappings and `[heap]`-style names. The path
     /// is everything after the inode field, so paths with spaces survive.
     fn parse(line: &'a str) -> Option<Self> {
+        let mut fields = [""; 5];
         let mut rest = line;
-        let mut range = "";
-        for i in 0..5 {
+        for field in &mut fields {
             let trimmed = rest.trim_start();
             let end = trimmed.find(' ')?;
-            if i == 0 {
-                range = &trimmed[..end];
-            }
+            *field = &trimmed[..end];
             rest = &trimmed[end..];
         }
         let path = rest.trim_start();
-        path.starts_with('/').then_some(MapsLine { range, path })
+        let inode = fields[4].parse().ok()?;
+        path.starts_with('/').then_some(MapsLine { range: fields[0], dev: fields[3], inode, path })
+    }
+
+    /// True if `candidate` is the mapped file itself: same inode on the same device.
+    fn is_file(&self, candidate: &Path) -> bool {
+        let Ok(meta) = fs::metadata(candidate) else { return false };
+        let dev = meta.dev();
+        let shown = format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev));
+        meta.ino() == self.inode && shown == self.dev
     }
 }
 
@@ -250,6 +262,7 @@ mod tests {
         let line = "7f1c2a400000-7f1c2a428000 r--p 00000000 fe:01 1572 /usr/lib/x86_64-linux-gnu/libc.so.6";
         let m = MapsLine::parse(line).unwrap();
         assert_eq!(m.range, "7f1c2a400000-7f1c2a428000");
+        assert_eq!((m.dev, m.inode), ("fe:01", 1572));
         assert_eq!(m.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
         let spaced = MapsLine::parse("1000-2000 r-xp 00000000 fe:01 12 /opt/my lib/libc.so.6 (deleted)").unwrap();
         assert_eq!(spaced.path, "/opt/my lib/libc.so.6 (deleted)");

@@ -11,6 +11,7 @@ mod skel {
 }
 
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -64,8 +65,8 @@ fn gethostlatency(args: Args) -> Result<()> {
     let libc = libc_path(&args)?;
     let signals = Signals::install()?;
 
-    let ((skel, links), _mech) =
-        load_first_working(&[Attach::Uprobe], args.verbose > 0, |mech| load_and_attach(&args, &libc, mech))?;
+    let (skel, _mech) = load_first_working(&[Attach::Uprobe], args.verbose > 0, |mech| load(&args, mech))?;
+    let links = attach(&skel, args.pid, &libc)?;
     if args.verbose > 0 {
         eprintln!("probing {} uprobes in {}", links.len(), libc.display());
     }
@@ -95,22 +96,25 @@ fn libc_path(args: &Args) -> Result<PathBuf> {
         (None, Some(pid)) => procmaps::process_libc(pid)?,
         (None, None) => procmaps::system_libc()?,
     };
-    let readable = fs::File::open(&path).and_then(|f| f.metadata());
-    match readable {
-        Ok(meta) if meta.is_file() => Ok(path),
-        Ok(_) => bail!("libc {} is not a file", path.display()),
-        Err(err) => Err(err).with_context(|| format!("cannot read libc {}", path.display())),
+    let mut file = fs::File::open(&path).with_context(|| format!("cannot read libc {}", path.display()))?;
+    let mut magic = [0u8; 4];
+    if !file.metadata()?.is_file() || file.read_exact(&mut magic).is_err() || magic != *b"\x7fELF" {
+        bail!("libc {} is not an ELF file", path.display());
     }
+    Ok(path)
 }
 
-/// Opens and loads the BPF object, then attaches a uretprobe and a uprobe to each resolver function `libc` has.
-fn load_and_attach(args: &Args, libc: &Path, mech: Attach) -> Result<(GethostlatencySkel<'static>, Vec<Link>)> {
+/// Opens the BPF object, sets its options and loads it.
+fn load(args: &Args, mech: Attach) -> Result<GethostlatencySkel<'static>> {
     let mut open = GethostlatencySkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
     rodata.target_pid = args.pid.unwrap_or(0);
-    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    open.load().with_context(|| format!("loading the BPF programs ({mech})"))
+}
 
-    let pid = args.pid.map_or(-1, |p| p as i32);
+/// Attaches a uretprobe and a uprobe to each resolver function that `libc` has (in process `pid` only, if given).
+fn attach(skel: &GethostlatencySkel<'static>, pid: Option<u32>, libc: &Path) -> Result<Vec<Link>> {
+    let pid = pid.map_or(-1, |p| p as i32);
     let p = &skel.progs;
     let entries = [
         &p.getaddrinfo_entry,
@@ -142,7 +146,7 @@ fn load_and_attach(args: &Args, libc: &Path, mech: Attach) -> Result<(Gethostlat
             .with_context(|| format!("attaching a uprobe to {} in {}", FUNCS[i], libc.display()))?;
         links.push(link);
     }
-    Ok((skel, links))
+    Ok(links)
 }
 
 /// Attaches `prog` to function `func` of `binary` by name: libbpf finds the symbol (versioned ones included).

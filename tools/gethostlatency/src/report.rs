@@ -27,8 +27,8 @@ struct JsonCall<'a> {
     pid: u32,
     tid: u32,
     comm: &'a str,
-    function: &'a str,
     latency_ns: u64,
+    function: &'a str,
     host: &'a str,
     truncated: bool,
 }
@@ -68,8 +68,8 @@ impl Report {
                 pid: c.pid,
                 tid: c.tid,
                 comm: &comm,
-                function,
                 latency_ns: c.ts,
+                function,
                 host: &host,
                 truncated,
             })?;
