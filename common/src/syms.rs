@@ -83,10 +83,7 @@ impl Symbolizer {
 
     /// Resolves kernel addresses, in order.
     pub fn kernel(&self, addrs: &[u64]) -> Vec<Option<Symbol>> {
-        let mut kernel = Kernel::default();
-        kernel.kallsyms = MaybeDefault::Default;
-        kernel.vmlinux = MaybeDefault::None;
-        kernel.debug_syms = false;
+        let kernel = Kernel { vmlinux: MaybeDefault::None, debug_syms: false, ..Kernel::default() };
         self.resolve(&Source::Kernel(kernel), addrs)
     }
 
@@ -208,16 +205,17 @@ mod tests {
 
     #[test]
     fn resolves_a_function_of_this_process() {
-        let addr = a_known_function as *const () as u64;
+        // A function of the C library (whose dynamic symbols survive stripping), called through its address.
+        let getpid: unsafe extern "C" fn() -> libc::pid_t = libc::getpid;
+        let addr = getpid as *const () as u64;
         let pid = std::process::id();
         let mut symbolizer = Symbolizer::new();
         assert!(symbolizer.remember_process(pid));
         let mut batch = Batch::new();
         batch.add_user(pid, [addr, 8]);
         let resolved = batch.resolve(&symbolizer);
-        // Release test builds strip symbols; then the frame is unknown, never garbage.
         let name = resolved.user_name(pid, addr);
-        assert!(name.ends_with("a_known_function") || name == UNKNOWN, "{name}");
+        assert!(name.contains("getpid"), "{name}");
         assert_eq!(resolved.user_name(pid, 8), UNKNOWN);
     }
 

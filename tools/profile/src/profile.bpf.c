@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0
+/* profile: sample stacks on every CPU at a timed interval and count them in the kernel.
+ *
+ * User space opens one sampling perf event per CPU and attaches do_perf_event to each. Every sample looks up the
+ * current task's user and kernel stacks in a stack-trace map and adds one to a count per (process, command name,
+ * user stack, kernel stack); only the unique stacks and their counts reach user space, at the end. Idle (thread 0)
+ * is skipped unless include_idle. The first sample of each process is reported on a ring buffer so user space
+ * can save its memory maps while it lives. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+#include "stacks.bpf.h"
+#include "profile.h"
+
+const volatile bool user_stacks_only = false;
+const volatile bool kernel_stacks_only = false;
+const volatile bool include_idle = false;
+const volatile bool filter_by_pid = false;
+const volatile bool filter_by_tid = false;
+
+/* Samples not counted because the counts map was full. */
+__u64 lost_samples = 0;
+/* New processes that could not be reported to user space (ring buffer full). */
+__u64 lost_notices = 0;
+
+/* -p and -L: the PIDs / TIDs to sample (user space sizes and fills them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1);
+} tids SEC(".maps");
+
+STACK_TRACE_MAP(stackmap);
+PROCESS_NOTICE_MAPS(seen_pids, new_pids);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct stack_key);
+	__type(value, __u64);
+	__uint(max_entries, 40960);
+} counts SEC(".maps");
+
+/* Makes the key type visible to the skeleton's generated `types` module. */
+struct stack_key _stack_key_type = {};
+
+static const __u64 zero;
+
+SEC("perf_event")
+int do_perf_event(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct stack_key key = {};
+	__u64 *count;
+
+	if (!include_idle && tid == 0)
+		return 0;
+	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
+		return 0;
+	if (filter_by_tid && !bpf_map_lookup_elem(&tids, &tid))
+		return 0;
+
+	key.pid = tgid;
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	key.user_stack_id = kernel_stacks_only ? -1 : bpf_get_stackid(ctx, &stackmap, BPF_F_USER_STACK);
+	key.kern_stack_id = user_stacks_only ? -1 : bpf_get_stackid(ctx, &stackmap, 0);
+
+	if (key.user_stack_id >= 0)
+		notice_process(&seen_pids, &new_pids, tgid, &lost_notices);
+
+	count = bpf_map_lookup_or_try_init(&counts, &key, &zero);
+	if (count)
+		__sync_fetch_and_add(count, 1);
+	else
+		__sync_fetch_and_add(&lost_samples, 1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

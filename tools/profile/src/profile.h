@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by profile.bpf.c and main.rs (through the skeleton's generated `types`). */
+#ifndef __PROFILE_H
+#define __PROFILE_H
+
+#define TASK_COMM_LEN 16
+
+/* Samples are counted per process, command name, user stack and kernel stack. A stack id is negative when there
+ * is no such stack: -EFAULT (none of that kind), -ENOMEM/-EEXIST (lost), or -1 (not collected: -U or -K). */
+struct stack_key {
+	__u32 pid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	char comm[TASK_COMM_LEN];
+};
+
+#endif
