@@ -142,7 +142,8 @@ def fig_event_cost(cfg):
     n = cfg.syscalls
     contenders = [("none", None), ("ours", our("funccount", ["t:syscalls:sys_enter_write"])),
                   ("bpftrace", bt(BT_FUNCCOUNT))]
-    res = {"n": n, "times": {k: [] for k, _ in contenders}, "missing": {}, "counted": {}}
+    res = {"n": n, "times": {k: [] for k, _ in contenders}, "cpu": {k: [] for k, _ in contenders}, "missing": {},
+           "counted": {}}
     for k, c in contenders:
         if c is not None and c.argv is None:
             res["missing"][k] = c.missing
@@ -151,16 +152,17 @@ def fig_event_cost(cfg):
         dd_syscalls(n // 10)  # warm-up
         for rep in range(cfg.repeat):
             for k, c in orders(active, rep):
-                secs, t = run_traced(c, lambda: dd_syscalls(n))
+                (secs, cpu), t = run_traced(c, lambda: dd_syscalls(n))
                 res["times"][k].append(secs)
+                res["cpu"][k].append(cpu)
                 if t is not None:
                     res["counted"][k] = max_count(t.output())
     except BenchError as e:
         res["error"] = str(e)
-    base = median(res["times"]["none"])
+    base = median(res["cpu"]["none"])
     res["ns_per_event"] = {}
     for k, _ in active:
-        m = median(res["times"][k])
+        m = median(res["cpu"][k])
         if k != "none" and m is not None and base:
             res["ns_per_event"][k] = (m - base) / n * 1e9
     return res

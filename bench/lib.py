@@ -204,19 +204,36 @@ def install_cleanup():
 
 # ---- workloads -------------------------------------------------------------------------------------------
 
+def dd_run(args, timeout=120):
+    """Runs dd with `args`; returns (seconds dd reports for the copy, dd's own user+system CPU seconds).
+
+    The CPU time is what a tracer adds to each of dd's system calls (its programs run in dd's context), and unlike
+    wall time it does not grow when other work on the machine takes dd's CPU away."""
+    p = subprocess.Popen(["dd", *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"))
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        err = p.stderr.read().decode(errors="replace")
+        _, status, rusage = os.wait4(p.pid, 0)  # not p.wait(): wait4 gives this child's own rusage
+        p.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        timer.cancel()
+        p.stderr.close()
+    m = re.search(r"copied, ([0-9.e+-]+) s", err)
+    if p.returncode != 0 or not m:
+        raise BenchError(f"dd {' '.join(args)} failed (status {p.returncode}): {err.strip()}")
+    return float(m.group(1)), rusage.ru_utime + rusage.ru_stime
+
+
 def dd_seconds(args, timeout=120):
-    """Runs dd with `args` and returns the seconds dd itself reports for the copy."""
-    r = subprocess.run(["dd", *args], capture_output=True, text=True, timeout=timeout, env=dict(os.environ,
-                       LC_ALL="C"))
-    m = re.search(r"copied, ([0-9.e+-]+) s", r.stderr)
-    if r.returncode != 0 or not m:
-        raise BenchError(f"dd {' '.join(args)} failed: {r.stderr.strip()}")
-    return float(m.group(1))
+    """Seconds dd itself reports for the copy."""
+    return dd_run(args, timeout)[0]
 
 
 def dd_syscalls(n):
-    """n one-byte read+write pairs: n sys_enter_write events."""
-    return dd_seconds(["if=/dev/zero", "of=/dev/null", "bs=1", f"count={n}"])
+    """n one-byte read+write pairs: n sys_enter_write events. Returns (wall seconds, CPU seconds)."""
+    return dd_run(["if=/dev/zero", "of=/dev/null", "bs=1", f"count={n}"])
 
 
 def dd_direct(path, n, bs=4096):

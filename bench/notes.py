@@ -38,12 +38,13 @@ bpftrace prints `Attaching N probes...` *before* it attaches, so its one-liner c
 first. *SIGINT → exit* is the time to detach, print the final report and exit. {cfg.repeat} rounds.
 """,
     2: """
-`dd if=/dev/zero of=/dev/null bs=1 count={cfg.syscalls}` does {cfg.syscalls:,} one-byte read+write pairs, i.e. as
-many `sys_enter_write` events; its own reported time is taken with no tracing, with
-`funccount t:syscalls:sys_enter_write` running (ours) and with the bpftrace one-liner above (`@ = count()`), all
-system-wide with no filter, as in the measurement that came with BPF tracing in Linux 4.1 (a map increment then
-cost about 5% of this loop). *Extra per event* = (median traced − median untraced) / number of writes. *Largest
-count printed* checks that the tracer really saw the writes. {cfg.repeat} rounds.
+`dd if=/dev/zero of=/dev/null bs=1 count={cfg.syscalls}` makes {cfg.syscalls:,} one-byte read+write pairs, so as
+many `sys_enter_write` events, with no tracing, with `funccount t:syscalls:sys_enter_write` running (ours) and with
+the bpftrace one-liner of figure 1 (`@ = count()`), all system-wide with no filter, as in the measurement that
+came with BPF tracing in Linux 4.1 (a map increment then cost about 5% of this loop). The measure is dd's own CPU
+time (user+system, from `wait4`): the programs run in dd's context, so their cost lands there, while time dd spends
+waiting for a CPU taken by other work does not. *Extra per event* = (median traced − median untraced) / number of
+writes. *Largest count printed* checks that the tracer saw the writes. {cfg.repeat} rounds.
 """,
     3: """
 `dd if=/dev/zero of=FILE bs=4096 count={cfg.direct_ios} oflag=direct conv=notrunc` to a preallocated file on `/`

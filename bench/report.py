@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import notes
-from figures import OUR_TOOLS, ROOT
+from figures import ROOT
 from lib import median, spread
 
 
@@ -144,25 +144,26 @@ def event_costs(res):
 
 def render_event_cost(res):
     n = res["n"]
-    base = median(res["times"].get("none", []))
+    cpu = res.get("cpu", {})
+    base = median(cpu.get("none", []))
     rows = []
+    names = {"none": "no tracing", "ours": "ours: funccount", "bpftrace": "bpftrace count()"}
     for k in ("none", "ours", "bpftrace"):
         if k in res["missing"]:
-            rows.append([k, res["missing"][k], "", "", "", "", ""])
+            rows.append([names[k], res["missing"][k], "", "", "", "", "", ""])
             continue
-        m = median(res["times"][k])
+        m = median(cpu.get(k, []))
         extra = res["ns_per_event"].get(k)
         counted = res["counted"].get(k)
         rows.append([
-            {"none": "no tracing", "ours": "ours: funccount", "bpftrace": "bpftrace count()"}[k],
-            ms(m), "–" if m is None else f"{m / n * 1e9:.0f} ns",
-            "–" if extra is None else f"{extra:.0f} ns",
+            names[k], ms(m), ms(median(res["times"][k])), "–" if m is None else f"{m / n * 1e9:.0f} ns",
+            "–" if extra is None else f"**{extra:.0f} ns**",
             "–" if m is None or not base or k == "none" else f"{(m / base - 1) * 100:.1f}%",
-            pct(spread(res["times"][k])),
+            pct(spread(cpu.get(k, []))),
             "–" if counted is None else f"{counted:,}",
         ])
-    text = table(["tracing", f"dd time ({n:,} writes)", "per read+write", "extra per event", "overhead",
-                  "spread", "largest count printed"], rows)
+    text = table(["tracing", f"dd CPU time ({n:,} writes)", "dd wall time", "CPU per read+write",
+                  "extra per event", "overhead (CPU)", "spread (CPU)", "largest count printed"], rows)
     c = event_costs(res)
     if "ours" in c and "bpftrace" in c:
         text += f"\n\nRatio ours / bpftrace, extra time per event: **{ratio(c['ours'], c['bpftrace'])}**."
