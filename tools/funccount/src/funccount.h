@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Shared between funccount.bpf.c and main.rs. */
+#ifndef __FUNCCOUNT_H
+#define __FUNCCOUNT_H
+
+/* Slot programs per kind in one BPF object (see funccount.bpf.c). */
+#define FUNCCOUNT_SLOTS 16
+
+#endif
