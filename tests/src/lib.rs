@@ -380,3 +380,38 @@ fn prebuilt_helper(file: &str) -> Option<PathBuf> {
     );
     Some(exe)
 }
+
+/// Compiles a Rust test helper (`source` is the program text) with `rustc` (or `$RUSTC`) and returns the
+/// executable's path; cached by content beside the C helpers, and taken from `$COREBPF_HELPER_DIR` when set.
+pub fn build_rust_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    ("rust", source, flags).hash(&mut hasher);
+    let file = format!("{name}-{:016x}", hasher.finish());
+    if let Some(prebuilt) = prebuilt_helper(&file) {
+        return prebuilt;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-helpers");
+    fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(&file);
+    if exe.exists() {
+        return exe;
+    }
+    let tmp_src = dir.join(format!("{name}-{}-{:?}.rs", std::process::id(), thread::current().id()));
+    let tmp_exe = tmp_src.with_extension("out");
+    fs::write(&tmp_src, source).unwrap();
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .args(["--crate-name", name, "--edition", "2021"])
+        .args(flags)
+        .arg("-o")
+        .arg(&tmp_exe)
+        .arg(&tmp_src)
+        .output()
+        .expect("rustc");
+    let _ = fs::remove_file(&tmp_src);
+    assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    fs::rename(&tmp_exe, &exe).unwrap();
+    exe
+}
