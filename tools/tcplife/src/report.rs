@@ -1,0 +1,256 @@
+//! tcplife's output: BCC's columns (default, `-w` wide, `-s` CSV, with `-T`/`-t` time columns) or JSON lines.
+//!
+//! The text layouts are BCC's `tools/tcplife.py` format strings: `PID COMM LADDR LPORT RADDR RPORT TX_KB RX_KB MS`,
+//! with an `IP` column under `-w` and `-s`; TX_KB and RX_KB are whole KiB (truncated, as BCC's `%d` of a float
+//! does), MS has two decimals of the microsecond span. JSON lines carry the exact byte counts and durations.
+
+use std::io::{self, Write};
+use std::net::IpAddr;
+
+use common::net::{ip_addr, Family};
+use common::output::{clock_hms, clock_rfc3339, Output};
+use serde::Serialize;
+
+// SAFETY: a #[repr(C)] struct of integers and integer arrays, with no padding the BPF side leaves unset.
+unsafe impl plain::Plain for crate::skel::types::event {}
+
+/// One closed session, decoded from the BPF record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub ts_ns: u64,
+    pub span_ns: u64,
+    pub pid: u32,
+    pub comm: String,
+    pub family: Family,
+    pub laddr: IpAddr,
+    pub lport: u16,
+    pub raddr: IpAddr,
+    pub rport: u16,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+}
+
+impl Session {
+    /// Decodes a record; `None` for a family other than IPv4/IPv6 (which the BPF side never sends).
+    pub fn from_event(e: &crate::skel::types::event) -> Option<Session> {
+        let comm: Vec<u8> = e.comm.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+        Some(Session {
+            ts_ns: e.ts_ns,
+            span_ns: e.span_ns,
+            pid: e.pid,
+            comm: String::from_utf8_lossy(&comm).into_owned(),
+            family: Family::from_af(e.family)?,
+            laddr: ip_addr(e.family, &e.saddr)?,
+            lport: e.lport,
+            raddr: ip_addr(e.family, &e.daddr)?,
+            rport: e.rport,
+            tx_bytes: e.tx_b,
+            rx_bytes: e.rx_b,
+        })
+    }
+
+    /// The span in milliseconds, from whole microseconds as BCC computes it.
+    fn ms(&self) -> f64 {
+        (self.span_ns / 1000) as f64 / 1000.0
+    }
+}
+
+/// Column layout of the text output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Fits 80 columns with IPv4 addresses.
+    Default,
+    /// `-w`: wide enough for IPv6 addresses, with the IP version.
+    Wide,
+    /// `-s`: comma-separated values.
+    Csv,
+}
+
+/// How to print sessions.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub layout: Layout,
+    pub json: bool,
+    /// `-T`: wall-clock HH:MM:SS column.
+    pub clock: bool,
+    /// `-t`: seconds since the first session printed.
+    pub since_first: bool,
+}
+
+#[derive(Serialize)]
+struct JsonSession<'a> {
+    timestamp: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_s: Option<f64>,
+    pid: u32,
+    comm: &'a str,
+    family: &'static str,
+    laddr: String,
+    lport: u16,
+    raddr: String,
+    rport: u16,
+    tx_bytes: u64,
+    rx_bytes: u64,
+    duration_ms: f64,
+    duration_ns: u64,
+}
+
+/// Prints the header and one line per session, flushing each.
+pub struct Printer {
+    style: Style,
+    first_ts_ns: Option<u64>,
+}
+
+impl Printer {
+    pub fn new(style: Style) -> Self {
+        Printer { style, first_ts_ns: None }
+    }
+
+    /// The column header (nothing for JSON).
+    pub fn write_header(&self, out: &mut Output) -> io::Result<()> {
+        if self.style.json {
+            return Ok(());
+        }
+        let mut line = self.prefix("TIME", "TIME(s)");
+        line += &columns(
+            self.style.layout,
+            ["PID", "COMM", "IP", "LADDR", "LPORT", "RADDR", "RPORT", "TX_KB", "RX_KB", "MS"].map(String::from),
+        );
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+
+    /// Prints one session.
+    pub fn write(&mut self, out: &mut Output, s: &Session) -> io::Result<()> {
+        let first = *self.first_ts_ns.get_or_insert(s.ts_ns);
+        // BCC: (ts_us - first_ts_us) / 1e6.
+        let since_first = (s.ts_ns / 1000).saturating_sub(first / 1000) as f64 / 1e6;
+        if self.style.json {
+            return out.json_line(&JsonSession {
+                timestamp: clock_rfc3339(),
+                time_s: self.style.since_first.then_some(since_first),
+                pid: s.pid,
+                comm: &s.comm,
+                family: if s.family == Family::V4 { "ipv4" } else { "ipv6" },
+                laddr: s.laddr.to_string(),
+                lport: s.lport,
+                raddr: s.raddr.to_string(),
+                rport: s.rport,
+                tx_bytes: s.tx_bytes,
+                rx_bytes: s.rx_bytes,
+                duration_ms: s.span_ns as f64 / 1e6,
+                duration_ns: s.span_ns,
+            });
+        }
+        let mut line = self.prefix(&clock_hms(), &format!("{since_first:.6}"));
+        line += &columns(
+            self.style.layout,
+            [
+                s.pid.to_string(),
+                s.comm.clone(),
+                s.family.version().to_string(),
+                s.laddr.to_string(),
+                s.lport.to_string(),
+                s.raddr.to_string(),
+                s.rport.to_string(),
+                (s.tx_bytes / 1024).to_string(),
+                (s.rx_bytes / 1024).to_string(),
+                format!("{:.2}", s.ms()),
+            ],
+        );
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+
+    /// The `-T` and `-t` columns, as BCC prints them before the others.
+    fn prefix(&self, clock: &str, since: &str) -> String {
+        let csv = self.style.layout == Layout::Csv;
+        let mut s = String::new();
+        if self.style.clock {
+            s += &if csv { format!("{clock},") } else { format!("{clock:<8} ") };
+        }
+        if self.style.since_first {
+            s += &if csv { format!("{since},") } else { format!("{since:<9} ") };
+        }
+        s
+    }
+}
+
+/// BCC's ten columns (the IP column is left out of the default layout).
+fn columns(layout: Layout, c: [String; 10]) -> String {
+    let [pid, comm, ip, laddr, lport, raddr, rport, tx, rx, ms] = c;
+    match layout {
+        Layout::Default => {
+            format!("{pid:<5} {comm:<10.10} {laddr:<15} {lport:<5} {raddr:<15} {rport:<5} {tx:>5} {rx:>5} {ms}")
+        }
+        Layout::Wide => {
+            format!("{pid:<5} {comm:<16.16} {ip:<2} {laddr:<26} {lport:<5} {raddr:<26} {rport:<5} {tx:>6} {rx:>6} {ms}")
+        }
+        Layout::Csv => format!("{pid},{comm},{ip},{laddr},{lport},{raddr},{rport},{tx},{rx},{ms}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Session {
+        Session {
+            ts_ns: 5_000_000_000,
+            span_ns: 1_234_567,
+            pid: 4242,
+            comm: "curl-with-long-name".into(),
+            family: Family::V4,
+            laddr: "127.0.0.1".parse().unwrap(),
+            lport: 50000,
+            raddr: "10.0.0.2".parse().unwrap(),
+            rport: 80,
+            tx_bytes: 2047,
+            rx_bytes: 1024 * 1024,
+        }
+    }
+
+    #[test]
+    fn default_layout_matches_bcc() {
+        let s = session();
+        let header = columns(
+            Layout::Default,
+            ["PID", "COMM", "IP", "LADDR", "LPORT", "RADDR", "RPORT", "TX_KB", "RX_KB", "MS"].map(String::from),
+        );
+        assert_eq!(header, "PID   COMM       LADDR           LPORT RADDR           RPORT TX_KB RX_KB MS");
+        let row = columns(
+            Layout::Default,
+            [
+                s.pid.to_string(),
+                s.comm.clone(),
+                "4".into(),
+                s.laddr.to_string(),
+                s.lport.to_string(),
+                s.raddr.to_string(),
+                s.rport.to_string(),
+                (s.tx_bytes / 1024).to_string(),
+                (s.rx_bytes / 1024).to_string(),
+                format!("{:.2}", s.ms()),
+            ],
+        );
+        assert_eq!(row, "4242  curl-with- 127.0.0.1       50000 10.0.0.2        80        1  1024 1.23");
+    }
+
+    #[test]
+    fn wide_and_csv_headers_match_bcc() {
+        let h = ["PID", "COMM", "IP", "LADDR", "LPORT", "RADDR", "RPORT", "TX_KB", "RX_KB", "MS"].map(String::from);
+        assert_eq!(
+            columns(Layout::Wide, h.clone()),
+            "PID   COMM             IP LADDR                      LPORT RADDR                      RPORT  TX_KB  RX_KB MS"
+        );
+        assert_eq!(columns(Layout::Csv, h), "PID,COMM,IP,LADDR,LPORT,RADDR,RPORT,TX_KB,RX_KB,MS");
+    }
+
+    #[test]
+    fn time_columns() {
+        let p = Printer::new(Style { layout: Layout::Default, json: false, clock: true, since_first: true });
+        assert_eq!(p.prefix("TIME", "TIME(s)"), "TIME     TIME(s)   ");
+        let p = Printer::new(Style { layout: Layout::Csv, json: false, clock: true, since_first: true });
+        assert_eq!(p.prefix("12:00:00", "0.000000"), "12:00:00,0.000000,");
+    }
+}

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tcplife: one record per closed TCP session, from the sock:inet_sock_set_state tracepoint.
+ *
+ * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all
+ * three hand the same (sk, newstate) to handle(), which reads everything else from the socket with CO-RE. As in
+ * BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket), and its bytes
+ * are tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. The owner (PID and comm) is recorded at
+ * the first state change that only a system call on the socket makes: SYN_SENT (connect), FIN_WAIT1 or LAST_ACK
+ * (close/shutdown); a socket with none (an abort) gets the task current at close, as in BCC. Filters on PID,
+ * ports and family run here; records go through a ring buffer, and failed reservations are counted in `lost`. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+#include "tcplife.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define MAX_SOCKETS 16384
+
+const volatile __u32 target_pid = 0;
+const volatile __u16 target_family = 0;
+const volatile bool filter_lport = false;
+const volatile bool filter_rport = false;
+
+/* Sessions closed but not reported: the ring buffer was full. */
+__u64 lost = 0;
+/* Sessions not tracked at all: the births map was full when they started. */
+__u64 births_full = 0;
+
+/* Makes struct event visible to the skeleton's generated `types` module. */
+struct event _event_type = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SOCKETS);
+	__type(key, struct sock *);
+	__type(value, __u64);
+} births SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SOCKETS);
+	__type(key, struct sock *);
+	__type(value, struct ident);
+} idents SEC(".maps");
+
+/* -L and -D: the ports to keep (value unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u16);
+	__type(value, __u8);
+} lports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u16);
+	__type(value, __u8);
+} rports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+/* A port not yet known (0: a connecting socket has no local port at SYN_SENT) passes until it is. */
+static __always_inline bool port_allowed(void *ports, bool filter, __u16 port)
+{
+	return !filter || !port || bpf_map_lookup_elem(ports, &port);
+}
+
+static __always_inline void forget(struct sock *sk)
+{
+	bpf_map_delete_elem(&births, &sk);
+	bpf_map_delete_elem(&idents, &sk);
+}
+
+static __always_inline void remember_owner(struct sock *sk)
+{
+	struct ident ident = {};
+
+	if (bpf_map_lookup_elem(&idents, &sk))
+		return;
+	ident.pid = bpf_get_current_pid_tgid() >> 32;
+	bpf_get_current_comm(ident.comm, sizeof(ident.comm));
+	bpf_map_update_elem(&idents, &sk, &ident, BPF_NOEXIST);
+}
+
+static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, __u16 rport)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	struct ident *owner;
+	struct event *e;
+	__u64 *birth, now;
+	__u32 pid;
+
+	birth = bpf_map_lookup_elem(&births, &sk);
+	if (!birth)
+		return; /* born before we started, or filtered out */
+	now = bpf_ktime_get_ns();
+
+	owner = bpf_map_lookup_elem(&idents, &sk);
+	pid = owner ? owner->pid : bpf_get_current_pid_tgid() >> 32;
+	if (target_pid && pid != target_pid)
+		return;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = now;
+	e->span_ns = now - *birth;
+	e->rx_b = BPF_CORE_READ(tp, bytes_received);
+	e->tx_b = BPF_CORE_READ(tp, bytes_acked);
+	e->pid = pid;
+	e->lport = lport;
+	e->rport = rport;
+	e->family = family;
+	if (owner)
+		__builtin_memcpy(e->comm, owner->comm, sizeof(e->comm));
+	else
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+	if (family == AF_INET) {
+		bpf_core_read(e->saddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(e->daddr, 4, &sk->__sk_common.skc_daddr);
+	} else if (bpf_core_field_exists(sk->__sk_common.skc_v6_daddr)) {
+		bpf_core_read(e->saddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(e->daddr, 16, &sk->__sk_common.skc_v6_daddr);
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline int handle(struct sock *sk, int newstate)
+{
+	__u16 family, lport, rport;
+	__u64 ts;
+
+	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	if (target_family && family != target_family)
+		return 0;
+	/* Not skc_num: at TCP_CLOSE the port is already released and skc_num zeroed; inet_sport stays. */
+	lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
+	rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (!port_allowed(&lports, filter_lport, lport) || !port_allowed(&rports, filter_rport, rport)) {
+		forget(sk);
+		return 0;
+	}
+
+	if (newstate < TCP_FIN_WAIT1) {
+		ts = bpf_ktime_get_ns();
+		if (bpf_map_update_elem(&births, &sk, &ts, BPF_ANY))
+			__sync_fetch_and_add(&births_full, 1);
+	}
+	if (newstate == TCP_SYN_SENT || newstate == TCP_FIN_WAIT1 || newstate == TCP_LAST_ACK)
+		remember_owner(sk);
+	if (newstate == TCP_CLOSE) {
+		report(sk, family, lport, rport);
+		forget(sk);
+	}
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(set_state_btf, struct sock *sk, int oldstate, int newstate)
+{
+	return handle(sk, newstate);
+}
+
+SEC("raw_tp/inet_sock_set_state")
+int BPF_PROG(set_state_raw, struct sock *sk, int oldstate, int newstate)
+{
+	return handle(sk, newstate);
+}
+
+SEC("tracepoint/sock/inet_sock_set_state")
+int set_state_tp(struct trace_event_raw_inet_sock_set_state *args)
+{
+	return handle((struct sock *)args->skaddr, args->newstate);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by tcplife.bpf.c and main.rs (through the skeleton's generated `types`). */
+#ifndef __TCPLIFE_H
+#define __TCPLIFE_H
+
+#define TASK_COMM_LEN 16
+/* Most ports -L or -D may list (each list is a hash map of this size). */
+#define MAX_PORTS 1024
+
+/* Who a socket belongs to: the task seen in the first state change made from a system call on it. */
+struct ident {
+	__u32 pid;
+	char comm[TASK_COMM_LEN];
+};
+
+/* One closed TCP session. Addresses are in network order, IPv4 in the first 4 bytes. */
+struct event {
+	__u64 ts_ns;		/* bpf_ktime_get_ns() at close */
+	__u64 span_ns;		/* from the last state before FIN_WAIT1 (as BCC) to close */
+	__u64 rx_b;		/* tcp_sock->bytes_received */
+	__u64 tx_b;		/* tcp_sock->bytes_acked */
+	__u32 pid;
+	__u16 lport;
+	__u16 rport;
+	__u16 family;		/* AF_INET or AF_INET6 */
+	__u16 _pad[3];
+	__u8 saddr[16];
+	__u8 daddr[16];
+	char comm[TASK_COMM_LEN];
+};
+
+#endif
