@@ -35,7 +35,9 @@ on a pipe, so they write to a pty instead, which makes it line-buffered without 
 bpftrace prints `Attaching N probes...` *before* it attaches, so its one-liner carries
 `BEGIN {{ printf("ready\\n"); }}`, which bpftrace runs after attaching every other probe; its anchor here is
 `bpftrace -e 'tracepoint:syscalls:sys_enter_write {{ @ = count(); }}'`. One unmeasured warm-up run of each comes
-first. *SIGINT → exit* is the time to detach, print the final report and exit. {cfg.repeat} rounds.
+first. *Fastest* is the minimum over the rounds, the figure least disturbed by other work on a busy machine.
+*SIGINT → exit* is the time to detach, print the final report and exit (sent 100 ms after readiness).
+{cfg.repeat} rounds.
 """,
     2: """
 `dd if=/dev/zero of=/dev/null bs=1 count={cfg.syscalls}` makes {cfg.syscalls:,} one-byte read+write pairs, so as
@@ -97,11 +99,15 @@ trace=bpf,openat TOOL` shows where the milliseconds go.
     "event": """
 **Where our cost per event is higher than bpftrace's, why.** Most of either figure is the kernel's, not the
 program's: enabling any syscall tracepoint sends every system call of every task through the slow syscall-entry
-path, and each event then runs the program through the tracepoint's perf-event glue. What differs is the program:
-ours looks up a per-CPU array (inlined by the verifier) and adds with an atomic instruction (safe when a preemptible
-uprobe program interrupts another on the same CPU); bpftrace 0.17's `count()` looks up a per-CPU hash, adds one to a
-copy and writes it back with a second helper call. **What would close it:** a plain (non-atomic) add for the program
-kinds that cannot be preempted (tracepoints, kprobes, perf events), keeping the atomic one for uprobes only.
+path, and each event then runs the program through the tracepoint's perf-event glue. The programs themselves are
+of the same size (`bpftool prog dump xlated`): ours calls `bpf_get_attach_cookie` for the match's index, looks up
+a per-CPU array (inlined by the verifier) and adds with an atomic `lock add` (needed where a preemptible uprobe
+program can interrupt another on the same CPU); bpftrace's `@ = count()` looks up its one-entry per-CPU array
+(inlined too), adds one to a copy and writes it back through a `bpf_map_update_elem` call. So a gap of a few
+nanoseconds is within what the spread column shows; a larger one points at the attachment, not the program.
+**What would close it:** a plain add for the program kinds that cannot be preempted (tracepoints, kprobes, perf
+events), keeping the atomic one for uprobes; and a constant index instead of the cookie when the pattern matched
+one probe.
 """,
     "rss": """
 **Where peak RSS is above 2× libbpf-tools', why.** A resident page of ours is one of: the binary and its libraries
@@ -111,6 +117,30 @@ symbol tables. **What would close it:** drop the parsed BTF before the ring buff
 event rate rather than a fixed maximum, and symbolize in batches with a bounded cache.
 """,
 }
+
+FINDINGS = """
+## Why the numbers look the way they do
+
+Checked by hand on this machine (`bpftool prog dump xlated`, `/proc/PID/fdinfo`, `strace`); true whatever the load.
+
+- **Size.** Each of ours carries Rust's standard library, clap's parser and help text, serde_json, the `common`
+  crate and a statically linked libbpf (libbpf-tools link libbpf statically too), so a binary is several times a
+  libbpf-tools one; profile adds blazesym and inferno. What would shrink the installed set: one multi-call binary
+  with a link per tool (busybox style), so that all of this is paid once instead of once per tool.
+- **BPF map memory** is `memlock` of maps, and both sides preallocate their hash maps at `max_entries`. Our
+  biolatency's `hists` entries keep 64-bit slots plus an exact count and sum per histogram (for `-e` and JSON),
+  about twice the bytes of libbpf-tools' 32-bit slots. Our tcplife and gethostlatency send events through a BPF
+  ring buffer, which is a map and is counted; libbpf-tools use perf buffers (one mmapped perf event per CPU),
+  which are not maps and are not in their figure. funccount's per-CPU count array is as small as bpftrace's
+  one-entry array; most of its figure is the two maps of libbpf's USDT support (`__bpf_usdt_spec`,
+  `__bpf_usdt_ip_to_spec_id`, about 160 KiB), created even when no USDT probe is used.
+- **gethostlatency, SIGINT → exit:** detaching a uprobe waits for the kernel (about 100 ms per link on this VM),
+  and ours attaches 10 uprobes (every resolver function the C library has, on entry and return) to libbpf-tools'
+  6, so it takes longer to leave.
+- **bpftrace start-up** includes compiling the one-liner with LLVM, and most of its resident size is the pages of
+  libLLVM and libclang it touches (about 55 and 8 MiB of its RSS here); its symbolization at exit is slow by default because with ASLR on it builds a new symbol
+  resolver for every stack it prints (`BPFTRACE_CACHE_USER_SYMBOLS=1` turns that off; figure 6 shows both).
+"""
 
 FOOTER = """
 ## Reproducing

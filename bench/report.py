@@ -127,13 +127,17 @@ def render_startup(res):
         rows.append([
             r["name"], r["anchor"],
             cell_or_missing(r, "ours", ms(o)), cell_or_missing(r, "theirs", ms(t)), ratio(o, t),
+            cell_or_missing(r, "ours", ms(min(r["ours"], default=None))),
+            cell_or_missing(r, "theirs", ms(min(r["theirs"], default=None))),
+            ratio(min(r["ours"], default=None), min(r["theirs"], default=None)),
             cell_or_missing(r, "ours", ms(median(r["ours_exit"]))),
             cell_or_missing(r, "theirs", ms(median(r["theirs_exit"]))),
             f"{pct(spread(r['ours']))} / {pct(spread(r['theirs']))}",
         ])
         if "error" in r:
-            rows.append([r["name"], "**failed**", r["error"], "", "", "", "", ""])
-    return table(["tool", "anchor", "ours: exec → ready", "anchor: exec → ready", "ratio",
+            rows.append([r["name"], "**failed**", r["error"], "", "", "", "", "", "", "", ""])
+    return table(["tool", "anchor", "ours: exec → ready", "anchor: exec → ready", "ratio", "ours: fastest",
+                  "anchor: fastest", "ratio of fastest",
                   "ours: SIGINT → exit", "anchor: SIGINT → exit", "spread ours / anchor"], rows)
 
 
@@ -381,5 +385,6 @@ def render(cfg, results):
             if "error" in res:
                 parts.append(f"**Stopped early:** {res['error']}")
         parts.append(load_line(res))
+    parts.append(notes.FINDINGS.strip())
     parts.append(notes.FOOTER.strip())
     return "\n\n".join(p for p in parts if p) + "\n"
