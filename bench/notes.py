@@ -138,8 +138,9 @@ Checked by hand on this machine (`bpftool prog dump xlated`, `/proc/PID/fdinfo`,
   and ours attaches 10 uprobes (every resolver function the C library has, on entry and return) to libbpf-tools'
   6, so it takes longer to leave.
 - **bpftrace start-up** includes compiling the one-liner with LLVM, and most of its resident size is the pages of
-  libLLVM and libclang it touches (about 55 and 8 MiB of its RSS here); its symbolization at exit is slow by default because with ASLR on it builds a new symbol
-  resolver for every stack it prints (`BPFTRACE_CACHE_USER_SYMBOLS=1` turns that off; figure 6 shows both).
+  libLLVM and libclang it touches (about 55 and 8 MiB of its RSS here); its symbolization at exit is slow by
+  default because with ASLR on it builds a new symbol resolver for every stack it prints
+  (`BPFTRACE_CACHE_USER_SYMBOLS=1` turns that off; figure 6 shows both).
 """
 
 FOOTER = """
