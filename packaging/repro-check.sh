@@ -1,7 +1,7 @@
 #!/bin/sh
 # Reproducibility check (what `make repro-check` does): builds the static tools twice from the same commit (HEAD),
 # in two copies of the source at different paths with separate target folders and separate cargo homes' paths
-# remapped, then compares the binaries' sha256 and looks for build-machine paths in them.
+# remapped, then compares the binaries' and the .debs' sha256 and looks for build-machine paths in the binaries.
 #
 #   packaging/repro-check.sh TOOL...
 #
@@ -12,6 +12,7 @@ set -eu
 [ $# -gt 0 ] || { echo "usage: repro-check.sh TOOL..." >&2; exit 2; }
 repo=$(git rev-parse --show-toplevel)
 commit=$(git -C "$repo" rev-parse HEAD)
+epoch=$(git -C "$repo" log -1 --format=%ct "$commit")
 work=${REPRO_DIR:-$(mktemp -d /var/tmp/corebpf-repro.XXXXXX)}
 triple=$(uname -m)-unknown-linux-gnu
 echo "repro-check: commit $commit, two builds under $work"
@@ -22,7 +23,7 @@ for copy in one second-copy; do
     mkdir -p "$src"
     git -C "$repo" archive "$commit" | tar -x -C "$src"
     echo "repro-check: building $src (log: $work/$copy.log)"
-    (cd "$src" && env -u CARGO_TARGET_DIR make static PKG_TOOLS="$*") > "$work/$copy.log" 2>&1 || {
+    (cd "$src" && env -u CARGO_TARGET_DIR make deb PKG_TOOLS="$*" SOURCE_DATE_EPOCH="$epoch") > "$work/$copy.log" 2>&1 || {
         tail -20 "$work/$copy.log" >&2
         echo "repro-check: the build in $src failed" >&2
         exit 1
@@ -30,6 +31,14 @@ for copy in one second-copy; do
 done
 
 status=0
+deb_a=$(ls "$work"/one/corebpf-tools/target/debian/*.deb)
+deb_b=$(ls "$work"/second-copy/corebpf-tools/target/debian/*.deb)
+if cmp -s "$deb_a" "$deb_b"; then
+    echo "identical  $(sha256sum < "$deb_a" | cut -d' ' -f1)  $(basename "$deb_a") ($(stat -c %s "$deb_a") bytes)"
+else
+    echo "DIFFERENT  $(basename "$deb_a")"
+    status=1
+fi
 for t in "$@"; do
     a=$work/one/corebpf-tools/target/$triple/release/$t
     b=$work/second-copy/corebpf-tools/target/$triple/release/$t

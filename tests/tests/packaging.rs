@@ -1,0 +1,369 @@
+//! Packaging: `--help` snapshots and `--version` of every tool, the static binaries (`make static`), `make
+//! install`/`uninstall` into a temporary DESTDIR, the man pages (rendered with `man -l`) and completions, and the
+//! .deb (`make deb`): its control fields and contents, and a real `dpkg -i` into a scratch root.
+//!
+//! Every test iterates over `tools/*`, so a new tool is covered with no change here. The static binaries and the
+//! .deb are built by `make test` before the test run (building them here would take minutes and fight cargo's
+//! lock); a missing or stale one fails with the command that makes it.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use corebpf_tests::bin;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The workspace root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+}
+
+/// Every tool: each `tools/NAME` with a Cargo.toml, sorted; `COREBPF_TOOLS=a,b` checks only those (pass the
+/// same list to make as `PKG_TOOLS="a b"`).
+fn tools() -> Vec<String> {
+    let only: Option<Vec<String>> =
+        std::env::var("COREBPF_TOOLS").ok().map(|s| s.split(',').map(|t| t.trim().to_owned()).collect());
+    let mut tools: Vec<String> = fs::read_dir(root().join("tools"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|t| only.as_ref().is_none_or(|only| only.contains(t)))
+        .collect();
+    tools.sort();
+    assert!(!tools.is_empty(), "no tools found in tools/*");
+    tools
+}
+
+/// Where `make static` puts a tool.
+fn static_bin(tool: &str) -> PathBuf {
+    let path = target_dir().join(format!("{}-unknown-linux-gnu", std::env::consts::ARCH)).join("release").join(tool);
+    assert!(path.exists(), "{} is not built: run `make static`", path.display());
+    path
+}
+
+/// Runs a command to completion with no terminal attached (stdin /dev/null) and a fixed help width.
+fn run(cmd: &mut Command) -> Output {
+    let out =
+        cmd.env("COLUMNS", "100").stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{cmd:?} panicked: {out:?}");
+    out
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({})\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `make -s TARGET VAR=VALUE...` in the workspace, for the tools under test.
+fn make(args: &[&str]) -> String {
+    let tools = format!("PKG_TOOLS={}", tools().join(" "));
+    run_ok(Command::new("make").arg("-s").arg("-C").arg(root()).args(args).arg(tools))
+}
+
+/// A scratch folder under /var/tmp, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let path = PathBuf::from(format!("/var/tmp/corebpf-tests/{tag}-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every regular file under `dir`, as paths relative to it.
+fn files_under(dir: &Path) -> BTreeSet<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(base, &path, out);
+            } else {
+                out.insert(path.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The files `make install` must install for every tool, under `prefix` (no leading slash).
+fn expected_install(prefix: &str, app_prefix: &str, zsh_dir: &str) -> BTreeSet<String> {
+    let mut files = BTreeSet::new();
+    for tool in tools() {
+        let name = format!("{app_prefix}{tool}");
+        files.insert(format!("{prefix}/sbin/{name}"));
+        files.insert(format!("{prefix}/share/man/man8/{name}.8.gz"));
+        files.insert(format!("{prefix}/share/bash-completion/completions/{name}"));
+        files.insert(format!("{prefix}/share/{zsh_dir}/_{name}"));
+        files.insert(format!("{prefix}/share/fish/vendor_completions.d/{name}.fish"));
+    }
+    files
+}
+
+/// The long options (`--name`) a tool's `--help` lists.
+fn long_options(help: &str) -> BTreeSet<String> {
+    help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|w| w.starts_with("--") && w.len() > 2 && !w[2..].starts_with('-'))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn sha256(path: &Path) -> String {
+    run_ok(Command::new("sha256sum").arg(path)).split_whitespace().next().unwrap().to_owned()
+}
+
+#[test]
+fn help_matches_the_snapshots() {
+    let mut stale = Vec::new();
+    for tool in tools() {
+        let help = run_ok(Command::new(bin(&tool)).arg("--help"));
+        let snapshot = root().join("tests/snapshots").join(format!("{tool}.help"));
+        match fs::read_to_string(&snapshot) {
+            Err(_) => stale.push(format!("{}: missing", snapshot.display())),
+            Ok(expected) if expected != help => {
+                let (n, (want, got)) = expected
+                    .lines()
+                    .chain(std::iter::repeat("<end>"))
+                    .zip(help.lines().chain(std::iter::repeat("<end>")))
+                    .enumerate()
+                    .find(|(_, (a, b))| a != b)
+                    .unwrap();
+                stale.push(format!(
+                    "{}: differs from `{tool} --help` at line {}:\n  snapshot: {want}\n  now:      {got}",
+                    snapshot.display(),
+                    n + 1
+                ));
+            }
+            Ok(_) => {}
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "--help changed; if that is deliberate, run `make snapshots` and commit tests/snapshots/:\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn version_is_the_workspace_version() {
+    for tool in tools() {
+        assert_eq!(run_ok(Command::new(bin(&tool)).arg("--version")), format!("{tool} {VERSION}\n"));
+        assert_eq!(run_ok(Command::new(bin(&tool)).arg("-V")), format!("{tool} {VERSION}\n"));
+    }
+}
+
+#[test]
+fn static_binaries_have_no_shared_libraries() {
+    for tool in tools() {
+        let path = static_bin(&tool);
+        let out = run(Command::new("ldd").arg(&path));
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            text.contains("statically linked") || text.contains("not a dynamic executable"),
+            "ldd {}: {text}",
+            path.display()
+        );
+        assert!(!text.contains(".so"), "ldd {}: {text}", path.display());
+        assert_eq!(run_ok(Command::new(&path).arg("--version")), format!("{tool} {VERSION}\n"));
+    }
+}
+
+#[test]
+fn generate_mode_refuses_unknown_formats() {
+    for tool in tools() {
+        let out = run(Command::new(bin(&tool)).env("COREBPF_GENERATE", "tcsh"));
+        assert_eq!(out.status.code(), Some(1), "{tool}: {out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("{tool}: COREBPF_GENERATE=\"tcsh\": expected man, bash, zsh or fish\n")
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn install_and_uninstall_into_a_destdir() {
+    for (prefix, app_prefix) in [(None, ""), (Some("/usr"), "bpf-")] {
+        let dest = TempDir::new("install");
+        let mut vars = vec![format!("DESTDIR={}", dest.0.display()), format!("APP_PREFIX={app_prefix}")];
+        if let Some(prefix) = prefix {
+            vars.push(format!("PREFIX={prefix}"));
+        }
+        let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
+        make(&[&["install-files"], &vars[..]].concat());
+
+        let prefix = prefix.unwrap_or("/usr/local").trim_start_matches('/');
+        assert_eq!(files_under(&dest.0), expected_install(prefix, app_prefix, "zsh/site-functions"));
+        for tool in tools() {
+            let name = format!("{app_prefix}{tool}");
+            let installed = dest.0.join(prefix).join("sbin").join(&name);
+            assert_eq!(fs::metadata(&installed).unwrap().permissions().mode() & 0o7777, 0o755);
+            assert_eq!(sha256(&installed), sha256(&static_bin(&tool)), "{} is not the static build", name);
+            assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("{tool} {VERSION}\n"));
+
+            // Completions are for the installed name and know every long option.
+            let help = run_ok(Command::new(bin(&tool)).arg("--help"));
+            let share = dest.0.join(prefix).join("share");
+            for (shell, file) in [
+                ("bash", share.join("bash-completion/completions").join(&name)),
+                ("zsh", share.join("zsh/site-functions").join(format!("_{name}"))),
+                ("fish", share.join("fish/vendor_completions.d").join(format!("{name}.fish"))),
+            ] {
+                let text = fs::read_to_string(&file).unwrap();
+                assert!(text.contains(&name), "{shell} completion {} does not name {name}", file.display());
+                for opt in long_options(&help) {
+                    let bare = opt.trim_start_matches('-');
+                    assert!(text.contains(bare), "{shell} completion {} lacks {opt}", file.display());
+                }
+            }
+        }
+        let out = make(&[&["uninstall"], &vars[..]].concat());
+        assert_eq!(out.lines().count(), expected_install(prefix, app_prefix, "").len(), "{out}");
+        assert_eq!(files_under(&dest.0), BTreeSet::new(), "files left after make uninstall");
+    }
+}
+
+#[test]
+fn man_pages_render_with_every_option_and_the_hand_written_sections() {
+    let dest = TempDir::new("man");
+    make(&["install-files", &format!("DESTDIR={}", dest.0.display()), "PREFIX=/usr"]);
+    for tool in tools() {
+        let sections = root().join("packaging/man").join(format!("{tool}.txt"));
+        let hand = fs::read_to_string(&sections)
+            .unwrap_or_else(|_| panic!("{} is missing: write {tool}'s DESCRIPTION and EXAMPLES", sections.display()));
+        let page = dest.0.join(format!("usr/share/man/man8/{tool}.8.gz"));
+        let out = run(Command::new("man")
+            .args(["--warnings", "-l"])
+            .arg(&page)
+            .env("MANWIDTH", "100")
+            .env("LC_ALL", "C.UTF-8"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.is_empty(), "man -l {}: {}\n{stderr}", page.display(), out.status);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let headings: Vec<&str> = text.lines().filter(|l| !l.is_empty() && !l.starts_with(' ')).collect();
+        for want in ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXAMPLES", "VERSION"] {
+            assert!(headings.contains(&want), "{}: no {want} section; headings {headings:?}", page.display());
+        }
+        assert!(headings[0].starts_with(&format!("{}(8)", tool.to_uppercase())), "{}", headings[0]);
+        // The hand-written text is there: its first example command, as written.
+        let example =
+            hand.split("EXAMPLES\n").nth(1).and_then(|s| s.lines().next()).unwrap_or_else(|| {
+                panic!("{}: EXAMPLES section must start with an example command", sections.display())
+            });
+        assert!(text.contains(&format!("       {example}\n")), "{}: example {example:?} not rendered", page.display());
+        // The clap definition is there: every long option of --help.
+        let help = run_ok(Command::new(bin(&tool)).arg("--help"));
+        for opt in long_options(&help) {
+            assert!(text.contains(&opt), "{}: option {opt} of --help missing:\n{text}", page.display());
+        }
+        assert!(text.contains(&format!("v{VERSION}")), "{}: no version", page.display());
+    }
+}
+
+/// The .deb that `make deb` made for this version.
+fn deb() -> PathBuf {
+    let arch = run_ok(Command::new("dpkg").arg("--print-architecture"));
+    let path = target_dir().join("debian").join(format!("corebpf-tools_{VERSION}_{}.deb", arch.trim()));
+    assert!(path.exists(), "{} is missing: run `make deb`", path.display());
+    path
+}
+
+#[test]
+fn deb_control_fields_and_contents() {
+    let deb = deb();
+    let field = |name: &str| run_ok(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(name)).trim_end().to_owned();
+    assert_eq!(field("Package"), "corebpf-tools");
+    assert_eq!(field("Version"), VERSION);
+    assert_eq!(field("Architecture"), run_ok(Command::new("dpkg").arg("--print-architecture")).trim());
+    assert!(field("Maintainer").contains('<'), "Maintainer needs an address: {}", field("Maintainer"));
+    for none in ["Depends", "Pre-Depends", "Recommends"] {
+        assert_eq!(field(none), "", "static binaries need no {none}");
+    }
+    let description = field("Description");
+    for tool in tools() {
+        assert!(description.contains(&tool), "Description does not list {tool}:\n{description}");
+    }
+    // `dpkg-deb -I` parses the whole control file.
+    run_ok(Command::new("dpkg-deb").arg("-I").arg(&deb));
+
+    // Contents: exactly the tools (bpf- prefixed), man pages, completions and the copyright file.
+    let listing = run_ok(Command::new("dpkg-deb").arg("-c").arg(&deb));
+    let mut files = BTreeSet::new();
+    let mut kib = 0u64;
+    for line in listing.lines() {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let (mode, size, path) = (cols[0], cols[2].parse::<u64>().unwrap(), cols[5]);
+        assert!(cols[1] == "root/root", "{line}");
+        let path = path.trim_start_matches("./");
+        if mode.starts_with('d') {
+            kib += u64::from(!path.is_empty());
+        } else {
+            kib += size.div_ceil(1024);
+            files.insert(path.to_owned());
+        }
+    }
+    let mut expected = expected_install("usr", "bpf-", "zsh/vendor-completions");
+    expected.insert("usr/share/doc/corebpf-tools/copyright".into());
+    assert_eq!(files, expected);
+    assert_eq!(field("Installed-Size"), kib.to_string(), "Installed-Size must be the contents' size in KiB");
+}
+
+#[test]
+fn deb_installs_with_dpkg_and_every_tool_runs() {
+    let deb = deb();
+    let root = TempDir::new("dpkg-root");
+    let admin = root.0.join("var/lib/dpkg");
+    fs::create_dir_all(admin.join("info")).unwrap();
+    fs::create_dir_all(admin.join("updates")).unwrap();
+    fs::write(admin.join("status"), "").unwrap();
+    run_ok(Command::new("dpkg").arg(format!("--root={}", root.0.display())).arg("-i").arg(&deb));
+    let status = run_ok(Command::new("dpkg-query").arg(format!("--root={}", root.0.display())).args([
+        "-W",
+        "-f",
+        "${Status} ${Version}",
+        "corebpf-tools",
+    ]));
+    assert_eq!(status, format!("install ok installed {VERSION}"));
+    for tool in tools() {
+        let installed = root.0.join("usr/sbin").join(format!("bpf-{tool}"));
+        assert_eq!(
+            sha256(&installed),
+            sha256(&static_bin(&tool)),
+            "{} differs from the static build: run `make deb`",
+            installed.display()
+        );
+        assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("{tool} {VERSION}\n"));
+        let out = run(Command::new(&installed).arg("--no-such-option"));
+        assert_eq!(out.status.code(), Some(2), "{}: a usage error exits 2: {out:?}", installed.display());
+    }
+    run_ok(Command::new("dpkg").arg(format!("--root={}", root.0.display())).args(["-r", "corebpf-tools"]));
+    let left: Vec<String> = files_under(&root.0).into_iter().filter(|f| !f.starts_with("var/lib/dpkg")).collect();
+    assert!(left.is_empty(), "files left after dpkg -r: {left:?}");
+}
