@@ -546,3 +546,66 @@ fn reports_every_call_libbpf_tools_reports() {
         ours_left.remove(at.unwrap());
     }
 }
+
+/// Bad input: one line on stderr naming what was wrong, a non-zero exit, nothing attached.
+#[test]
+fn bad_pid_and_libc_paths_are_one_clear_error() {
+    let no_resolver = build_c_helper("ghl-noresolver", "int main(void) { return 0; }\n", &[]);
+    let not_elf = ScratchFile::new("ghl-not-elf");
+    fs::write(&not_elf.0, "not a library\n").unwrap();
+
+    let done = run_tool(TOOL, &["-p", "999999999"]);
+    assert_eq!(done.status.code(), Some(2), "{done:?}");
+    assert!(done.stderr.contains("no process with PID 999999999"), "{}", done.stderr);
+
+    let cases = [
+        ("/nonexistent/libc.so.6".to_string(), "cannot read libc /nonexistent/libc.so.6"),
+        (not_elf.0.display().to_string(), "is not an ELF file"),
+        (no_resolver.display().to_string(), "has none of the functions getaddrinfo, gethostbyname"),
+    ];
+    for (path, message) in cases {
+        let done = run_tool(TOOL, &["-l", &path]);
+        assert_eq!(done.status.code(), Some(1), "-l {path}: {done:?}");
+        assert_eq!(done.stderr.lines().count(), 1, "-l {path}: {}", done.stderr);
+        assert!(done.stderr.starts_with("gethostlatency: "), "-l {path}: {}", done.stderr);
+        assert!(done.stderr.contains(message) && done.stderr.contains(&path), "-l {path}: {}", done.stderr);
+        assert!(done.stdout.is_empty(), "-l {path}: {}", done.stdout);
+    }
+}
+
+/// `gethostlatency | head -1`: the first call after the reader has gone ends the tool quietly, with status 0.
+#[test]
+fn closed_pipe_ends_quietly() {
+    let exe = helper(None);
+    let helper = Helper::start(&exe, &["localhost"]);
+    helper.comm(&exe_name(&exe));
+    let mut tool = Command::new(bin(TOOL))
+        .args(["-p", &helper.pid().to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(tool.stdout.take().unwrap());
+    let mut header = String::new();
+    reader.read_line(&mut header).unwrap();
+    assert_eq!(header.trim_end(), HEADER);
+    drop(reader);
+    helper.go_and_wait();
+
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = tool.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = tool.kill();
+            panic!("gethostlatency kept running after its stdout was closed");
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    tool.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}

@@ -45,7 +45,7 @@ impl Report {
     /// BCC's column header (text output only).
     pub fn write_header(&self, out: &mut Output) -> Result<()> {
         if !self.json {
-            writeln!(out, "{:<9} {:<6} {:<16} {:>10} {}", "TIME", "PID", "COMM", "LATms", "HOST")?;
+            writeln!(out, "{:<9} {:<6} {:<16} {:>10} HOST", "TIME", "PID", "COMM", "LATms")?;
             out.flush()?;
         }
         Ok(())
@@ -95,6 +95,6 @@ mod tests {
     #[test]
     fn c_strings_stop_at_nul() {
         assert_eq!(c_string(&[b'a' as i8, b'b' as i8, 0, b'c' as i8]), "ab");
-        assert_eq!(c_string(&[b'x', b'y']), "xy");
+        assert_eq!(c_string(b"xy"), "xy");
     }
 }
