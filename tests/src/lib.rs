@@ -415,3 +415,45 @@ pub fn build_rust_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     fs::rename(&tmp_exe, &exe).unwrap();
     exe
 }
+
+/// Every BPF program loaded on the system now, as (id, name), from BPF_PROG_GET_NEXT_ID and
+/// BPF_OBJ_GET_INFO_BY_FD (no bpftool needed). For checking that a tool which failed left nothing behind.
+pub fn loaded_programs() -> Vec<(u32, String)> {
+    const BPF_PROG_GET_NEXT_ID: libc::c_long = 11;
+    const BPF_PROG_GET_FD_BY_ID: libc::c_long = 13;
+    const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+    // SAFETY (all three calls): bpf(2) reads `size` bytes of an attr that outlives the call, and writes at most
+    // `info_len` bytes to `info`, which is that long.
+    let bpf = |cmd: libc::c_long, attr: &[u32]| unsafe {
+        libc::syscall(libc::SYS_bpf, cmd, attr.as_ptr(), std::mem::size_of_val(attr) as u32)
+    };
+    let mut programs = Vec::new();
+    let mut id = 0u32;
+    loop {
+        // { start_id, next_id, open_flags }
+        let mut attr = [id, 0, 0];
+        // SAFETY: as above; the kernel writes next_id into attr.
+        if unsafe { libc::syscall(libc::SYS_bpf, BPF_PROG_GET_NEXT_ID, attr.as_mut_ptr(), 12u32) } != 0 {
+            break; // ENOENT: no more programs
+        }
+        id = attr[1];
+        let fd = bpf(BPF_PROG_GET_FD_BY_ID, &[id, 0, 0]);
+        if fd < 0 {
+            continue; // freed meanwhile
+        }
+        // struct bpf_prog_info up to its name (offset 64, 16 bytes).
+        let mut info = [0u8; 80];
+        let ptr = info.as_mut_ptr() as u64;
+        // { bpf_fd, info_len, info (u64) }
+        let attr = [fd as u32, info.len() as u32, ptr as u32, (ptr >> 32) as u32];
+        let ok = bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) == 0;
+        // SAFETY: the fd was just returned to us and is closed once.
+        unsafe { libc::close(fd as i32) };
+        if ok {
+            let name = &info[64..80];
+            let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            programs.push((id, String::from_utf8_lossy(&name[..len]).into_owned()));
+        }
+    }
+    programs
+}

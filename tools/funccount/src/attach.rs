@@ -5,7 +5,8 @@
 //! User functions: one uprobe_multi link, else one uprobe each. USDT probes: libbpf's USDT attach (uprobes).
 //! The index of a match reaches the BPF side as the link's BPF cookie; on kernels without cookies, and for
 //! fentry, slot programs (FUNCCOUNT_SLOTS per object, each counting `slot_base + N`) are loaded in as many objects
-//! as needed, all sharing one counts map. `COREBPF_ATTACH` restricts the mechanisms, as for every tool.
+//! as needed, all sharing one counts map. `COREBPF_ATTACH` restricts the mechanisms, as for every tool, and
+//! `COREBPF_NO_COOKIES=1` uses the slot programs even where cookies work, so that fallback is tested everywhere.
 
 use std::os::fd::AsFd;
 
@@ -69,9 +70,12 @@ pub fn mechanisms(kind: &Kind) -> &'static [Attach] {
     }
 }
 
+/// Set to 1 to use the slot programs of kernels without BPF cookies on any kernel (to test that fallback).
+pub const NO_COOKIES_ENV: &str = "COREBPF_NO_COOKIES";
+
 /// True if this kernel passes BPF cookies to kprobe, tracepoint and uprobe programs (5.15+), from its BTF.
 pub fn kernel_has_cookies(btf: &KernelBtf) -> bool {
-    btf.enum_value("BPF_FUNC_get_attach_cookie").is_some()
+    std::env::var(NO_COOKIES_ENV).map_or(true, |v| v != "1") && btf.enum_value("BPF_FUNC_get_attach_cookie").is_some()
 }
 
 /// Loads and attaches for every match of `target`, trying its mechanisms in turn.

@@ -131,7 +131,11 @@ fn print_plan(target: &Target, btf: &KernelBtf) -> Result<()> {
     let mut out = Output::new();
     let mechs: Vec<String> = allowed(attach::mechanisms(&target.kind))?.iter().map(|m| m.to_string()).collect();
     let cookies = attach::kernel_has_cookies(btf);
-    let how = if cookies { "one program, the match's index as BPF cookie" } else { "slot programs (no BPF cookies)" };
+    let how = match (&target.kind, cookies) {
+        (Kind::Kernel, _) => "fentry: a program per function; kprobes: the match's index as BPF cookie",
+        (_, true) => "one program, the match's index as BPF cookie",
+        (_, false) => "a program per match (no BPF cookies)",
+    };
     writeln!(out, "{} matches, attached with {} ({how}):", target.matches.len(), mechs.join(", else "))?;
     for (index, m) in target.matches.iter().enumerate() {
         let site = match (&target.kind, &m.site) {
