@@ -1,0 +1,588 @@
+//! tcplife against real loopback TCP sessions with byte counts known in advance: made by this test process with
+//! std::net (client and server, so both ends carry this process's PID) and by bash's /dev/tcp (a second PID), and
+//! checked against libbpf-tools' tcplife run over the same workload. Tests run concurrently in one process, so
+//! each looks only at the sessions on its own ports.
+//!
+//! The kernel's counters, which tcplife reports like BCC, count SYN and FIN as one byte each (they use sequence
+//! space): the client's bytes_acked includes its SYN and FIN, the server's its FIN, and each side's
+//! bytes_received the peer's FIN.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use corebpf_tests::*;
+use serde_json::Value;
+
+const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
+const HEADER: &str = "RX_KB";
+
+/// One finished session and what each end must report.
+#[derive(Debug, Clone)]
+struct Conn {
+    ip: IpAddr,
+    client_port: u16,
+    server_port: u16,
+    /// Payload bytes client -> server and server -> client.
+    c2s: u64,
+    s2c: u64,
+}
+
+/// What one end of a session should look like: (local port, remote port, tx bytes, rx bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct End {
+    ip: IpAddr,
+    lport: u16,
+    rport: u16,
+    tx: u64,
+    rx: u64,
+}
+
+impl Conn {
+    fn client(&self) -> End {
+        End { ip: self.ip, lport: self.client_port, rport: self.server_port, tx: self.c2s + 2, rx: self.s2c + 1 }
+    }
+    fn server(&self) -> End {
+        End { ip: self.ip, lport: self.server_port, rport: self.client_port, tx: self.s2c + 1, rx: self.c2s + 1 }
+    }
+}
+
+/// Makes one session: the client sends `c2s` bytes, the server answers with `s2c`, the client closes first and
+/// the server closes after reading its FIN. Returns once both ends are closed.
+fn session(ip: IpAddr, c2s: usize, s2c: usize) -> Conn {
+    session_on(TcpListener::bind((ip, 0)).unwrap(), c2s, s2c)
+}
+
+/// Like `session`, to a listener made beforehand (for filters that name its port).
+fn session_on(listener: TcpListener, c2s: usize, s2c: usize) -> Conn {
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; c2s];
+        s.read_exact(&mut buf).unwrap();
+        s.write_all(&vec![b's'; s2c]).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    let client_port = c.local_addr().unwrap().port();
+    c.write_all(&vec![b'c'; c2s]).unwrap();
+    let mut buf = vec![0u8; s2c];
+    c.read_exact(&mut buf).unwrap();
+    drop(c);
+    server.join().unwrap();
+    Conn { ip: addr.ip(), client_port, server_port: addr.port(), c2s: c2s as u64, s2c: s2c as u64 }
+}
+
+/// True once process `pid` holds a BPF link (its program is attached).
+fn has_link(pid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
+    entries.flatten().any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:")))
+}
+
+/// Starts tcplife with `args` and waits until its program is attached.
+fn start(args: &[&str]) -> Running {
+    start_with_env(args, &[])
+}
+
+fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut run = Running::start_with_env("tcplife", args, env);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !has_link(run.pid()) {
+        assert!(Instant::now() < deadline, "tcplife {args:?} did not attach within 20 s");
+        thread::sleep(Duration::from_millis(20));
+    }
+    run.note_programs();
+    run
+}
+
+/// The JSON needle of one end's record.
+fn needle(end: &End) -> String {
+    format!("\"lport\":{},\"raddr\":\"{}\",\"rport\":{},", end.lport, end.ip, end.rport)
+}
+
+fn stop(run: Running) -> Finished {
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done
+}
+
+/// The JSON records of `done` for `end` (matched on addresses and ports).
+fn records_for<'a>(records: &'a [Value], end: &End) -> Vec<&'a Value> {
+    let ip = end.ip.to_string();
+    records
+        .iter()
+        .filter(|r| {
+            r["laddr"] == ip.as_str()
+                && r["raddr"] == ip.as_str()
+                && r["lport"] == end.lport as u64
+                && r["rport"] == end.rport as u64
+        })
+        .collect()
+}
+
+/// Asserts that `records` hold exactly one record for `end`, with its exact bytes, PID and family.
+fn assert_reported(records: &[Value], end: &End, pid: u32, comm: &str) {
+    let found = records_for(records, end);
+    assert_eq!(found.len(), 1, "want one record for {end:?}, got {found:?}");
+    let r = found[0];
+    assert_eq!(r["tx_bytes"], end.tx, "tx of {end:?}: {r}");
+    assert_eq!(r["rx_bytes"], end.rx, "rx of {end:?}: {r}");
+    assert_eq!(r["pid"], pid as u64, "{r}");
+    assert_eq!(r["comm"], comm, "{r}");
+    assert_eq!(r["family"], if end.ip.is_ipv4() { "ipv4" } else { "ipv6" }, "{r}");
+    let ns = r["duration_ns"].as_u64().unwrap();
+    assert!((r["duration_ms"].as_f64().unwrap() - ns as f64 / 1e6).abs() < 1e-9, "{r}");
+}
+
+/// This thread's comm, as the kernel shows it (the test harness names threads after tests).
+fn thread_comm() -> String {
+    std::fs::read_to_string("/proc/thread-self/comm").unwrap().trim_end().to_string()
+}
+
+/// Text columns from the right (COMM may hold spaces): PID, LADDR, LPORT, RADDR, RPORT, TX_KB, RX_KB, MS.
+fn text_row<'a>(line: &'a str, end: &End) -> Option<Vec<&'a str>> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() < 9 {
+        return None;
+    }
+    let t = &f[f.len() - 7..];
+    let ip = end.ip.to_string();
+    (t[0] == ip && t[1] == end.lport.to_string() && t[2] == ip && t[3] == end.rport.to_string()).then(|| {
+        let mut row = vec![f[0]];
+        row.extend_from_slice(t);
+        row
+    })
+}
+
+#[test]
+fn every_session_from_both_ends_with_exact_bytes() {
+    let pid = std::process::id();
+    let comm = thread_comm();
+    let mut json = start(&["--json"]);
+    let text = start(&[]);
+    let wide = start(&["-w"]);
+    let sizes = [(1, 1), (1023, 70_001), (5000, 3000), (250_000, 17), (2048, 1024 * 1024 + 5)];
+    let mut conns = Vec::new();
+    for ip in [V4, V6] {
+        for (c2s, s2c) in sizes {
+            conns.push(session(ip, c2s, s2c));
+        }
+    }
+    let ends: Vec<End> = conns.iter().flat_map(|c| [c.client(), c.server()]).collect();
+    for end in &ends {
+        json.wait_for_line(&needle(end), Duration::from_secs(20));
+    }
+    let (json, text, wide) = (stop(json), stop(text), stop(wide));
+    let records = json_lines(&json.stdout);
+    for end in &ends {
+        assert_reported(&records, end, pid, &comm);
+    }
+    assert!(text.stdout.starts_with("PID   COMM       LADDR           LPORT RADDR           RPORT TX_KB RX_KB MS\n"));
+    assert!(wide.stdout.starts_with(
+        "PID   COMM             IP LADDR                      LPORT RADDR                      RPORT  TX_KB  RX_KB MS\n"
+    ));
+    for (done, wide) in [(&text, false), (&wide, true)] {
+        for end in &ends {
+            let rows: Vec<Vec<&str>> = done.stdout.lines().filter_map(|l| text_row(l, end)).collect();
+            assert_eq!(rows.len(), 1, "want one text row for {end:?}:\n{}", done.stdout);
+            let row = &rows[0];
+            assert_eq!(row[0], pid.to_string());
+            assert_eq!(row[5], (end.tx / 1024).to_string(), "TX_KB of {end:?}");
+            assert_eq!(row[6], (end.rx / 1024).to_string(), "RX_KB of {end:?}");
+            let ms: f64 = row[7].parse().unwrap();
+            assert!(row[7].split_once('.').is_some_and(|(_, d)| d.len() == 2) && ms >= 0.0, "MS {}", row[7]);
+            if wide {
+                let line = done.stdout.lines().find(|l| text_row(l, end).is_some()).unwrap();
+                let ipcol = line.split_whitespace().rev().nth(7).unwrap();
+                assert_eq!(ipcol, if end.ip.is_ipv4() { "4" } else { "6" }, "{line}");
+            }
+        }
+    }
+    json.assert_no_programs_left();
+}
+
+/// A bash process that connects to `port` on 127.0.0.1 when told to, sends "hello" and closes.
+struct BashClient {
+    child: std::process::Child,
+}
+
+impl BashClient {
+    fn spawn() -> BashClient {
+        let child = Command::new("bash")
+            .args(["-c", "read port; exec 3<>/dev/tcp/127.0.0.1/$port; printf hello >&3; exec 3>&-; read done"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("bash");
+        BashClient { child }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Has bash connect to a fresh listener here; returns the session once the server end has closed.
+    fn session(&mut self) -> Conn {
+        let listener = TcpListener::bind((V4, 0)).unwrap();
+        let server_port = listener.local_addr().unwrap().port();
+        writeln!(self.child.stdin.as_mut().unwrap(), "{server_port}").unwrap();
+        let (mut s, peer) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"hello");
+        drop(s);
+        Conn { ip: V4, client_port: peer.port(), server_port, c2s: 5, s2c: 0 }
+    }
+}
+
+impl Drop for BashClient {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn pid_port_and_family_filters_keep_only_their_sessions() {
+    let pid = std::process::id();
+    let comm = thread_comm();
+    let mut bash = BashClient::spawn();
+    // Ports are known only once the listeners exist: make them first, connect after the tools are attached.
+    let l4 = TcpListener::bind((V4, 0)).unwrap();
+    let l6 = TcpListener::bind((V6, 0)).unwrap();
+    let (p4, p6) = (l4.local_addr().unwrap().port(), l6.local_addr().unwrap().port());
+    let bash_pid = bash.pid().to_string();
+    let (p4s, p6s, both) = (p4.to_string(), p6.to_string(), format!("{p4},{p6}"));
+    let mut all = start(&["--json"]);
+    let filtered: Vec<(&str, Running)> = vec![
+        ("-p bash", start(&["--json", "-p", &bash_pid])),
+        ("-L p4", start(&["--json", "-L", &p4s])),
+        ("-L p4,p6", start(&["--json", "-L", &both])),
+        ("-D p6", start(&["--json", "-D", &p6s])),
+        ("-4", start(&["--json", "-4"])),
+        ("-6", start(&["--json", "-6"])),
+    ];
+    let c4 = session_on(l4, 3000, 4000);
+    let c6 = session_on(l6, 6000, 7000);
+    let cb = bash.session();
+    let ours = [c4.client(), c4.server(), c6.client(), c6.server(), cb.client(), cb.server()];
+    for end in &ours {
+        all.wait_for_line(&needle(end), Duration::from_secs(20));
+    }
+    let all = json_lines(&stop(all).stdout);
+    assert_reported(&all, &c4.client(), pid, &comm);
+    assert_reported(&all, &cb.client(), bash.pid(), "bash");
+    assert_eq!(records_for(&all, &cb.server()).len(), 1);
+
+    for (name, run) in filtered {
+        let records = json_lines(&stop(run).stdout);
+        let kept: Vec<End> = ours.iter().copied().filter(|e| !records_for(&records, e).is_empty()).collect();
+        let want: Vec<End> = match name {
+            "-p bash" => vec![cb.client()],
+            "-L p4" => vec![c4.server()],
+            "-L p4,p6" => vec![c4.server(), c6.server()],
+            "-D p6" => vec![c6.client()],
+            "-4" => vec![c4.client(), c4.server(), cb.client(), cb.server()],
+            "-6" => vec![c6.client(), c6.server()],
+            _ => unreachable!(),
+        };
+        assert_eq!(kept, want, "{name} kept the wrong sessions");
+        match name {
+            "-p bash" => assert!(records.iter().all(|r| r["pid"] == bash.pid() as u64), "{name}: {records:?}"),
+            "-4" => assert!(records.iter().all(|r| r["family"] == "ipv4"), "{name}: {records:?}"),
+            "-6" => assert!(records.iter().all(|r| r["family"] == "ipv6"), "{name}: {records:?}"),
+            _ => {}
+        }
+    }
+}
+
+/// `n` short sessions to one listener, each client sending one byte; returns them in order.
+fn burst(n: usize) -> Vec<Conn> {
+    let listener = TcpListener::bind((V4, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (0..n)
+        .map(|_| {
+            let mut c = TcpStream::connect((V4, port)).unwrap();
+            let (mut s, _) = listener.accept().unwrap();
+            let client_port = c.local_addr().unwrap().port();
+            c.write_all(b"x").unwrap();
+            drop(c);
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            drop(s);
+            Conn { ip: V4, client_port, server_port: port, c2s: 1, s2c: 0 }
+        })
+        .collect()
+}
+
+/// Sessions lost as tcplife reported them on stderr.
+fn lost_reported(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("tcplife: lost ")?.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_burst_of_short_sessions_is_reported_in_full() {
+    const N: usize = 2500;
+    let mut run = start(&["--json"]);
+    let conns = burst(N);
+    let last = conns.last().unwrap().server();
+    run.wait_for_line(&needle(&last), Duration::from_secs(60));
+    let done = stop(run);
+    let records = json_lines(&done.stdout);
+    let port = conns[0].server_port;
+    let mut by_ends: HashMap<(u16, u16), &Value> = HashMap::new();
+    for r in records.iter().filter(|r| r["laddr"] == "127.0.0.1" && (r["lport"] == port || r["rport"] == port)) {
+        by_ends.insert((r["lport"].as_u64().unwrap() as u16, r["rport"].as_u64().unwrap() as u16), r);
+    }
+    let mut missing = 0usize;
+    for end in conns.iter().flat_map(|c| [c.client(), c.server()]) {
+        match by_ends.get(&(end.lport, end.rport)) {
+            Some(r) => {
+                assert_eq!(r["tx_bytes"], end.tx, "{r}");
+                assert_eq!(r["rx_bytes"], end.rx, "{r}");
+            }
+            None => missing += 1,
+        }
+    }
+    let lost = lost_reported(&done.stderr);
+    eprintln!("burst: {} of {} sessions reported, {lost} reported lost", 2 * N - missing, 2 * N);
+    assert!(missing as u64 <= lost, "{missing} of {} sessions missing, {lost} reported lost:\n{}", 2 * N, done.stderr);
+    assert!(!done.stderr.contains("socket map full"), "{}", done.stderr);
+}
+
+#[test]
+fn csv_parses_with_the_header_columns() {
+    let pid = std::process::id();
+    let mut run = start(&["-s", "-T", "-t"]);
+    run.wait_for_line(HEADER, Duration::from_secs(20));
+    let conns = [session(V4, 1500, 2500), session(V6, 9000, 100)];
+    let text_needle = |e: &End| format!(",{},{},{},{},", e.lport, e.ip, e.rport, e.tx / 1024);
+    for c in &conns {
+        run.wait_for_line(&text_needle(&c.server()), Duration::from_secs(20));
+    }
+    let done = stop(run);
+    let mut lines = done.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        header,
+        ["TIME", "TIME(s)", "PID", "COMM", "IP", "LADDR", "LPORT", "RADDR", "RPORT", "TX_KB", "RX_KB", "MS"]
+    );
+    let rows: Vec<HashMap<&str, &str>> = lines
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            assert_eq!(fields.len(), header.len(), "{l}");
+            header.iter().copied().zip(fields).collect()
+        })
+        .collect();
+    let mut last_time_s = -1.0;
+    for row in &rows {
+        let t: f64 = row["TIME(s)"].parse().unwrap();
+        assert!(t >= last_time_s, "TIME(s) went back: {row:?}");
+        last_time_s = t;
+        assert_eq!(row["TIME"].len(), 8, "{row:?}");
+    }
+    assert_eq!(rows[0]["TIME(s)"], "0.000000");
+    for end in conns.iter().flat_map(|c| [c.client(), c.server()]) {
+        let row = rows
+            .iter()
+            .find(|r| r["LPORT"] == end.lport.to_string() && r["RPORT"] == end.rport.to_string())
+            .unwrap_or_else(|| panic!("no row for {end:?}:\n{}", done.stdout));
+        assert_eq!(row["PID"], pid.to_string());
+        assert_eq!(row["IP"], if end.ip.is_ipv4() { "4" } else { "6" });
+        assert_eq!(row["LADDR"], end.ip.to_string());
+        assert_eq!(row["RADDR"], end.ip.to_string());
+        assert_eq!(row["TX_KB"], (end.tx / 1024).to_string());
+        assert_eq!(row["RX_KB"], (end.rx / 1024).to_string());
+        assert!(row["MS"].parse::<f64>().is_ok(), "{row:?}");
+    }
+}
+
+#[test]
+fn raw_tp_and_tracepoint_fallbacks_report_the_same_bytes() {
+    let pid = std::process::id();
+    let comm = thread_comm();
+    for mech in ["raw_tp", "tracepoint"] {
+        let mut run = start_with_env(&["--json", "-v"], &[("COREBPF_ATTACH", mech)]);
+        let conns = [session(V4, 4321, 1234), session(V6, 111, 99_999)];
+        let ends: Vec<End> = conns.iter().flat_map(|c| [c.client(), c.server()]).collect();
+        for end in &ends {
+            run.wait_for_line(&needle(end), Duration::from_secs(20));
+        }
+        let done = stop(run);
+        assert!(done.stderr.contains(&format!("attached with {mech}")), "{}", done.stderr);
+        let records = json_lines(&done.stdout);
+        for end in &ends {
+            assert_reported(&records, end, pid, &comm);
+        }
+        done.assert_no_programs_left();
+    }
+}
+
+/// libbpf-tools' tcplife (the anchor) with line-buffered stdout, its lines collected in the background.
+struct Anchor {
+    child: std::process::Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Anchor {
+    fn start() -> Anchor {
+        let bin = "/usr/sbin/tcplife";
+        assert!(std::path::Path::new(bin).exists(), "the anchor is needed: apt-get install libbpf-tools");
+        let mut child = Command::new("stdbuf")
+            .args(["-oL", bin, "-w"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("stdbuf");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut anchor = Anchor { child, lines, seen: Vec::new() };
+        // It prints its header once attached.
+        anchor.wait_for(|l| l.contains("LADDR"));
+        anchor
+    }
+
+    fn wait_for(&mut self, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.seen.iter().any(|l| pred(l)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "anchor never printed the line; it printed:\n{}", self.seen.join("\n"));
+            if let Ok(line) = self.lines.recv_timeout(left) {
+                self.seen.push(line);
+            }
+        }
+    }
+
+    /// Stops it with SIGINT (its handler flushes; SIGTERM would lose its output) and returns everything it printed.
+    fn stop(mut self) -> Vec<String> {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "anchor exited with {status:?}");
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        self.seen
+    }
+}
+
+#[test]
+fn every_session_libbpf_tools_reports_is_reported_alike() {
+    // Ours attaches first and stops last, so its window holds the anchor's.
+    let mut ours = start(&["--json"]);
+    let mut anchor = Anchor::start();
+    let mut conns = Vec::new();
+    for (i, ip) in [V4, V6, V4, V6, V4, V6].into_iter().enumerate() {
+        conns.push(session(ip, 1000 * i + 7, 200_000 / (i + 1)));
+    }
+    conns.extend(burst(300));
+    let last = conns.last().unwrap().server();
+    anchor
+        .wait_for(|l| l.split_whitespace().any(|f| f == last.lport.to_string()) && l.contains(&last.rport.to_string()));
+    let anchor_lines = anchor.stop();
+    ours.wait_for_line(&needle(&last), Duration::from_secs(20));
+    let done = stop(ours);
+    let records = json_lines(&done.stdout);
+    let kb = |b: &Value| format!("{:.2}", b.as_u64().unwrap() as f64 / 1024.0);
+
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for line in anchor_lines.iter().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert!(f.len() >= 9, "unexpected anchor line: {line}");
+        let t = &f[f.len() - 7..];
+        let (laddr, lport, raddr, rport, tx, rx) = (t[0], t[1], t[2], t[3], t[4], t[5]);
+        let found = records.iter().any(|r| {
+            r["laddr"] == laddr
+                && r["lport"].as_u64() == lport.parse().ok()
+                && r["raddr"] == raddr
+                && r["rport"].as_u64() == rport.parse().ok()
+                && kb(&r["tx_bytes"]) == tx
+                && kb(&r["rx_bytes"]) == rx
+        });
+        if !found {
+            missing.push(line.as_str());
+        }
+        checked += 1;
+    }
+    // A guard against an empty comparison: the anchor saw at least our six sessions with data, both ends.
+    assert!(checked >= 12, "the anchor reported only {checked} sessions:\n{}", anchor_lines.join("\n"));
+    let lost = lost_reported(&done.stderr);
+    eprintln!("anchor: {checked} sessions reported by libbpf-tools, {} not by us, {lost} lost", missing.len());
+    assert!(missing.len() as u64 <= lost, "sessions the anchor reported and we did not ({lost} lost): {missing:#?}");
+}
+
+#[test]
+fn sigterm_and_closed_pipe_end_cleanly() {
+    let run = start(&[]);
+    session(V4, 10, 10);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    assert!(done.stderr.is_empty(), "{}", done.stderr);
+    done.assert_no_programs_left();
+
+    // `tcplife | head -1`: the header is read, the pipe closes, the next session ends the tool quietly.
+    let mut child = Command::new(bin("tcplife")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    assert!(first.starts_with("PID "), "{first}");
+    let ids = prog_ids_of(child.id());
+    drop(reader);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        session(V4, 1, 1);
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "tcplife kept running after its pipe closed");
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    for (args, what) in [
+        (&["-L", "80,x"][..], "'x' is not a port"),
+        (&["-D", "0"][..], "'0' is not a port"),
+        (&["-L", "70000"][..], "'70000' is not a port"),
+        (&["-p", "999999999"][..], "no process with PID 999999999"),
+        (&["-p", "abc"][..], "'abc' is not a PID"),
+        (&["-4", "-6"][..], "cannot be used with"),
+        (&["--json", "-s"][..], "cannot be used with"),
+        (&["--bogus"][..], "unexpected argument"),
+    ] {
+        let done = run_tool("tcplife", args);
+        assert_eq!(done.status.code(), Some(2), "{args:?}: {}", done.stderr);
+        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
+        assert!(!done.stderr.contains("panicked"));
+    }
+    let many: Vec<String> = (1..=1025).map(|p| p.to_string()).collect();
+    let done = run_tool("tcplife", &["-L", &many.join(",")]);
+    assert_eq!(done.status.code(), Some(1));
+    assert_eq!(done.stderr.trim(), "tcplife: -L lists more than 1024 ports");
+}
