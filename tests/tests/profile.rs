@@ -318,7 +318,8 @@ fn json_lines_carry_pid_comm_and_frames() {
         total += count;
         let names: Vec<&str> =
             s["user_stack"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
-        assert!(s["user_stack"][0]["addr"].as_u64().unwrap() > 0, "{s}");
+        let addr = s["user_stack"][0]["addr"].as_str().unwrap();
+        assert!(u64::from_str_radix(addr.trim_start_matches("0x"), 16).unwrap() > 0, "{s}");
         if names.starts_with(&["hot_fn", "outer_fn", "main"]) {
             hot += count;
         }
@@ -354,4 +355,18 @@ fn closed_pipe_ends_quietly() {
     assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("Sampling at 49 Hertz"));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_process_that_never_runs_has_no_samples_and_no_flame_graph() {
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let svg = ScratchFile::new("profile-empty.svg");
+    let pid = sleeper.id().to_string();
+    let done = run_profile(&["-p", &pid, "--flamegraph", svg.0.to_str().unwrap(), "1"]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(done.stdout.starts_with(&format!("Sampling at 49 Hertz of PID [{pid}]")), "{}", done.stdout);
+    assert!(!done.stdout.contains("    -  "), "samples of a sleeping process:\n{}", done.stdout);
+    assert!(done.stderr.contains("no samples, so no flame graph written"), "{}", done.stderr);
+    assert!(!svg.0.exists());
 }

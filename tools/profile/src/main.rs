@@ -163,8 +163,12 @@ fn profile(args: Args) -> Result<()> {
 
     let style =
         Style { delimited: args.delimited && collected.user && collected.kernel, annotate_kernel: args.annotations };
-    if let Some(path) = &args.flamegraph {
-        report::write_flamegraph(path, &named, style, &format!("CPU stacks sampled at {context}"))?;
+    match &args.flamegraph {
+        Some(path) if named.is_empty() => {
+            eprintln!("profile: no samples, so no flame graph written to {}", path.display())
+        }
+        Some(path) => report::write_flamegraph(path, &named, style, &format!("CPU stacks sampled at {context}"))?,
+        None => {}
     }
     if args.json {
         report::write_json(&mut out, &named)?;

@@ -99,7 +99,8 @@ pub fn write_folded(out: &mut Output, samples: &[Sample<Frame>], style: Style) -
 
 #[derive(Serialize)]
 struct JsonFrame<'a> {
-    addr: u64,
+    /// Hexadecimal (`0xffffffff81a2b3c4`): kernel addresses do not fit a JSON number exactly in most parsers.
+    addr: String,
     name: &'a str,
 }
 
@@ -121,7 +122,9 @@ struct JsonSample<'a> {
 
 fn json_frames(stack: &Stack<Frame>) -> Option<Vec<JsonFrame<'_>>> {
     match stack {
-        Stack::Frames(frames) => Some(frames.iter().map(|f| JsonFrame { addr: f.addr, name: &f.name }).collect()),
+        Stack::Frames(frames) => {
+            Some(frames.iter().map(|f| JsonFrame { addr: format!("{:#x}", f.addr), name: &f.name }).collect())
+        }
         _ => None,
     }
 }
