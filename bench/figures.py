@@ -21,7 +21,7 @@ STATIC_DIR = ROOT / "target" / "x86_64-unknown-linux-gnu" / "release"
 BUILD_DIR = ROOT / "target" / "bench"
 LIBBPF_TOOLS = Path("/usr/sbin")
 # O_DIRECT writes must reach the disk behind "/", so the file is where "/" is (not on a tmpfs /var/tmp).
-_ON_ROOT = os.stat("/var/tmp").st_dev == os.stat("/").st_dev
+_ON_ROOT = os.path.isdir("/var/tmp") and os.stat("/var/tmp").st_dev == os.stat("/").st_dev
 DIRECT_FILE = ("/var/tmp" if _ON_ROOT else "") + "/corebpf-bench-direct.dat"
 OUR_TOOLS = ["biolatency", "tcplife", "gethostlatency", "funccount", "profile"]
 
