@@ -11,7 +11,7 @@ use std::io::Write;
 use std::process::exit;
 
 use clap::{Command, CommandFactory};
-use clap_complete::Shell;
+use clap_complete::shells::{Bash, Fish, Zsh};
 use clap_mangen::roff::{bold, roman, Roff};
 use clap_mangen::Man;
 
@@ -49,9 +49,10 @@ fn generate(cmd: Command, name: &str, what: &str) -> Result<Vec<u8>, String> {
     // clap takes a `&'static str` name (without its `string` feature); this process exits right after.
     let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
     let tool = cmd.get_name().to_owned();
-    let cmd = cmd.name(name).bin_name(name).display_name(name);
+    let mut cmd = cmd.name(name).bin_name(name).display_name(name);
     let mut out = Vec::new();
-    let shell = match what {
+    // The shells' own types rather than `Shell`, which would link the elvish and PowerShell generators too.
+    match what {
         "man" => {
             let sections = match std::env::var_os(SECTIONS_VAR) {
                 Some(path) => {
@@ -67,13 +68,11 @@ fn generate(cmd: Command, name: &str, what: &str) -> Result<Vec<u8>, String> {
             let date = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| date_of_epoch(&s)).unwrap_or_default();
             return man_page(cmd, &sections, &date).map_err(|e| format!("rendering the man page: {e}"));
         }
-        "bash" => Shell::Bash,
-        "zsh" => Shell::Zsh,
-        "fish" => Shell::Fish,
+        "bash" => clap_complete::generate(Bash, &mut cmd, name, &mut out),
+        "zsh" => clap_complete::generate(Zsh, &mut cmd, name, &mut out),
+        "fish" => clap_complete::generate(Fish, &mut cmd, name, &mut out),
         other => return Err(format!("{GENERATE_VAR}={other:?}: expected man, bash, zsh or fish")),
-    };
-    let mut cmd = cmd;
-    clap_complete::generate(shell, &mut cmd, name, &mut out);
+    }
     Ok(out)
 }
 
