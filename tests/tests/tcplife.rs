@@ -586,3 +586,24 @@ fn bad_input_is_refused_clearly() {
     assert_eq!(done.status.code(), Some(1));
     assert_eq!(done.stderr.trim(), "tcplife: -L lists more than 1024 ports");
 }
+
+#[test]
+fn sessions_lost_while_the_reader_is_stopped_are_counted() {
+    // The ring buffer (1 MiB) holds about 8700 records: stop the reader and close more sessions than that.
+    const N: usize = 6000;
+    let mut run = start(&["--json"]);
+    run.signal(libc::SIGSTOP);
+    let conns = burst(N);
+    run.signal(libc::SIGCONT);
+    let sentinel = session(V4, 1, 1);
+    run.wait_for_line(&needle(&sentinel.server()), Duration::from_secs(60));
+    let done = stop(run);
+    let records = json_lines(&done.stdout);
+    let port = conns[0].server_port;
+    let reported = records.iter().filter(|r| r["lport"] == port || r["rport"] == port).count();
+    let missing = (2 * N - reported) as u64;
+    let lost = lost_reported(&done.stderr);
+    eprintln!("stopped reader: {reported} of {} sessions reported, {lost} reported lost", 2 * N);
+    assert!(missing > 0, "the ring buffer held every session; the test needs more");
+    assert!(missing <= lost, "{missing} sessions missing but only {lost} reported lost:\n{}", done.stderr);
+}
