@@ -85,12 +85,17 @@ def orders(items, rep):
     return items[k:] + items[:k]
 
 
+SETTLE = 0.3  # seconds of quiet before every measured workload, traced or not, so each starts from the same state
+
+
 def run_traced(contender, workload):
     """Starts the contender (None: no tracing), runs workload() once it is ready, stops it; returns the result."""
     if contender is None:
+        time.sleep(SETTLE)
         return workload(), None
     with contender.start() as t:
         t.wait_ready()
+        time.sleep(SETTLE)
         result = workload()
         t.stop()
     return result, t
@@ -189,7 +194,7 @@ def fig_block_io(cfg):
         dd_direct(DIRECT_FILE, n // 10)  # warm-up
         for rep in range(cfg.repeat):
             for k, c in orders(active, rep):
-                secs, _ = run_traced(c, lambda: dd_direct(DIRECT_FILE, n))
+                (secs, _cpu), _ = run_traced(c, lambda: dd_direct(DIRECT_FILE, n))
                 res["times"][k].append(secs)
     except BenchError as e:
         res["error"] = str(e)

@@ -237,8 +237,9 @@ def dd_syscalls(n):
 
 
 def dd_direct(path, n, bs=4096):
-    """n O_DIRECT writes of bs bytes over the same blocks of `path` (preallocated with prepare_direct)."""
-    return dd_seconds(["if=/dev/zero", f"of={path}", f"bs={bs}", f"count={n}", "oflag=direct", "conv=notrunc"])
+    """n O_DIRECT writes of bs bytes over the same blocks of `path` (preallocated with prepare_direct).
+    Returns (wall seconds, dd's CPU seconds)."""
+    return dd_run(["if=/dev/zero", f"of={path}", f"bs={bs}", f"count={n}", "oflag=direct", "conv=notrunc"])
 
 
 def prepare_direct(path, n, bs=4096):
