@@ -25,8 +25,9 @@ _ON_ROOT = os.path.isdir("/var/tmp") and os.stat("/var/tmp").st_dev == os.stat("
 DIRECT_FILE = ("/var/tmp" if _ON_ROOT else "") + "/corebpf-bench-direct.dat"
 OUR_TOOLS = ["biolatency", "tcplife", "gethostlatency", "funccount", "profile"]
 
-# bpftrace's readiness signal: BEGIN runs after every other probe is attached ("Attaching N probes..." is
-# printed before attaching, so it is not one).
+# bpftrace's readiness signal ("Attaching N probes..." is printed before attaching, so it is not one): a BEGIN
+# printf. bpftrace 0.17 runs BEGIN early, but its output reaches stdout only from the event loop, which starts
+# after every probe is attached (strace: the "ready" write follows the tracepoint's PERF_EVENT_IOC_ENABLE).
 BT_READY = 'BEGIN { printf("ready\\n"); } '
 BT_FUNCCOUNT = BT_READY + "tracepoint:syscalls:sys_enter_write { @ = count(); }"
 

@@ -12,7 +12,8 @@ over libbpf) and **bpftrace** one-liners. This file is written by `make bench` (
 anchors and builds release binaries, then `bench/bench.py`); do not edit it by hand, re-run it.
 
 Every number is the median of several rounds; in each round the contenders run one after another in an order that
-rotates from round to round, so a drift of the machine falls on all of them. *Spread* is (max − min) / median over
+rotates from round to round, so a drift of the machine falls on all of them; every measured workload starts 0.3 s
+after its tracer is ready (0.3 s after the previous step when nothing traces). *Spread* is (max − min) / median over
 the rounds: a large spread means a noisy machine, so read the load average below before the numbers. Ratios are
 **ours / anchor**: below 1 means ours is faster, cheaper or smaller.
 """
@@ -33,7 +34,8 @@ Time from just before `exec` to the line each tool prints once its probes are at
 print it after attaching). Ours write to a pipe (they flush each line). libbpf-tools' stdio output is fully buffered
 on a pipe, so they write to a pty instead, which makes it line-buffered without an extra exec such as `stdbuf`.
 bpftrace prints `Attaching N probes...` *before* it attaches, so its one-liner carries
-`BEGIN {{ printf("ready\\n"); }}`, which bpftrace runs after attaching every other probe; its anchor here is
+`BEGIN {{ printf("ready\\n"); }}`: bpftrace prints BEGIN's output from its event loop, which starts once every
+probe is attached (`strace` shows the `ready` write after the tracepoint is enabled). Its anchor here is
 `bpftrace -e 'tracepoint:syscalls:sys_enter_write {{ @ = count(); }}'`. One unmeasured warm-up run of each comes
 first. *Fastest* is the minimum over the rounds, the figure least disturbed by other work on a busy machine.
 *SIGINT → exit* is the time to detach, print the final report and exit (sent 100 ms after readiness).
