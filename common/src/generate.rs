@@ -143,11 +143,7 @@ fn render_section(section: &Section) -> Roff {
     roff.control("SH", [section.heading.as_str()]);
     for block in &section.blocks {
         let indented = |l: &String| l.starts_with(char::is_whitespace);
-        if block.len() > 1 && !indented(&block[0]) && block[1..].iter().all(indented) {
-            roff.control("TP", []);
-            roff.text([bold(block[0].as_str())]);
-            roff.text([roman(join(&block[1..]))]);
-        } else if block.iter().all(|l| l.starts_with("- ") || indented(l)) {
+        if block[0].starts_with("- ") && block.iter().all(|l| l.starts_with("- ") || indented(l)) {
             let mut items: Vec<Vec<String>> = Vec::new();
             for line in block {
                 match line.strip_prefix("- ") {
@@ -159,6 +155,10 @@ fn render_section(section: &Section) -> Roff {
                 roff.control("IP", ["\\(bu", "2"]);
                 roff.text([roman(join(&item))]);
             }
+        } else if block.len() > 1 && !indented(&block[0]) && block[1..].iter().all(indented) {
+            roff.control("TP", []);
+            roff.text([bold(block[0].as_str())]);
+            roff.text([roman(join(&block[1..]))]);
         } else {
             roff.control("PP", []);
             roff.text([roman(join(block))]);
@@ -232,7 +232,7 @@ mod tests {
     }
 
     const SECTIONS: &str = "DESCRIPTION\nFirst paragraph\ncontinued.\n\n.Second starts with a dot.\n\n\
-                            EXAMPLES\ndemo -x\n    Does extra things.\n\nSEE ALSO\n- biolatency(8)\n- two\n  lines\n";
+                            EXAMPLES\ndemo -x\n    Does extra things.\n\nSEE ALSO\n- biolatency(8)\n- two\n  lines\n\n- one\n  item\n";
 
     #[test]
     fn parses_sections_and_blocks() {
@@ -265,6 +265,7 @@ mod tests {
         assert!(page.contains("\\&.Second starts with a dot."), "a leading dot must be escaped:\n{page}");
         assert!(page.contains("\\fBdemo \\-x\\fR"), "{page}");
         assert!(page.contains("two lines"));
+        assert!(page.contains(".IP \\(bu 2\none item"), "a one-item list is a list:\n{page}");
         assert_eq!(page.matches(".ds Aq").count(), 2, "one preamble (.ie/.el pair):\n{page}");
         assert!(!page.contains("EXTRA"));
     }
