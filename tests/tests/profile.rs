@@ -329,13 +329,14 @@ fn json_lines_carry_pid_comm_and_frames() {
 
 #[test]
 fn bad_input_is_refused() {
-    let cases: [(&[&str], i32, &str); 6] = [
+    let cases: [(&[&str], i32, &str); 7] = [
         (&["-p", "999999999"], 2, "no process with PID 999999999"),
         (&["-F", "0"], 2, "must be greater than 0"),
         (&["-F", "100000000", "1"], 1, "above the kernel's limit"),
         (&["-C", "4096", "1"], 1, "CPU 4096 does not exist or is offline"),
         (&["-U", "-K"], 2, "cannot be used with"),
         (&["-p", "1", "-L", "1"], 2, "cannot be used with"),
+        (&["--flamegraph", "/nonexistent/dir/cpu.svg", "1"], 1, "cannot create /nonexistent/dir/cpu.svg"),
     ];
     for (args, code, message) in cases {
         let done = run_tool("profile", args);

@@ -11,6 +11,7 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/profile.skel.rs"));
 }
 
+use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::path::PathBuf;
@@ -121,6 +122,12 @@ fn profile(args: Args) -> Result<()> {
         Some(n) => Rate::Period(n),
         None => Rate::Frequency(args.frequency.unwrap_or(49)),
     };
+    // Fail now, not after the profile, if the flame graph cannot be written.
+    let flamegraph = args
+        .flamegraph
+        .as_ref()
+        .map(|path| File::create(path).map(|f| (path, f)).with_context(|| format!("cannot create {}", path.display())))
+        .transpose()?;
     let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
 
@@ -163,11 +170,15 @@ fn profile(args: Args) -> Result<()> {
 
     let style =
         Style { delimited: args.delimited && collected.user && collected.kernel, annotate_kernel: args.annotations };
-    match &args.flamegraph {
-        Some(path) if named.is_empty() => {
+    match flamegraph {
+        Some((path, _)) if named.is_empty() => {
+            let _ = std::fs::remove_file(path);
             eprintln!("profile: no samples, so no flame graph written to {}", path.display())
         }
-        Some(path) => report::write_flamegraph(path, &named, style, &format!("CPU stacks sampled at {context}"))?,
+        Some((path, file)) => {
+            report::write_flamegraph(file, &named, style, &format!("CPU stacks sampled at {context}"))
+                .with_context(|| format!("writing the flame graph to {}", path.display()))?
+        }
         None => {}
     }
     if args.json {

@@ -7,9 +7,8 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use common::output::Output;
 use serde::Serialize;
 
@@ -145,17 +144,15 @@ pub fn write_json(out: &mut Output, samples: &[Sample<Frame>]) -> Result<()> {
     Ok(())
 }
 
-/// `--flamegraph FILE`: an SVG flame graph of the folded stacks.
-pub fn write_flamegraph(path: &Path, samples: &[Sample<Frame>], style: Style, title: &str) -> Result<()> {
+/// `--flamegraph FILE`: an SVG flame graph of the folded stacks, written to `file`.
+pub fn write_flamegraph(file: File, samples: &[Sample<Frame>], style: Style, title: &str) -> Result<()> {
     let lines: Vec<String> = samples.iter().map(|s| format!("{} {}", folded_stack(s, style), s.count)).collect();
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_string();
     options.count_name = "samples".to_string();
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut writer = BufWriter::new(file);
-    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut writer)
-        .with_context(|| format!("writing the flame graph to {}", path.display()))?;
-    writer.flush().with_context(|| format!("writing {}", path.display()))?;
+    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut writer)?;
+    writer.flush()?;
     Ok(())
 }
 
