@@ -4,7 +4,8 @@
 #   vm/vmtest.sh                      # KERNELS=5.10,6.1,6.12,host  TOOLS=<every tool in vm/scenarios>
 #   KERNELS=6.1 TOOLS=funccount vm/vmtest.sh
 #
-# 1. Builds the selected tools and their integration tests as static binaries (--target x86_64-unknown-linux-gnu).
+# 1. Builds the tools as static binaries (`make static`) and their integration tests (with --target
+#    x86_64-unknown-linux-gnu, dynamically linked: the C library goes into the guest with them).
 # 2. Prebuilds the C test helpers the tests compile at run time (the guest has no compiler): the test binaries
 #    run on the host with COREBPF_PREBUILD_HELPERS=1, which builds each test's helpers and stops the test before
 #    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
@@ -78,7 +79,6 @@ testbins=$(awk '{for (i = 1; i <= NF; i++) if ($i == "--") {print $(i + 1); brea
 say "tools: $tools; test binaries: $(echo $testbins); kernels: $kernels; logs: $logdir"
 
 # --- 1. static binaries ---
-export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
 export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
 pkgs=()
 for t in $tools; do pkgs+=(-p "$t"); done
@@ -88,7 +88,8 @@ if make -n static > /dev/null 2>&1; then
     build_tools=(make --no-print-directory static)
 else
     say "building static tools (log: $logdir/build.log)"
-    build_tools=("$cargo" build --release --target $target --features static "${pkgs[@]}")
+    build_tools=(env RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
+        "$cargo" build --release --target $target --features static "${pkgs[@]}")
 fi
 "${build_tools[@]}" > "$logdir/build.log" 2>&1 ||
     {
@@ -96,11 +97,16 @@ fi
         die "building the static tools failed"
     }
 bindir=${CARGO_TARGET_DIR:-$repo/target}/$target/release
+for t in $tools; do
+    if readelf -l "$bindir/$t" | grep -q 'program interpreter'; then die "$bindir/$t is dynamically linked; the matrix tests static builds"; fi
+done
 declare -A testexe=()
 if [ -n "$testbins" ]; then
     targs=()
     for b in $testbins; do targs+=(--test "$b"); done
-    say "building static test binaries"
+    # The tests are built as usual (linked to the C library, which goes into the initramfs with them), so that
+    # they find the libc they use in /proc/self/maps as on the host; --target keeps them apart from `make test`'s.
+    say "building the test binaries"
     $cargo test --release --no-run --target $target -p corebpf-tests --features vm "${targs[@]}" \
         >> "$logdir/build.log" 2>&1 || {
         tail -30 "$logdir/build.log" >&2
@@ -134,8 +140,8 @@ for b in $testbins; do cp "${testexe[$b]}" "$root/tests/$b"; done
 if [ -d "$helperdir" ]; then
     find "$helperdir" -maxdepth 1 -type f -perm -u+x ! -name '*.*' -exec cp {} "$root/helpers/" \;
 fi
-# Helpers are dynamically linked: bring their libraries (and the loader) along, at the same paths.
-for f in "$root"/helpers/*; do
+# Helpers and tests are dynamically linked: bring their libraries (and the loader) along, at the same paths.
+for f in "$root"/helpers/* "$root"/tests/*; do
     [ -f "$f" ] || continue
     for lib in $(ldd "$f" 2> /dev/null | grep -o '/[^ ]*' || true); do
         mkdir -p "$root$(dirname "$lib")"
@@ -183,15 +189,15 @@ done
 # --- 6. the table ---
 # cell(tool, kernel): "pass tp_btf* raw_tp" or "FAIL raw_tp ..."
 cell() {
-    local tool=$1 k=$2 console=$logdir/$2.console out="" bad=0 def="" attach result used
+    local tool=$1 k=$2 console=$logdir/$2.console out="" bad=0 def="" attach result
     [ "${status[$k]:-}" = boot ] && [ ! -s "$console" ] && {
         echo "no boot"
         return 1
     }
-    def=$(awk -v t="$tool" '$1 == "VMTEST-ATTACH" && $2 == t && $3 == "default" {print $4}' "$console")
+    def=$(awk -v t="$tool" '$1 == "VMTEST-ATTACH" && $2 == t && $3 == "default" {print $4; exit}' "$console")
     while read -r attach; do
-        result=$(awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-RESULT" && $2 == t && $3 == a {print $4}' "$console")
-        used=$(awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-ATTACH" && $2 == t && $3 == a {print $4}' "$console")
+        result=$(awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-RESULT" && $2 == t && $3 == a {
+                     r = (r == "" || r == "pass") ? $4 : r} END {print r}' "$console")
         [ "$result" = pass ] || bad=1
         if [ "$attach" = default ]; then
             # The unforced run only tells which mechanism the tool picks; it is listed only if it failed.
