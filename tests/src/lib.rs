@@ -335,10 +335,24 @@ pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
 /// Compiles a C test helper (`source` is the program text) with `cc` and returns the executable's path.
 /// Builds are cached by content in `target/test-helpers/`, so concurrent tests share one binary per source.
 pub fn build_c_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    build_helper(name, (source, flags), "c", source, |src, exe| {
+        Command::new("cc").args(flags).arg("-o").arg(exe).arg(src).output().expect("cc")
+    })
+}
+
+/// The shared part of building a test helper: a content-hashed name, a prebuilt copy when the guest provides
+/// one, else `compile(source file, executable)` under a unique name and a link into place.
+fn build_helper(
+    name: &str,
+    key: impl std::hash::Hash,
+    ext: &str,
+    source: &str,
+    compile: impl FnOnce(&Path, &Path) -> std::process::Output,
+) -> PathBuf {
     use std::collections::hash_map::DefaultHasher;
-    use std::hash::{Hash, Hasher};
+    use std::hash::Hasher;
     let mut hasher = DefaultHasher::new();
-    (source, flags).hash(&mut hasher);
+    key.hash(&mut hasher);
     let file = format!("{name}-{:016x}", hasher.finish());
     if let Some(prebuilt) = prebuilt_helper(&file) {
         return prebuilt;
@@ -349,14 +363,20 @@ pub fn build_c_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     if exe.exists() {
         return exe;
     }
-    // Build under a unique name, then rename: atomic for concurrent tests.
-    let tmp_src = dir.join(format!("{name}-{}-{:?}.c", std::process::id(), thread::current().id()));
+    // Build under a unique name, then link into place: atomic for concurrent tests.
+    let tmp_src = dir.join(format!("{name}-{}-{:?}.{ext}", std::process::id(), thread::current().id()));
     let tmp_exe = tmp_src.with_extension("out");
     fs::write(&tmp_src, source).unwrap();
-    let out = Command::new("cc").args(flags).arg("-o").arg(&tmp_exe).arg(&tmp_src).output().expect("cc");
+    let out = compile(&tmp_src, &tmp_exe);
     let _ = fs::remove_file(&tmp_src);
     assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    fs::rename(&tmp_exe, &exe).unwrap();
+    // First build wins: a link never replaces an existing file, so a helper already running from `exe` (and
+    // the uprobes attached to its inode) stays the same file for every test.
+    let linked = fs::hard_link(&tmp_exe, &exe);
+    let _ = fs::remove_file(&tmp_exe);
+    if let Err(err) = linked {
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists, "installing {name}: {err}");
+    }
     exe
 }
 
@@ -384,36 +404,17 @@ fn prebuilt_helper(file: &str) -> Option<PathBuf> {
 /// Compiles a Rust test helper (`source` is the program text) with `rustc` (or `$RUSTC`) and returns the
 /// executable's path; cached by content beside the C helpers, and taken from `$COREBPF_HELPER_DIR` when set.
 pub fn build_rust_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
-    use std::collections::hash_map::DefaultHasher;
-    use std::hash::{Hash, Hasher};
-    let mut hasher = DefaultHasher::new();
-    ("rust", source, flags).hash(&mut hasher);
-    let file = format!("{name}-{:016x}", hasher.finish());
-    if let Some(prebuilt) = prebuilt_helper(&file) {
-        return prebuilt;
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-helpers");
-    fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(&file);
-    if exe.exists() {
-        return exe;
-    }
-    let tmp_src = dir.join(format!("{name}-{}-{:?}.rs", std::process::id(), thread::current().id()));
-    let tmp_exe = tmp_src.with_extension("out");
-    fs::write(&tmp_src, source).unwrap();
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = Command::new(rustc)
-        .args(["--crate-name", name, "--edition", "2021"])
-        .args(flags)
-        .arg("-o")
-        .arg(&tmp_exe)
-        .arg(&tmp_src)
-        .output()
-        .expect("rustc");
-    let _ = fs::remove_file(&tmp_src);
-    assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    fs::rename(&tmp_exe, &exe).unwrap();
-    exe
+    build_helper(name, ("rust", source, flags), "rs", source, |src, exe| {
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        Command::new(rustc)
+            .args(["--crate-name", name, "--edition", "2021"])
+            .args(flags)
+            .arg("-o")
+            .arg(exe)
+            .arg(src)
+            .output()
+            .expect("rustc")
+    })
 }
 
 /// Every BPF program loaded on the system now, as (id, name), from BPF_PROG_GET_NEXT_ID and
