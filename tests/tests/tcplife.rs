@@ -216,8 +216,13 @@ struct BashClient {
 
 impl BashClient {
     fn spawn() -> BashClient {
+        Self::spawn_with("printf hello >&3; exec 3>&-")
+    }
+
+    /// Bash that, once told a port, connects to it on fd 3 and then runs `script`.
+    fn spawn_with(script: &str) -> BashClient {
         let child = Command::new("bash")
-            .args(["-c", "read port; exec 3<>/dev/tcp/127.0.0.1/$port; printf hello >&3; exec 3>&-; read done"])
+            .args(["-c", &format!("read port; exec 3<>/dev/tcp/127.0.0.1/$port; {script}; read done")])
             .stdin(Stdio::piped())
             .spawn()
             .expect("bash");
@@ -606,4 +611,28 @@ fn sessions_lost_while_the_reader_is_stopped_are_counted() {
     eprintln!("stopped reader: {reported} of {} sessions reported, {lost} reported lost", 2 * N);
     assert!(missing > 0, "the ring buffer held every session; the test needs more");
     assert!(missing <= lost, "{missing} sessions missing but only {lost} reported lost:\n{}", done.stderr);
+}
+
+#[test]
+fn a_server_that_closes_first_keeps_its_own_pid() {
+    // The server (this process) closes first; its socket reaches TCP_CLOSE when bash's FIN arrives, which on
+    // loopback is processed while bash is the running task. BCC would name bash; the owner is this process.
+    let pid = std::process::id();
+    let comm = thread_comm();
+    let mut bash = BashClient::spawn_with("read -r line <&3; exec 3>&-");
+    let mut run = start(&["--json", "-4"]);
+    let listener = TcpListener::bind((V4, 0)).unwrap();
+    let server_port = listener.local_addr().unwrap().port();
+    writeln!(bash.child.stdin.as_mut().unwrap(), "{server_port}").unwrap();
+    let (mut s, peer) = listener.accept().unwrap();
+    s.write_all(b"bye\n").unwrap();
+    drop(s);
+    let conn = Conn { ip: V4, client_port: peer.port(), server_port, c2s: 0, s2c: 4 };
+    for end in [conn.client(), conn.server()] {
+        run.wait_for_line(&needle(&end), Duration::from_secs(20));
+    }
+    let records = json_lines(&stop(run).stdout);
+    // The client did not close first here: its FIN was acked, the server's was received.
+    assert_reported(&records, &conn.server(), pid, &comm);
+    assert_reported(&records, &conn.client(), bash.pid(), "bash");
 }
