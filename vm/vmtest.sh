@@ -133,6 +133,10 @@ done
 root=$logdir/initramfs
 mkdir -p "$root"/{bin,tools,tests,helpers,vm}
 cp "$busybox_bin" "$root/bin/busybox"
+# Programs the tests run besides busybox's applets (tcplife's client uses bash's /dev/tcp).
+for prog in bash; do
+    cp "$(command -v $prog)" "$root/bin/$prog"
+done
 install -m 755 vm/init "$root/init"
 cp "$selected" "$root/vm/scenarios"
 for t in $tools; do cp "$bindir/$t" "$root/tools/"; done
@@ -141,7 +145,7 @@ if [ -d "$helperdir" ]; then
     find "$helperdir" -maxdepth 1 -type f -perm -u+x ! -name '*.*' -exec cp {} "$root/helpers/" \;
 fi
 # Helpers and tests are dynamically linked: bring their libraries (and the loader) along, at the same paths.
-for f in "$root"/helpers/* "$root"/tests/*; do
+for f in "$root"/helpers/* "$root"/tests/* "$root"/bin/bash; do
     [ -f "$f" ] || continue
     for lib in $(ldd "$f" 2> /dev/null | grep -o '/[^ ]*' || true); do
         mkdir -p "$root$(dirname "$lib")"
