@@ -137,7 +137,7 @@ pub struct Running {
     child: Child,
     lines: mpsc::Receiver<String>,
     seen: Vec<String>,
-    stderr: thread::JoinHandle<String>,
+    stderr: Option<thread::JoinHandle<String>>,
     prog_ids: Vec<u32>,
 }
 
@@ -166,7 +166,7 @@ impl Running {
             let _ = stderr.read_to_string(&mut s);
             s
         });
-        Running { child, lines, seen: Vec::new(), stderr, prog_ids: Vec::new() }
+        Running { child, lines, seen: Vec::new(), stderr: Some(stderr), prog_ids: Vec::new() }
     }
 
     pub fn start(name: &str, args: &[&str]) -> Running {
@@ -249,12 +249,34 @@ impl Running {
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
             stdout_lines.push(line);
         }
-        let stderr = self.stderr.join().unwrap_or_default();
+        let stderr = self.stderr.take().and_then(|t| t.join().ok()).unwrap_or_default();
         let mut stdout = stdout_lines.join("\n");
         if !stdout.is_empty() {
             stdout.push('\n');
         }
-        Finished { status, stdout, stderr, prog_ids: self.prog_ids }
+        Finished { status, stdout, stderr, prog_ids: std::mem::take(&mut self.prog_ids) }
+    }
+}
+
+impl Drop for Running {
+    /// A test that fails half-way must not leave its tool tracing: kill it if it is still running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A child process (an anchor tool, a workload) that is killed if the test ends before it does.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
 }
 

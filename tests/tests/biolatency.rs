@@ -258,11 +258,13 @@ fn total_matches_libbpf_tools_biolatency_within_two_percent() {
     let _disk = disk_lock();
     let anchor_bin = "/usr/sbin/biolatency";
     assert!(std::path::Path::new(anchor_bin).exists(), "the anchor is needed: apt-get install libbpf-tools");
-    let mut anchor = std::process::Command::new(anchor_bin)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut anchor = KillOnDrop(
+        std::process::Command::new(anchor_bin)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut ours = Running::start("biolatency", &[]);
     ours.wait_for_line(BANNER, Duration::from_secs(20));
     // The anchor prints its banner too, but we do not read its pipe until the end; give it time to attach.
@@ -271,14 +273,14 @@ fn total_matches_libbpf_tools_biolatency_within_two_percent() {
     direct_writes(&file.0, BLOCKS * 2);
     thread::sleep(Duration::from_millis(200));
     unsafe {
-        libc::kill(anchor.id() as i32, libc::SIGINT);
+        libc::kill(anchor.0.id() as i32, libc::SIGINT);
     }
     ours.signal(libc::SIGINT);
     let ours = ours.finish(Duration::from_secs(20));
     ours.assert_success();
-    let _ = anchor.wait();
+    let _ = anchor.0.wait();
     let mut anchor_out = String::new();
-    std::io::Read::read_to_string(&mut anchor.stdout.take().unwrap(), &mut anchor_out).unwrap();
+    std::io::Read::read_to_string(&mut anchor.0.stdout.take().unwrap(), &mut anchor_out).unwrap();
     let (a, b) = (hist_total(&anchor_out), hist_total(&ours.stdout));
     assert!(a >= MIN_IOS * 2, "anchor saw {a}:\n{anchor_out}");
     let diff = a.abs_diff(b) as f64 / a as f64;
