@@ -27,6 +27,21 @@ fn vmlinux_dir(workspace: &Path) -> PathBuf {
     workspace.join("vmlinux").join(dir)
 }
 
+/// Writes libbpf's own BPF headers (`bpf/bpf_helpers.h`, `bpf/usdt.bpf.h`, ...) under `out_dir` and returns the
+/// folder to put on the include path. libbpf-cargo writes them too, but to a randomly named temporary folder,
+/// whose name would end up in the BPF object's line info wherever a header function is inlined (usdt.bpf.h's
+/// are), so two builds would differ; ours comes first on the include path and is mapped to a fixed name.
+fn libbpf_headers(out_dir: &Path) -> PathBuf {
+    let root = out_dir.join("libbpf-headers");
+    let dir = root.join("bpf");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|err| panic!("creating {}: {err}", dir.display()));
+    for (name, contents) in libbpf_rs::libbpf_sys::API_HEADERS {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).unwrap_or_else(|err| panic!("writing {}: {err}", path.display()));
+    }
+    root
+}
+
 /// Compiles `src/<crate name>.bpf.c` of the calling crate into `$OUT_DIR/<crate name>.skel.rs`.
 ///
 /// Panics (failing the build with clang's message) if the source does not compile: a build script has no better
@@ -42,6 +57,7 @@ pub fn build_skeleton() {
     let workspace = bpf.parent().expect("bpf/ lives in the workspace").to_path_buf();
     let include = bpf.join("include");
     let vmlinux = vmlinux_dir(&workspace);
+    let libbpf = libbpf_headers(&out_dir);
 
     SkeletonBuilder::new()
         .source(&source)
@@ -49,8 +65,10 @@ pub fn build_skeleton() {
             format!("-I{}", include.display()),
             format!("-I{}", vmlinux.display()),
             format!("-I{}", manifest.join("src").display()),
+            format!("-I{}", libbpf.display()),
             // Keep build-machine paths out of the embedded object (reproducible builds).
             format!("-fdebug-prefix-map={}=.", workspace.display()),
+            format!("-fdebug-prefix-map={}=libbpf", libbpf.display()),
             "-Wall".into(),
             "-Wno-unused-function".into(),
         ])
