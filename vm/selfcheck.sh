@@ -18,4 +18,7 @@ fail() {
 grep -q '^biolatency .*FAIL .*kprobe(fail)' "$out" || fail "the table does not mark biolatency/kprobe FAIL"
 grep -q "tool said: biolatency: COREBPF_ATTACH=kprobe allows none of this tool's attach mechanisms" "$out" ||
     fail "the failure does not show the tool's reason"
+grep -q '^funccount .*FAIL .*fentry(fail)' "$out" || fail "the table does not mark funccount/fentry FAIL"
+grep -q "tool said: funccount: .*corebpf_no_such_function" "$out" ||
+    fail "the failure does not show funccount's reason (naming corebpf_no_such_function)"
 echo "vmtest-selfcheck: ok: the broken fallbacks failed the matrix, with readable reasons"
