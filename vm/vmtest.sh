@@ -63,7 +63,7 @@ else
             continue
         fi
         missing=$(awk -v t="$t" '$1 == t {for (i = 1; i <= NF; i++) if ($i == "--") {print $(i + 1); break}}' \
-            "$scenarios_file" | grep -vx -- - | while read -r b; do [ -f "tests/tests/$b.rs" ] || echo "$b"; done)
+            "$scenarios_file" | { grep -vx -- - || true; } | while read -r b; do [ -f "tests/tests/$b.rs" ] || echo "$b"; done)
         if [ -n "$missing" ]; then
             say "skipping $t: tests/tests/$(echo $missing).rs not written yet"
             continue
@@ -217,23 +217,34 @@ cell() {
     if [ $bad = 0 ]; then echo "pass$out"; else echo "FAIL$out"; fi
     return $bad
 }
-printf '\n%-16s' "tool"
-for k in $(echo "$kernels" | tr ',' ' '); do
-    if [ "$k" = host ]; then printf '  %-28s' "host $(uname -r | cut -d- -f1)"; else printf '  %-28s' "$k"; fi
-done
-echo
-for t in $tools; do
-    printf '%-16s' "$t"
-    for k in $(echo "$kernels" | tr ',' ' '); do
-        if [ "$k" = host ]; then
-            printf '  %-28s' "host tests (make test)"
-        else
-            c=$(cell "$t" "$k") || failed=1
-            printf '  %-28s' "$c"
-        fi
+klist=$(echo "$kernels" | tr ',' ' ')
+table=$(mktemp)
+{
+    row="tool"
+    for k in $klist; do
+        if [ "$k" = host ]; then row="$row|host $(uname -r | cut -d- -f1)"; else row="$row|$k"; fi
     done
-    echo
-done
+    echo "$row"
+    for t in $tools; do
+        row=$t
+        for k in $klist; do
+            if [ "$k" = host ]; then
+                row="$row|host tests (make test)"
+            else
+                c=$(cell "$t" "$k") || echo 1 > "$table.failed"
+                row="$row|$c"
+            fi
+        done
+        echo "$row"
+    done
+} > "$table"
+[ -f "$table.failed" ] && failed=1
+rm -f "$table.failed"
+echo
+# Columns as wide as their widest cell.
+awk -F'|' '{for (i = 1; i <= NF; i++) {cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i)}; if (NF > nf) nf = NF}
+    END {for (r = 1; r <= NR; r++) {line = ""; for (i = 1; i <= nf; i++) line = line sprintf("%-" w[i] + 2 "s", cell[r, i]); sub(/ +$/, "", line); print line}}' "$table"
+rm -f "$table"
 echo "(* = the mechanism the tool chose by itself; the others were forced with COREBPF_ATTACH)"
 
 # --- failures: what each failing scenario printed ---
