@@ -182,6 +182,19 @@ impl Helper {
         }
     }
 
+    /// The helper's `/proc/PID/maps` once it maps `needle`, or as it is after WAIT: its loader maps libc only
+    /// after the exec that changes its COMM, so reading the maps at once can race the loader.
+    fn maps_once_mapped(&self, needle: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let maps = fs::read_to_string(format!("/proc/{}/maps", self.pid())).unwrap_or_default();
+            if maps.contains(needle) || Instant::now() >= deadline {
+                return maps;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Sends the go byte, waits for the helper to finish, and returns what it printed: its own account of which
     /// names resolved.
     fn go_and_wait(mut self) -> String {
@@ -470,7 +483,7 @@ fn traces_a_chrooted_process_through_its_own_libc() {
     let helper = Helper::start_chrooted(root, &names);
     let comm = helper.comm("helper");
     let pid = helper.pid();
-    let libc_seen = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let libc_seen = helper.maps_once_mapped("/opt/altlib/libc.so.6");
     assert!(libc_seen.contains("/opt/altlib/libc.so.6"), "the helper did not load its own libc copy:\n{libc_seen}");
     let mut tracer = Tracer::start(TOOL, &["-v", "-p", &pid.to_string()]);
     tracer.wait_attached();
@@ -497,7 +510,7 @@ fn traces_a_process_in_its_own_mount_namespace_through_proc_root() {
     let comm = helper.comm(&exe_name(&exe));
     let pid = helper.pid();
     let ns_libc = format!("{NS_LIBDIR}/libc.so.6");
-    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let maps = helper.maps_once_mapped(&ns_libc);
     assert!(maps.contains(&ns_libc), "the helper did not load the libc in its namespace:\n{maps}");
     assert!(!Path::new(&ns_libc).exists(), "{ns_libc} should exist only in the helper's mount namespace");
     let mut tracer = Tracer::start(TOOL, &["-v", "-p", &pid.to_string()]);
