@@ -1,15 +1,17 @@
 //! Shared code of the corebpf-tools.
 //!
-//! Each tool is a thin `main.rs` over these modules: command-line pieces ([`cli`]), feature probes and
-//! preflight checks ([`probe`]), skeleton loading with attach fallbacks ([`loader`]), the signal-aware interval
-//! loop ([`run`]) and ring-buffer event loop ([`events`]), BCC-compatible histograms ([`hist`]), map reading
-//! ([`maps`]), output that survives pipes ([`output`]), block-device and cgroup helpers ([`blockdev`],
-//! [`cgroup`]), and socket addresses from BPF records ([`net`]).
-//! Uprobe tools find a process's (or the system's) libraries with [`procmaps`], and the functions and USDT probes
-//! of an ELF file with [`elf`]; kernel-function tools find their candidates with [`ksyms`]; name patterns (globs or
-//! regexes) are [`pattern`]s.
-//! [`generate`] makes man pages and shell completions from a tool's clap definition, for packaging.
-//! The stack tools open sampling perf events with [`perf`] and name addresses with [`syms`] (blazesym).
+//! Each tool is a thin `main.rs` over these modules:
+//! - every tool: command-line pieces ([`cli`]), feature probes and preflight checks ([`probe`]), skeleton loading
+//!   with attach fallbacks ([`loader`]), the signal-aware interval loop ([`run`]) and ring-buffer event loop
+//!   ([`events`]), map reading ([`maps`]), output that survives pipes ([`output`]), and man pages and shell
+//!   completions from the tool's clap definition ([`generate`]);
+//! - histogram tools: BCC-compatible histograms ([`hist`]); block-device and cgroup helpers ([`blockdev`],
+//!   [`cgroup`]);
+//! - network tools: socket addresses from BPF records ([`net`]);
+//! - uprobe tools: a process's (or the system's) libraries ([`procmaps`]), the functions and USDT probes of an ELF
+//!   file ([`elf`]), name patterns as globs or regexes ([`pattern`]);
+//! - kernel-function tools: traceable kernel functions ([`ksyms`]);
+//! - stack tools: sampling perf events ([`perf`]) and symbolization with blazesym ([`syms`]).
 
 pub mod blockdev;
 pub mod cgroup;
