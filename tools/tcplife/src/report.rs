@@ -143,21 +143,7 @@ impl Printer {
             });
         }
         let mut line = self.prefix(&clock_hms(), &format!("{since_first:.6}"));
-        line += &columns(
-            self.style.layout,
-            [
-                s.pid.to_string(),
-                s.comm.clone(),
-                s.family.version().to_string(),
-                s.laddr.to_string(),
-                s.lport.to_string(),
-                s.raddr.to_string(),
-                s.rport.to_string(),
-                (s.tx_bytes / 1024).to_string(),
-                (s.rx_bytes / 1024).to_string(),
-                format!("{:.2}", s.ms()),
-            ],
-        );
+        line += &columns(self.style.layout, cells(s));
         writeln!(out, "{line}")?;
         out.flush()
     }
@@ -190,6 +176,22 @@ fn columns(layout: Layout, c: [String; 10]) -> String {
     }
 }
 
+/// One session's values, in the order of BCC's columns (`columns` drops IP in the default layout).
+fn cells(s: &Session) -> [String; 10] {
+    [
+        s.pid.to_string(),
+        s.comm.clone(),
+        s.family.version().to_string(),
+        s.laddr.to_string(),
+        s.lport.to_string(),
+        s.raddr.to_string(),
+        s.rport.to_string(),
+        (s.tx_bytes / 1024).to_string(),
+        (s.rx_bytes / 1024).to_string(),
+        format!("{:.2}", s.ms()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,21 +220,7 @@ mod tests {
             ["PID", "COMM", "IP", "LADDR", "LPORT", "RADDR", "RPORT", "TX_KB", "RX_KB", "MS"].map(String::from),
         );
         assert_eq!(header, "PID   COMM       LADDR           LPORT RADDR           RPORT TX_KB RX_KB MS");
-        let row = columns(
-            Layout::Default,
-            [
-                s.pid.to_string(),
-                s.comm.clone(),
-                "4".into(),
-                s.laddr.to_string(),
-                s.lport.to_string(),
-                s.raddr.to_string(),
-                s.rport.to_string(),
-                (s.tx_bytes / 1024).to_string(),
-                (s.rx_bytes / 1024).to_string(),
-                format!("{:.2}", s.ms()),
-            ],
-        );
+        let row = columns(Layout::Default, cells(&s));
         assert_eq!(row, "4242  curl-with- 127.0.0.1       50000 10.0.0.2        80        1  1024 1.23");
     }
 
