@@ -31,6 +31,16 @@ pub fn main(tool: &str, body: impl FnOnce() -> Result<()>) -> ExitCode {
     }
 }
 
+/// [`main`] for a tool that loads BPF programs: the preflight checks (privileges, kernel BTF) come first, and
+/// libbpf's own messages are shown at the tool's `-v` level, so no tool can forget either.
+pub fn bpf_main(tool: &str, verbosity: u8, body: impl FnOnce() -> Result<()>) -> ExitCode {
+    main(tool, || {
+        crate::probe::preflight()?;
+        crate::loader::init_libbpf_log(verbosity);
+        body()
+    })
+}
+
 /// The error and its causes on one line, without repeating a cause the message already contains.
 fn one_line(err: &anyhow::Error) -> String {
     let mut line = String::new();

@@ -16,9 +16,9 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::blockdev::{Disks, RqFlagNames};
 use common::cli::IntervalCount;
-use common::loader::{attach_tracepoint, init_libbpf_log, load_first_working, object_storage};
+use common::loader::{attach_tracepoint, load_first_working, object_storage};
 use common::output::Output;
-use common::probe::{self, Attach, KernelBtf};
+use common::probe::{Attach, KernelBtf};
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::Link;
@@ -80,12 +80,10 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = common::cli::parse();
-    run::main("biolatency", || biolatency(args))
+    run::bpf_main("biolatency", args.verbose, || biolatency(args))
 }
 
 fn biolatency(args: Args) -> Result<()> {
-    probe::preflight()?;
-    init_libbpf_log(args.verbose);
     let disks = Disks::scan();
     let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::cgroup::open).transpose()?;

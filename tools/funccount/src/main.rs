@@ -18,9 +18,9 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Parser;
 use common::cli::{parse_pid, parse_positive_u64};
-use common::loader::{allowed, init_libbpf_log};
+use common::loader::allowed;
 use common::output::Output;
-use common::probe::{self, KernelBtf};
+use common::probe::KernelBtf;
 use common::run::{self, run_intervals, Signals, Tick};
 
 use attach::{Attached, Filters};
@@ -81,12 +81,10 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = common::cli::parse();
-    run::main("funccount", || funccount(args))
+    run::bpf_main("funccount", args.verbose, || funccount(args))
 }
 
 fn funccount(args: Args) -> Result<()> {
-    probe::preflight()?;
-    init_libbpf_log(args.verbose);
     if let Some(cpu) = args.cpu {
         let cpus = libbpf_rs::num_possible_cpus()?;
         if cpu as usize >= cpus {

@@ -18,9 +18,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::events::poll_ring_buffer;
-use common::loader::{init_libbpf_log, load_first_working, object_storage};
+use common::loader::{load_first_working, object_storage};
 use common::output::Output;
-use common::probe::{self, Attach};
+use common::probe::Attach;
 use common::procmaps;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -56,12 +56,10 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = common::cli::parse();
-    run::main("gethostlatency", || gethostlatency(args))
+    run::bpf_main("gethostlatency", args.verbose, || gethostlatency(args))
 }
 
 fn gethostlatency(args: Args) -> Result<()> {
-    probe::preflight()?;
-    init_libbpf_log(args.verbose);
     let libc = libc_path(&args)?;
     let signals = Signals::install()?;
 

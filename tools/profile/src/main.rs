@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use common::loader::{init_libbpf_log, load_first_working, object_storage};
+use common::loader::{load_first_working, object_storage};
 use common::output::Output;
 use common::perf::{Rate, SamplingEvents};
-use common::probe::{self, Attach};
+use common::probe::Attach;
 use common::run::{self, Signals};
 use common::syms::Symbolizer;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -111,12 +111,10 @@ fn parse_map_size(s: &str) -> Result<u32, String> {
 
 fn main() -> ExitCode {
     let args: Args = common::cli::parse();
-    run::main("profile", || profile(args))
+    run::bpf_main("profile", args.verbose, || profile(args))
 }
 
 fn profile(args: Args) -> Result<()> {
-    probe::preflight()?;
-    init_libbpf_log(args.verbose);
     let cpus = common::perf::sampling_cpus(args.cpu)?;
     let rate = match args.count {
         Some(n) => Rate::Period(n),

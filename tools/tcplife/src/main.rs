@@ -16,10 +16,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::cli::{parse_pid, parse_port_list};
-use common::loader::{attach_tracepoint, init_libbpf_log, load_first_working, object_storage};
+use common::loader::{attach_tracepoint, load_first_working, object_storage};
 use common::net::{AF_INET, AF_INET6};
 use common::output::Output;
-use common::probe::{self, Attach};
+use common::probe::Attach;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
@@ -88,7 +88,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = common::cli::parse();
-    run::main("tcplife", || tcplife(args))
+    run::bpf_main("tcplife", args.verbose, || tcplife(args))
 }
 
 fn tcplife(args: Args) -> Result<()> {
@@ -97,8 +97,6 @@ fn tcplife(args: Args) -> Result<()> {
             bail!("{flag} lists more than {MAX_PORTS} ports");
         }
     }
-    probe::preflight()?;
-    init_libbpf_log(args.verbose);
     let signals = Signals::install()?;
     let preferred = [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
     let ((skel, _link), _mech) = load_first_working(&preferred, args.verbose > 0, |mech| load_and_attach(&args, mech))?;
