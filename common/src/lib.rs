@@ -1,33 +1,19 @@
-//! Shared code of the corebpf-tools.
+//! Shared code of the corebpf-tools, in a few rooms by what they serve.
 //!
-//! Each tool is a thin `main.rs` over these modules:
-//! - every tool: command-line pieces ([`cli`]), feature probes and preflight checks ([`probe`]), skeleton loading
-//!   with attach fallbacks ([`loader`]), the signal-aware interval loop ([`run`]) and ring-buffer event loop
-//!   ([`events`]), map reading ([`maps`]), output that survives pipes ([`output`]), and man pages and shell
-//!   completions from the tool's clap definition ([`generate`]);
-//! - histogram tools: BCC-compatible histograms ([`hist`]); block-device and cgroup helpers ([`blockdev`],
-//!   [`cgroup`]);
-//! - network tools: socket addresses from BPF records ([`net`]);
-//! - uprobe tools: a process's (or the system's) libraries ([`procmaps`]), the functions and USDT probes of an ELF
-//!   file ([`elf`]), name patterns as globs or regexes ([`pattern`]);
-//! - kernel-function tools: traceable kernel functions ([`ksyms`]);
-//! - stack tools: sampling perf events ([`perf`]) and symbolization with blazesym ([`syms`]).
+//! - [`tool`]: what every tool is to the multicall binary (name, one-line description, entry point) and the
+//!   name it was invoked by; [`cli`]: the command-line pieces every tool shares, and man pages and completions
+//!   from a tool's clap definition; [`run`]: the life of a tool (preflight, signals, intervals, exit codes).
+//! - [`attach`]: attaching and kernel features: BTF queries and feature checks, skeleton loading over the attach
+//!   ladder, perf events, ring buffers, map reading, the traceable kernel functions.
+//! - [`process`]: processes, ELF files and symbols: /proc maps and libraries, ELF symbols and USDT notes, name
+//!   patterns, blazesym symbolization.
+//! - [`output`]: what tools print: stdout that survives pipes, BCC's histograms.
+//! - [`domain`]: helpers for one subject: block devices, cgroups, network addresses.
 
-pub mod blockdev;
-pub mod cgroup;
+pub mod attach;
 pub mod cli;
-pub mod elf;
-pub mod events;
-pub mod generate;
-pub mod hist;
-pub mod ksyms;
-pub mod loader;
-pub mod maps;
-pub mod net;
+pub mod domain;
 pub mod output;
-pub mod pattern;
-pub mod perf;
-pub mod probe;
-pub mod procmaps;
+pub mod process;
 pub mod run;
-pub mod syms;
+pub mod tool;

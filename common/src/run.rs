@@ -16,11 +16,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use crate::output::is_closed_pipe;
+use crate::output::stdout::is_closed_pipe;
 
 /// Runs a tool's body and turns its result into an exit status: 0 on success or on a closed stdout pipe,
-/// 1 with `tool: error` on stderr otherwise. Usage errors are clap's (exit 2) before this runs.
-pub fn main(tool: &str, body: impl FnOnce() -> Result<()>) -> ExitCode {
+/// 1 with `tool: error` on stderr otherwise (the tool named as it was invoked). Usage errors (exit 2) are
+/// [`crate::cli::parse`]'s, before this runs.
+pub fn main(body: impl FnOnce() -> Result<()>) -> ExitCode {
+    let tool = crate::tool::invoked_name();
     match body() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_closed_pipe(&err) => ExitCode::SUCCESS,
@@ -33,10 +35,10 @@ pub fn main(tool: &str, body: impl FnOnce() -> Result<()>) -> ExitCode {
 
 /// [`main`] for a tool that loads BPF programs: the preflight checks (privileges, kernel BTF) come first, and
 /// libbpf's own messages are shown at the tool's `-v` level, so no tool can forget either.
-pub fn bpf_main(tool: &str, verbosity: u8, body: impl FnOnce() -> Result<()>) -> ExitCode {
-    main(tool, || {
-        crate::probe::preflight()?;
-        crate::loader::init_libbpf_log(verbosity);
+pub fn bpf_main(verbose: crate::cli::Verbose, body: impl FnOnce() -> Result<()>) -> ExitCode {
+    main(|| {
+        crate::attach::features::preflight()?;
+        crate::attach::loader::init_libbpf_log(verbose.level);
         body()
     })
 }

@@ -6,12 +6,12 @@
 use std::io::{self, Write};
 
 use anyhow::Result;
-use common::blockdev::{Disks, RqFlagNames};
-use common::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
-use common::output::{clock_hms, clock_rfc3339, Output};
+use common::domain::blockdev::{Disks, RqFlagNames};
+use common::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
-use crate::skel::types::{hist, hist_key};
+use crate::bpf::types::{hist, hist_key};
 
 // SAFETY: plain C structs of integers, generated from biolatency.h.
 unsafe impl plain::Plain for hist_key {}

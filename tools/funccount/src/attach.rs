@@ -11,15 +11,15 @@
 use std::os::fd::AsFd;
 
 use anyhow::{anyhow, bail, Context, Result};
-use common::loader::{allowed, load_first_working, object_storage};
-use common::probe::{Attach, KernelBtf};
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{allowed, load_first_working, object_storage};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{
     KprobeMultiOpts, KprobeOpts, Link, MapCore, MapFlags, ProgramMut, TracepointCategory, TracepointOpts,
     UprobeMultiOpts, UprobeOpts, UsdtOpts,
 };
 
-use crate::skel::{FunccountSkel, FunccountSkelBuilder};
+use crate::bpf::{BpfSkel, BpfSkelBuilder};
 use crate::targets::{Kind, Match, Site, Target};
 
 /// Slot programs of each kind in one object (FUNCCOUNT_SLOTS in funccount.h).
@@ -38,7 +38,7 @@ pub struct Filters {
 pub struct Attached {
     // Links first: fields drop in order, so links detach before their objects close.
     links: Vec<Link>,
-    skels: Vec<FunccountSkel<'static>>,
+    skels: Vec<BpfSkel<'static>>,
     /// Matches that could not be attached (their counts stay zero), with the reason.
     pub failed: Vec<(String, String)>,
 }
@@ -159,10 +159,10 @@ impl Plan<'_> {
     fn load(
         &self,
         slot_base: usize,
-        shared: Option<&FunccountSkel<'static>>,
+        shared: Option<&BpfSkel<'static>>,
         enable: &[(String, Option<String>)],
-    ) -> Result<FunccountSkel<'static>> {
-        let mut open = FunccountSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
+    ) -> Result<BpfSkel<'static>> {
+        let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
         let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
         rodata.filter_tgid = self.filters.pid.is_some();
         rodata.target_tgid = self.filters.pid.unwrap_or(0);
@@ -196,7 +196,7 @@ impl Plan<'_> {
         if let Some(first) = missing.first() {
             bail!("{} of the functions have no BTF (e.g. {first}), which fentry needs", missing.len());
         }
-        let mut skels: Vec<FunccountSkel<'static>> = Vec::new();
+        let mut skels: Vec<BpfSkel<'static>> = Vec::new();
         let mut links = Vec::new();
         for (chunk_no, chunk) in names.chunks(SLOTS).enumerate() {
             let enable: Vec<_> =
@@ -272,7 +272,7 @@ impl Plan<'_> {
     /// `<slot_prefix>_N`. Matches that fail are reported, unless all do.
     fn one_each(&self, mech: Attach, cookie_prog: &str, slot_prefix: &str, attach_one: AttachOne) -> Result<Attached> {
         let matches = &self.target.matches;
-        let mut skels: Vec<FunccountSkel<'static>> = Vec::new();
+        let mut skels: Vec<BpfSkel<'static>> = Vec::new();
         let mut links = Vec::new();
         let mut failed = Vec::new();
         let mut first_error = None;
@@ -315,7 +315,7 @@ impl Plan<'_> {
     }
 }
 
-fn program<'a>(skel: &'a FunccountSkel<'static>, name: &str) -> Result<ProgramMut<'a>> {
+fn program<'a>(skel: &'a BpfSkel<'static>, name: &str) -> Result<ProgramMut<'a>> {
     skel.object()
         .progs_mut()
         .find(|p| p.name().to_str() == Some(name))

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use common::output::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
 /// One interval as a JSON line.

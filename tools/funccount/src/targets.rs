@@ -2,17 +2,17 @@
 //!
 //! `func` and `p::func` are kernel functions; `t:category:event` tracepoints; `lib:func`, `p:lib:func` and
 //! `/path:func` user functions (`c` is libc); `u:lib:probe` USDT probes. The last part is a glob (or, with `-r`,
-//! a regular expression) matched against kernel functions (see `common::ksyms`), tracefs events
-//! (`category:event`), the ELF symbols of the library (`common::elf`) or its USDT notes (probe names).
+//! a regular expression) matched against kernel functions (see `common::attach::kernel_functions`), tracefs events
+//! (`category:event`), the ELF symbols of the library (`common::process::elf`) or its USDT notes (probe names).
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use common::elf::{find_binary, usdt_probes, ElfSymbols};
-use common::ksyms::traceable_functions;
-use common::pattern::Pattern;
+use common::attach::kernel_functions::traceable_functions;
+use common::process::elf::{find_binary, usdt_probes, ElfSymbols};
+use common::process::pattern::Pattern;
 
 /// BCC's limit on the number of probes one pattern may attach.
 pub const MAX_MATCHES: usize = 1000;
@@ -137,7 +137,7 @@ fn kernel_functions(pattern: &Pattern) -> Result<Vec<Match>> {
 }
 
 fn tracepoints(pattern: &Pattern) -> Result<Vec<Match>> {
-    let events = common::probe::tracefs()?.join("events");
+    let events = common::attach::features::tracefs()?.join("events");
     let mut matches = Vec::new();
     for category in read_dir_names(&events)? {
         let Ok(names) = read_dir_names(&events.join(&category)) else { continue };

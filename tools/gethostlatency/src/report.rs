@@ -6,10 +6,10 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use common::output::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
-use crate::skel::types::call;
+use crate::bpf::types::call;
 
 // SAFETY: a plain C struct of integers and byte arrays, generated from gethostlatency.h.
 unsafe impl plain::Plain for call {}

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use anyhow::Result;
-use common::output::Output;
+use common::output::stdout::Output;
 use serde::Serialize;
 
 use crate::stacks::{Frame, Sample, Stack};

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 
 use anyhow::Result;
-use common::syms::{Batch, Symbolizer};
+use common::process::symbols::{Batch, Symbolizer};
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::skel::types::stack_key;
+use crate::bpf::types::stack_key;
 
 unsafe impl plain::Plain for stack_key {}
 
@@ -80,7 +80,7 @@ pub fn read_samples(counts: &impl MapCore, stackmap: &impl MapCore, collected: C
             .clone()
     };
     let mut samples = Vec::new();
-    for (key, count) in common::maps::hash_entries::<stack_key, u64>(counts)? {
+    for (key, count) in common::attach::maps::hash_entries::<stack_key, u64>(counts)? {
         if count == 0 {
             continue;
         }

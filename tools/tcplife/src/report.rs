@@ -7,12 +7,12 @@
 use std::io::{self, Write};
 use std::net::IpAddr;
 
-use common::net::{ip_addr, Family};
-use common::output::{clock_hms, clock_rfc3339, Output};
+use common::domain::net::{ip_addr, Family};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
 // SAFETY: a #[repr(C)] struct of integers and integer arrays, with no padding the BPF side leaves unset.
-unsafe impl plain::Plain for crate::skel::types::event {}
+unsafe impl plain::Plain for crate::bpf::types::event {}
 
 /// One closed session, decoded from the BPF record.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +32,7 @@ pub struct Session {
 
 impl Session {
     /// Decodes a record; `None` for a family other than IPv4/IPv6 (which the BPF side never sends).
-    pub fn from_event(e: &crate::skel::types::event) -> Option<Session> {
+    pub fn from_event(e: &crate::bpf::types::event) -> Option<Session> {
         let comm: Vec<u8> = e.comm.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
         Some(Session {
             ts_ns: e.ts_ns,

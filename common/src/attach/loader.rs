@@ -12,7 +12,7 @@ use anyhow::Context;
 use anyhow::{anyhow, bail, Result};
 use libbpf_rs::{ErrorKind, Link, OpenObject, PrintLevel, ProgramMut};
 
-use crate::probe::Attach;
+use crate::attach::features::Attach;
 
 /// The environment variable that restricts attach mechanisms, e.g. `COREBPF_ATTACH=raw_tp`.
 pub const FORCE_ATTACH_ENV: &str = "COREBPF_ATTACH";
@@ -68,7 +68,7 @@ pub fn load_first_working<T>(
                 if verbose {
                     eprintln!("{mech} did not load: {err:#}");
                 }
-                if is_permission_error(&err) && !crate::probe::has_bpf_privileges() {
+                if is_permission_error(&err) && !crate::attach::features::has_bpf_privileges() {
                     return Err(
                         err.context("permission denied loading BPF programs (need root, or CAP_BPF and CAP_PERFMON)")
                     );
@@ -95,7 +95,7 @@ pub fn attach_tracepoint(prog: &ProgramMut<'_>, category: &str, name: &str, mech
         Attach::TpBtf => prog.attach(),
         Attach::RawTp => prog.attach_raw_tracepoint(name),
         Attach::Tracepoint => {
-            crate::probe::tracefs()?;
+            crate::attach::features::tracefs()?;
             prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
         }
         other => bail!("{other} is not a way to attach to a tracepoint"),

@@ -20,7 +20,7 @@ use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader, Sym, 
 use object::read::SymbolIndex;
 use object::Endianness;
 
-use crate::pattern::Pattern;
+use crate::process::pattern::Pattern;
 
 /// One function symbol of an ELF file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,17 +136,18 @@ pub fn find_binary(name: &str, pid: Option<u32>) -> Result<PathBuf> {
         return Ok(path);
     }
     let is_lib = |file: &str| {
-        crate::procmaps::is_library_file(file, name) || (name == "c" && crate::procmaps::is_libc_file(file))
+        crate::process::procmaps::is_library_file(file, name)
+            || (name == "c" && crate::process::procmaps::is_libc_file(file))
     };
     if let Some(pid) = pid {
-        if let Some(path) = crate::procmaps::mapped_library(pid, is_lib)? {
+        if let Some(path) = crate::process::procmaps::mapped_library(pid, is_lib)? {
             return Ok(path);
         }
-        if let Some(path) = crate::procmaps::mapped_library(pid, |file| file == name)? {
+        if let Some(path) = crate::process::procmaps::mapped_library(pid, |file| file == name)? {
             return Ok(path);
         }
     } else if name == "c" {
-        if let Ok(path) = crate::procmaps::system_libc() {
+        if let Ok(path) = crate::process::procmaps::system_libc() {
             return Ok(path);
         }
     } else if let Some(path) = system_library(name) {
@@ -166,7 +167,7 @@ pub fn find_binary(name: &str, pid: Option<u32>) -> Result<PathBuf> {
 /// The system's `libNAME.so` or `libNAME.so.N` (an ELF file, not a linker script), as the loader would find it.
 fn system_library(name: &str) -> Option<PathBuf> {
     let sonames = std::iter::once(format!("lib{name}.so")).chain((0..10).map(|n| format!("lib{name}.so.{n}")));
-    sonames.filter_map(|soname| crate::procmaps::system_library(&soname)).find(|path| is_elf(path))
+    sonames.filter_map(|soname| crate::process::procmaps::system_library(&soname)).find(|path| is_elf(path))
 }
 
 fn is_elf(path: &Path) -> bool {

@@ -13,7 +13,7 @@ use std::fs;
 
 use anyhow::{Context, Result};
 
-use crate::pattern::Pattern;
+use crate::process::pattern::Pattern;
 
 /// The traceable kernel functions, by name.
 #[derive(Debug, Clone, Default)]
@@ -51,7 +51,7 @@ impl KernelFunctions {
 /// Reads the traceable kernel functions (see the module documentation).
 pub fn traceable_functions() -> Result<KernelFunctions> {
     let kallsyms = fs::read_to_string("/proc/kallsyms").context("cannot read /proc/kallsyms")?;
-    let tracefs = crate::probe::tracefs().ok();
+    let tracefs = crate::attach::features::tracefs().ok();
     let available = tracefs.as_ref().and_then(|dir| fs::read_to_string(dir.join("available_filter_functions")).ok());
     let blacklist = read_blacklist(tracefs.as_deref());
     let available: Option<HashSet<&str>> =

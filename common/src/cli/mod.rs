@@ -4,10 +4,13 @@
 //! the parsers check PIDs, positive numbers and port lists so that a bad value is a clap usage error (exit 2)
 //! naming the argument.
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Parser};
+
+pub mod man_completions;
 
 /// BCC's trailing `[interval] [count]` arguments.
 #[derive(Debug, Clone, Args)]
@@ -27,12 +30,50 @@ impl IntervalCount {
     }
 }
 
-/// Parses the tool's command line. Every tool calls this instead of `Args::parse()`, so that features that need
-/// the clap definition live in one place: with `COREBPF_GENERATE=man|bash|zsh|fish` set, the tool prints its
-/// man page or completion script instead of running (see [`crate::generate`]; the Makefile uses it).
-pub fn parse<T: Parser>() -> T {
-    crate::generate::from_env::<T>();
-    T::parse()
+/// Parses the tool's command line `argv` (argv[0] first). Every tool calls this instead of `Args::parse()`, so
+/// that features that need the clap definition live in one place: help, `--version` and usage errors name the
+/// tool as it was invoked ([`crate::tool::invoked_name`]); with `COREBPF_GENERATE=man|bash|zsh|fish` set, the
+/// tool prints its man page or completion script instead of running (see [`man_completions`]; the Makefile
+/// uses it).
+pub fn parse<T: Parser>(argv: Vec<OsString>) -> T {
+    man_completions::from_env::<T>();
+    let cmd = T::command();
+    let name = crate::tool::set_invoked_name(argv.first(), cmd.get_name());
+    let mut cmd = cmd.name(name).bin_name(name).display_name(name);
+    let parsed = cmd.try_get_matches_from_mut(argv).and_then(|m| T::from_arg_matches(&m));
+    parsed.unwrap_or_else(|err| exit_usage(name, err.format(&mut cmd)))
+}
+
+/// Help and `--version` print as clap prints them; any other clap error is a usage error: one line on stderr
+/// (`tool: invalid value ...`) and exit status 2.
+fn exit_usage(name: &str, err: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    {
+        err.exit();
+    }
+    let rendered = err.render().to_string();
+    let first = rendered.lines().next().unwrap_or("invalid arguments");
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("{name}: {message} (see --help)");
+    std::process::exit(2);
+}
+
+/// The `-v` flag every tool has: `-v` says which attach path was taken and why others failed, `-vv` adds
+/// libbpf's debug messages.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Verbose {
+    /// Verbose debug output (repeat for libbpf's debug messages)
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub level: u8,
+}
+
+impl Verbose {
+    /// True with `-v` or more.
+    pub fn on(self) -> bool {
+        self.level > 0
+    }
 }
 
 /// A number greater than zero.

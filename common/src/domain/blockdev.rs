@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::probe::KernelBtf;
+use crate::attach::features::KernelBtf;
 
 const SYS_BLOCK: &str = "/sys/class/block";
 

@@ -1,0 +1,13 @@
+//! Attaching to the kernel, and what the kernel offers.
+//!
+//! [`features`] answers questions from BTF, capabilities and trial loads (never the version string);
+//! [`loader`] opens and loads a tool's skeleton over its attach ladder (`tp_btf` > `raw_tp` > tracepoint, ...);
+//! [`perf`] opens perf events; [`ring_buffer`] polls ring buffers; [`maps`] reads maps into Rust values;
+//! [`kernel_functions`] lists the kernel functions that can be traced.
+
+pub mod features;
+pub mod kernel_functions;
+pub mod loader;
+pub mod maps;
+pub mod perf;
+pub mod ring_buffer;

@@ -1,0 +1,6 @@
+//! Helpers for one subject each: [`blockdev`] (disks, partitions, request flags), [`cgroup`] (cgroup v2
+//! filters), [`net`] (socket addresses and ports from BPF records).
+
+pub mod blockdev;
+pub mod cgroup;
+pub mod net;

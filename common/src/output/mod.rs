@@ -1,0 +1,5 @@
+//! What tools print: [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
+//! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
+
+pub mod hist;
+pub mod stdout;

@@ -1,0 +1,56 @@
+//! What a tool is to the multicall binary `corebpf-tools` and to its own `main.rs`.
+//!
+//! Every tool crate's library exports `pub const TOOL: common::tool::Tool = common::tool!(main);` where `main`
+//! takes the command line (argv[0] first) and returns the exit status. The tool's own `main.rs` is the same
+//! one line in every tool (`tool::TOOL.run_from_env()`), and the multicall binary calls the same entry with the
+//! name it was invoked by, so help, `--version`, usage errors and error lines name the tool as the user typed it
+//! ([`invoked_name`]).
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+/// One tool: its name and one-line description (from its Cargo.toml) and its entry point.
+#[derive(Clone, Copy)]
+pub struct Tool {
+    /// The tool's name, as BCC names it (`biolatency`): the crate's package name.
+    pub name: &'static str,
+    /// One line saying what it shows: the crate's `description`.
+    pub about: &'static str,
+    /// Runs the tool with a full command line (argv[0] first) and returns its exit status.
+    pub main: fn(Vec<OsString>) -> ExitCode,
+}
+
+impl Tool {
+    /// Runs the tool with this process's own command line (what a tool's `main.rs` does).
+    pub fn run_from_env(&self) -> ExitCode {
+        (self.main)(std::env::args_os().collect())
+    }
+}
+
+/// The [`Tool`] of the calling crate: name and description from its Cargo.toml, `$main` its entry point.
+#[macro_export]
+macro_rules! tool {
+    ($main:path) => {
+        $crate::tool::Tool { name: env!("CARGO_PKG_NAME"), about: env!("CARGO_PKG_DESCRIPTION"), main: $main }
+    };
+}
+
+static INVOKED: OnceLock<String> = OnceLock::new();
+
+/// Records the name the tool was invoked by: the file name of argv[0] (`bpf-biolatency` for an installed link,
+/// `biolatency` when run through `corebpf-tools biolatency`). Called once by [`crate::cli::parse`].
+pub fn set_invoked_name(argv0: Option<&OsString>, fallback: &str) -> &'static str {
+    let name = argv0
+        .and_then(|a| Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| fallback.to_owned());
+    INVOKED.get_or_init(|| name).as_str()
+}
+
+/// The name the tool was invoked by, for messages (`biolatency: no disk named sdz`).
+pub fn invoked_name() -> &'static str {
+    INVOKED.get().map(String::as_str).unwrap_or("corebpf-tools")
+}

@@ -1,0 +1,174 @@
+//! biolatency: summarize block device I/O latency as a histogram (BCC's tool, CO-RE).
+//!
+//! Times each block request from issue (or insert, with `-Q`) to completion in BPF and keeps log2 histograms in
+//! a kernel map, per disk (`-D`) and/or per request flags (`-F`); this front end prints them every interval in
+//! BCC's layout or as JSON lines. Everything shared with other tools lives in `common`.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::cli::IntervalCount;
+use common::domain::blockdev::{Disks, RqFlagNames};
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Report, Units};
+
+const EXAMPLES: &str = "\
+examples:
+    biolatency                    # summarize block I/O latency as a histogram
+    biolatency 1 10               # print 1 second summaries, 10 times
+    biolatency -mT 1              # 1s summaries, milliseconds, and timestamps
+    biolatency -Q                 # include OS queued time in I/O time
+    biolatency -D                 # show each disk device separately
+    biolatency -F                 # show I/O flags separately
+    biolatency -DF                # a histogram per disk and set of flags
+    biolatency -j                 # print JSON lines
+    biolatency -e                 # show extension summary (total, average)
+    biolatency -d sdc             # trace sdc only
+    biolatency -c /sys/fs/cgroup/system.slice  # trace I/O issued from this cgroup only";
+
+/// Summarize block device I/O latency as a histogram.
+#[derive(Debug, Parser)]
+#[command(name = "biolatency", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Include OS queued time in I/O time
+    #[arg(short = 'Q', long)]
+    queued: bool,
+    /// Millisecond histogram
+    #[arg(short = 'm', long)]
+    milliseconds: bool,
+    /// Print a histogram per disk device
+    #[arg(short = 'D', long)]
+    disks: bool,
+    /// Print a histogram per set of I/O flags
+    #[arg(short = 'F', long)]
+    flags: bool,
+    /// Summarize average/total value
+    #[arg(short = 'e', long)]
+    extension: bool,
+    /// JSON output: one object per histogram per interval
+    #[arg(short = 'j', long)]
+    json: bool,
+    /// Trace this disk only
+    #[arg(short = 'd', long, value_name = "DISK")]
+    disk: Option<String>,
+    /// Trace I/O issued by tasks in this cgroup only
+    #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
+    cgroup: Option<PathBuf>,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    #[command(flatten)]
+    every: IntervalCount,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || biolatency(args))
+}
+
+fn biolatency(args: Args) -> Result<()> {
+    let disks = Disks::scan();
+    let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+
+    let ((skel, _links), _mech) = load_first_working(&[Attach::TpBtf, Attach::RawTp], args.verbose.on(), |mech| {
+        load_and_attach(&args, &btf, target_dev, mech)
+    })?;
+    if let Some(cgroup) = &cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+
+    let mut out = Output::new();
+    let mut report = Report::new(
+        Units::new(args.milliseconds),
+        disks,
+        args.flags.then(|| RqFlagNames::from_btf(&btf)),
+        args.disks,
+        args.extension,
+    );
+    if !args.json {
+        use std::io::Write;
+        writeln!(out, "Tracing block device I/O... Hit Ctrl-C to end.")?;
+        out.flush()?;
+    }
+    run_intervals(&signals, args.every.interval(), args.every.count, |_| {
+        let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
+        if args.json {
+            report.write_json(&mut out, hists)
+        } else {
+            report.write_text(&mut out, hists, args.timestamp)
+        }
+    })?;
+
+    let unmeasured = skel.maps.bss_data.as_ref().map_or(0, |bss| bss.start_map_full);
+    if unmeasured > 0 {
+        eprintln!("biolatency: {unmeasured} I/Os not timed: too many in flight for the start map");
+    }
+    Ok(())
+}
+
+/// Opens the BPF object, sets its options, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(
+    args: &Args,
+    btf: &KernelBtf,
+    target_dev: Option<u32>,
+    mech: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    rodata.filter_cgroup = args.cgroup.is_some();
+    rodata.filter_dev = target_dev.is_some();
+    rodata.target_dev = target_dev.unwrap_or(0);
+    rodata.per_disk = args.disks;
+    rodata.per_flags = args.flags;
+    rodata.queued = args.queued;
+    rodata.millis = args.milliseconds;
+    // Before 5.11 these tracepoints also passed the request_queue, as the first argument.
+    rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
+    rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
+
+    let progs = &mut open.progs;
+    let tp_btf = mech == Attach::TpBtf;
+    progs.block_rq_insert_btf.set_autoload(tp_btf && args.queued);
+    progs.block_rq_issue_btf.set_autoload(tp_btf);
+    progs.block_rq_complete_btf.set_autoload(tp_btf);
+    progs.block_rq_insert_raw.set_autoload(!tp_btf && args.queued);
+    progs.block_rq_issue_raw.set_autoload(!tp_btf);
+    progs.block_rq_complete_raw.set_autoload(!tp_btf);
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+
+    let p = &skel.progs;
+    let (insert, issue, complete) = if tp_btf {
+        (&p.block_rq_insert_btf, &p.block_rq_issue_btf, &p.block_rq_complete_btf)
+    } else {
+        (&p.block_rq_insert_raw, &p.block_rq_issue_raw, &p.block_rq_complete_raw)
+    };
+    let mut wanted = vec![(issue, "block_rq_issue"), (complete, "block_rq_complete")];
+    if args.queued {
+        wanted.push((insert, "block_rq_insert"));
+    }
+    let links = wanted
+        .into_iter()
+        .map(|(prog, name)| attach_tracepoint(prog, "block", name, mech))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((skel, links))
+}

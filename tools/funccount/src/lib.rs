@@ -1,0 +1,154 @@
+//! funccount: count calls of kernel functions, tracepoints, user functions and USDT probes (BCC's tool, CO-RE).
+//!
+//! The pattern is resolved to a list of matches ([`targets`]); one BPF program per kind of probe is attached to
+//! every match with the match's index as its BPF cookie ([`attach`]), counting into a per-CPU array that this
+//! front end prints every interval in BCC's layout or as JSON lines ([`report`]).
+
+mod attach;
+mod bpf;
+mod report;
+mod targets;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use common::attach::features::KernelBtf;
+use common::attach::loader::allowed;
+use common::cli::{parse_pid, parse_positive_u64};
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals, Tick};
+
+use attach::{Attached, Filters};
+use report::Report;
+use targets::{Kind, Site, Target};
+
+const EXAMPLES: &str = "\
+examples:
+    funccount 'vfs_*'             # count kernel fns starting with \"vfs\"
+    funccount -r '^vfs.*'         # same as above, using regular expressions
+    funccount -Ti 5 'vfs_*'       # output every 5 seconds, with timestamps
+    funccount -d 10 'vfs_*'       # trace for 10 seconds only
+    funccount -p 185 'vfs_*'      # count vfs calls for PID 185 only
+    funccount t:sched:sched_fork  # count calls to the sched_fork tracepoint
+    funccount -p 185 u:node:gc*   # count all GC USDT probes in node, PID 185
+    funccount c:malloc            # count all malloc() calls in libc
+    funccount go:os.*             # count all \"os.*\" calls in libgo
+    funccount -p 185 go:os.*      # count all \"os.*\" calls in libgo, PID 185
+    funccount ./test:read*        # count \"read*\" calls in the ./test binary
+    funccount -c 1 'vfs_*'        # count vfs calls on CPU 1 only
+    funccount -D 'c:str*'         # show what would be attached, and how";
+
+/// Count functions, tracepoints, and USDT probes.
+#[derive(Debug, Parser)]
+#[command(name = "funccount", version, after_help = EXAMPLES)]
+struct Args {
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Summary interval, seconds
+    #[arg(short = 'i', long, value_parser = parse_positive_u64)]
+    interval: Option<u64>,
+    /// Total duration of trace, seconds
+    #[arg(short = 'd', long, value_parser = parse_positive_u64)]
+    duration: Option<u64>,
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Use regular expressions. Default is "*" wildcards only.
+    #[arg(short = 'r', long)]
+    regexp: bool,
+    /// Print what would be attached, and how, then exit without attaching
+    #[arg(short = 'D', long)]
+    debug: bool,
+    /// Trace this CPU only
+    #[arg(short = 'c', long)]
+    cpu: Option<u32>,
+    /// JSON output: one object per interval
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// Search expression for events: func, p::func, t:category:event, lib:func, p:lib:func, /path:func,
+    /// u:lib:probe
+    pattern: String,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || funccount(args))
+}
+
+fn funccount(args: Args) -> Result<()> {
+    if let Some(cpu) = args.cpu {
+        let cpus = libbpf_rs::num_possible_cpus()?;
+        if cpu as usize >= cpus {
+            bail!("no CPU {cpu}: this machine has CPUs 0-{}", cpus - 1);
+        }
+    }
+    let target = targets::resolve(&args.pattern, args.regexp, args.pid)?;
+    let btf = KernelBtf::load()?;
+    if args.debug {
+        return print_plan(&target, &btf);
+    }
+    let signals = Signals::install()?;
+    let filters = Filters { pid: args.pid, cpu: args.cpu };
+    let (attached, _mech) = attach::attach(&target, filters, &btf, args.verbose.on())?;
+    report_failures(&attached);
+
+    let mut out = Output::new();
+    let attached_count = target.matches.len() - attached.failed.len();
+    if !args.json {
+        writeln!(out, "Tracing {attached_count} functions for \"{}\"... Hit Ctrl-C to end.", args.pattern)?;
+        out.flush()?;
+    }
+    let names = target.matches.iter().map(|m| m.name.clone()).collect();
+    let mut report = Report::new(&args.pattern, names, args.timestamp, args.json);
+    let interval = args.interval.or(args.duration);
+    let count = args.duration.zip(interval).map(|(d, i)| d.div_ceil(i));
+    run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
+        report.write(&mut out, attached.totals(target.matches.len())?, tick == Tick::Last)
+    })
+}
+
+/// Warns, on stderr, about matches that could not be attached (their counts stay zero).
+fn report_failures(attached: &Attached) {
+    let Some((first, why)) = attached.failed.first() else { return };
+    let more = attached.failed.len() - 1;
+    let others = if more > 0 { format!(" and {more} more") } else { String::new() };
+    eprintln!("funccount: could not attach to {first}{others}: {why}");
+}
+
+/// `-D`: what each match is, where it would be attached, and the mechanisms that would be tried.
+fn print_plan(target: &Target, btf: &KernelBtf) -> Result<()> {
+    let mut out = Output::new();
+    let mechs: Vec<String> = allowed(attach::mechanisms(&target.kind))?.iter().map(|m| m.to_string()).collect();
+    let cookies = attach::kernel_has_cookies(btf);
+    let how = match (&target.kind, cookies) {
+        (Kind::Kernel, _) => "fentry: a program per function; kprobes: the match's index as BPF cookie",
+        (_, true) => "one program, the match's index as BPF cookie",
+        (_, false) => "a program per match (no BPF cookies)",
+    };
+    writeln!(out, "{} matches, attached with {} ({how}):", target.matches.len(), mechs.join(", else "))?;
+    for (index, m) in target.matches.iter().enumerate() {
+        let site = match (&target.kind, &m.site) {
+            (_, Site::Kernel(name)) => {
+                format!("kernel function {name}{}", if btf.has_function(name) { "" } else { " (no BTF: not fentry)" })
+            }
+            (_, Site::Tracepoint { category, event }) => format!("tracepoint {category}:{event}"),
+            (Kind::User { binary }, Site::Uprobe { offset }) => format!("{} offset {offset:#x}", binary.display()),
+            (Kind::Usdt { binary }, Site::Usdt { provider, name, sites }) => {
+                format!("USDT {provider}:{name} in {} ({sites} sites)", binary.display())
+            }
+            (_, other) => format!("{other:?}"),
+        };
+        writeln!(out, "{index:>5}  {:<36} {site}", m.name)?;
+    }
+    out.flush()?;
+    Ok(())
+}

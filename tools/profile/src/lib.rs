@@ -1,0 +1,277 @@
+//! profile: sample stack traces on every CPU at a timed interval (BCC's tool, CO-RE).
+//!
+//! A perf event per CPU fires the BPF program, which counts (process, user stack, kernel stack) in the kernel;
+//! at the end this front end reads the unique stacks once, names them with blazesym (saving each process's memory
+//! maps when it is first sampled, so processes that exit are still named) and prints them in BCC's layout, as
+//! folded lines, as JSON, and/or as an SVG flame graph.
+
+mod bpf;
+mod report;
+mod stacks;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, IntoRawFd};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{load_first_working, object_storage};
+use common::attach::perf::{Rate, SamplingEvents};
+use common::output::stdout::Output;
+use common::process::symbols::Symbolizer;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::Style;
+use stacks::Collected;
+
+const EXAMPLES: &str = "\
+examples:
+    profile             # profile stack traces at 49 Hertz until Ctrl-C
+    profile -F 99       # profile stack traces at 99 Hertz
+    profile -c 1000000  # profile stack traces every 1 in a million events
+    profile 5           # profile at 49 Hertz for 5 seconds only
+    profile -f 5        # output in folded format for flame graphs
+    profile -p 185      # only profile process with PID 185
+    profile -L 185      # only profile thread with TID 185
+    profile -U          # only show user space stacks (no kernel)
+    profile -K          # only show kernel space stacks (no user)
+    profile --flamegraph cpu.svg 10  # also draw a flame graph of 10 seconds";
+
+/// Profile CPU usage by sampling stack traces at a timed interval.
+#[derive(Debug, Parser)]
+#[command(name = "profile", version, after_help = EXAMPLES)]
+struct Args {
+    /// Profile processes with one or more comma-separated PIDs only
+    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',', value_parser = common::cli::parse_pid,
+          conflicts_with = "tids")]
+    pids: Option<Vec<u32>>,
+    /// Profile threads with one or more comma-separated TIDs only
+    #[arg(short = 'L', long = "tid", value_name = "TIDS", value_delimiter = ',', value_parser = common::cli::parse_pid)]
+    tids: Option<Vec<u32>>,
+    /// Show stacks from user space only (no kernel space stacks)
+    #[arg(short = 'U', long = "user-stacks-only", conflicts_with = "kernel_stacks_only")]
+    user_stacks_only: bool,
+    /// Show stacks from kernel space only (no user space stacks)
+    #[arg(short = 'K', long = "kernel-stacks-only")]
+    kernel_stacks_only: bool,
+    /// Sample frequency, Hertz (default 49)
+    #[arg(short = 'F', long, value_name = "HZ", value_parser = common::cli::parse_positive_u64, conflicts_with = "count")]
+    frequency: Option<u64>,
+    /// Sample period, number of events
+    #[arg(short = 'c', long, value_name = "COUNT", value_parser = common::cli::parse_positive_u64)]
+    count: Option<u64>,
+    /// Insert delimiter between kernel/user stacks
+    #[arg(short = 'd', long)]
+    delimited: bool,
+    /// Add _[k] annotations to kernel frames
+    #[arg(short = 'a', long)]
+    annotations: bool,
+    /// Include CPU idle stacks
+    #[arg(short = 'I', long = "include-idle")]
+    include_idle: bool,
+    /// Output folded format, one line per stack (for flame graphs)
+    #[arg(short = 'f', long)]
+    folded: bool,
+    /// The number of hash keys that can be stored
+    #[arg(long, value_name = "N", default_value_t = 40960, value_parser = parse_map_size)]
+    hash_storage_size: u32,
+    /// The number of unique stack traces that can be stored and displayed
+    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = parse_map_size)]
+    stack_storage_size: u32,
+    /// CPU number to run profile on
+    #[arg(short = 'C', long, value_name = "CPU")]
+    cpu: Option<u32>,
+    /// Print JSON lines: one object per unique stack
+    #[arg(short = 'j', long, conflicts_with = "folded")]
+    json: bool,
+    /// Also write an SVG flame graph to FILE
+    #[arg(long, value_name = "FILE")]
+    flamegraph: Option<PathBuf>,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// Duration of trace, in seconds (default: until Ctrl-C)
+    #[arg(value_parser = common::cli::parse_positive_u64)]
+    duration: Option<u64>,
+}
+
+fn parse_map_size(s: &str) -> Result<u32, String> {
+    let n = common::cli::parse_positive_u64(s)?;
+    u32::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || profile(args))
+}
+
+fn profile(args: Args) -> Result<()> {
+    let cpus = common::attach::perf::sampling_cpus(args.cpu)?;
+    let rate = match args.count {
+        Some(n) => Rate::Period(n),
+        None => Rate::Frequency(args.frequency.unwrap_or(49)),
+    };
+    // Fail now, not after the profile, if the flame graph cannot be written.
+    let flamegraph = args
+        .flamegraph
+        .as_ref()
+        .map(|path| File::create(path).map(|f| (path, f)).with_context(|| format!("cannot create {}", path.display())))
+        .transpose()?;
+    let signals = Signals::install()?;
+    let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
+
+    let ((skel, links), _) =
+        load_first_working(&[Attach::PerfEvent], args.verbose.on(), |_| load_and_attach(&args, &cpus, rate))?;
+
+    let mut out = Output::new();
+    let context = sampling_context(&args, rate);
+    if !args.folded && !args.json {
+        let until = match args.duration {
+            Some(secs) => format!(" for {secs} secs."),
+            None => "... Hit Ctrl-C to end.".into(),
+        };
+        writeln!(out, "Sampling at {context}{until}")?;
+        out.flush()?;
+    }
+
+    // Save each process's memory maps when it is first sampled, so it can be named even if it exits.
+    let mut symbolizer = Symbolizer::new();
+    let deadline = args.duration.map(|secs| Instant::now() + Duration::from_secs(secs));
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.new_pids,
+        || deadline.is_some_and(|d| Instant::now() >= d),
+        |data| {
+            if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
+                symbolizer.remember_process(pid);
+            }
+            Ok(())
+        },
+    )?;
+    drop(links); // stop sampling before reading, so the snapshot is consistent
+
+    if !args.folded && !args.json {
+        writeln!(out)?;
+    }
+    let samples = stacks::read_samples(&skel.maps.counts, &skel.maps.stackmap, collected)?;
+    let missing = stacks::missing(&samples);
+    let named = stacks::symbolize(samples, &mut symbolizer);
+
+    let style =
+        Style { delimited: args.delimited && collected.user && collected.kernel, annotate_kernel: args.annotations };
+    match flamegraph {
+        Some((path, _)) if named.is_empty() => {
+            let _ = std::fs::remove_file(path);
+            eprintln!("profile: no samples, so no flame graph written to {}", path.display())
+        }
+        Some((path, file)) => {
+            report::write_flamegraph(file, &named, style, &format!("CPU stacks sampled at {context}"))
+                .with_context(|| format!("writing the flame graph to {}", path.display()))?
+        }
+        None => {}
+    }
+    if args.json {
+        report::write_json(&mut out, &named)?;
+    } else if args.folded {
+        report::write_folded(&mut out, &named, style)?;
+    } else {
+        report::write_multiline(&mut out, &named, style)?;
+    }
+
+    warn_about_losses(&skel, missing);
+    Ok(())
+}
+
+/// BCC's header phrase: `49 Hertz of PID [185] by user + kernel stack on CPU#1`.
+fn sampling_context(args: &Args, rate: Rate) -> String {
+    let rate = match rate {
+        Rate::Frequency(hz) => format!("{hz} Hertz"),
+        Rate::Period(n) => format!("every {n} events"),
+    };
+    let list = |ids: &[u32]| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let whom = match (&args.pids, &args.tids) {
+        (Some(pids), _) => format!("PID [{}]", list(pids)),
+        (None, Some(tids)) => format!("TID [{}]", list(tids)),
+        (None, None) => "all threads".into(),
+    };
+    let stacks = if args.user_stacks_only {
+        "user"
+    } else if args.kernel_stacks_only {
+        "kernel"
+    } else {
+        "user + kernel"
+    };
+    let cpu = args.cpu.map(|c| format!(" on CPU#{c}")).unwrap_or_default();
+    format!("{rate} of {whom} by {stacks} stack{cpu}")
+}
+
+/// Warnings on stderr, as BCC prints them, for stacks and samples that could not be kept.
+fn warn_about_losses(skel: &BpfSkel<'_>, missing: stacks::Missing) {
+    if missing.stacks > 0 {
+        let hint = if missing.map_too_small { " Consider increasing --stack-storage-size." } else { "" };
+        eprintln!("WARNING: {} stack traces could not be displayed.{hint}", missing.stacks);
+    }
+    let Some(bss) = skel.maps.bss_data.as_ref() else { return };
+    if bss.lost_samples > 0 {
+        eprintln!(
+            "WARNING: hash table full. Consider increasing --hash-storage-size. ({} samples not counted)",
+            bss.lost_samples
+        );
+    }
+    if bss.lost_notices > 0 {
+        eprintln!(
+            "WARNING: {} new processes were not noticed in time; if they exited, their frames may show as [unknown].",
+            bss.lost_notices
+        );
+    }
+}
+
+/// Opens and loads the BPF object sized by the flags, fills the PID/TID filters, and attaches the sampling program
+/// to a perf event on each CPU.
+fn load_and_attach(args: &Args, cpus: &[u32], rate: Rate) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    rodata.user_stacks_only = args.user_stacks_only;
+    rodata.kernel_stacks_only = args.kernel_stacks_only;
+    rodata.include_idle = args.include_idle;
+    rodata.filter_by_pid = args.pids.is_some();
+    rodata.filter_by_tid = args.tids.is_some();
+    let maps = &mut open.maps;
+    maps.stackmap.set_max_entries(args.stack_storage_size)?;
+    maps.counts.set_max_entries(args.hash_storage_size)?;
+    maps.pids.set_max_entries(args.pids.as_ref().map_or(1, |p| p.len() as u32))?;
+    maps.tids.set_max_entries(args.tids.as_ref().map_or(1, |t| t.len() as u32))?;
+    let skel = open.load().context("loading the BPF program")?;
+
+    for (map, ids) in [(&skel.maps.pids, &args.pids), (&skel.maps.tids, &args.tids)] {
+        for id in ids.iter().flatten() {
+            map.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
+        }
+    }
+
+    let events = SamplingEvents::open(cpus, rate)?;
+    if args.verbose.on() {
+        eprintln!("sampling {} on CPUs {}", events.clock, common::attach::perf::format_cpu_list(cpus));
+    }
+    let mut links = Vec::with_capacity(events.fds.len());
+    for (cpu, fd) in events.fds {
+        let link = skel
+            .progs
+            .do_perf_event
+            .attach_perf_event(fd.as_raw_fd())
+            .with_context(|| format!("attaching to the perf event of CPU {cpu}"))?;
+        // The link owns the descriptor now and closes it on detach.
+        let _ = fd.into_raw_fd();
+        links.push(link);
+    }
+    Ok((skel, links))
+}

@@ -1,0 +1,193 @@
+//! tcplife: trace the lifespan of TCP sessions and summarize (BCC's tool, CO-RE).
+//!
+//! The BPF side watches `sock:inet_sock_set_state`, remembers when each socket was born and which process owns
+//! it, and at close sends one record with the bytes acked and received through a ring buffer; PID, port and
+//! family filters run in the kernel. This front end prints each session as it closes, in BCC's columns or as
+//! JSON lines, and reports on stderr any session the kernel side could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::cli::{parse_pid, parse_port_list};
+use common::domain::net::{AF_INET, AF_INET6};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Layout, Printer, Session, Style};
+
+const EXAMPLES: &str = "\
+examples:
+    tcplife           # trace all TCP connect()s
+    tcplife -T        # include time column (HH:MM:SS)
+    tcplife -w        # wider columns (fit IPv6)
+    tcplife -stT      # csv output, with times & timestamps
+    tcplife -p 181    # only trace PID 181
+    tcplife -L 80     # only trace local port 80
+    tcplife -L 80,81  # only trace local ports 80 and 81
+    tcplife -D 80     # only trace remote port 80
+    tcplife -4        # only trace IPv4 family
+    tcplife -6        # only trace IPv6 family
+    tcplife --json    # JSON lines with exact byte counts";
+
+/// Most ports one -L or -D list may hold (the size of the BPF port maps, MAX_PORTS in tcplife.h).
+const MAX_PORTS: usize = 1024;
+
+/// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
+type Ports = Vec<u16>;
+
+/// Trace the lifespan of TCP sessions and summarize.
+#[derive(Debug, Parser)]
+#[command(name = "tcplife", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include time column on output (HH:MM:SS)
+    #[arg(short = 'T', long = "time")]
+    time: bool,
+    /// Include timestamp on output (seconds)
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Wide column output (fits IPv6 addresses)
+    #[arg(short = 'w', long)]
+    wide: bool,
+    /// Comma separated values output
+    #[arg(short = 's', long)]
+    csv: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Comma-separated list of local ports to trace
+    #[arg(short = 'L', long = "localport", value_name = "PORTS", value_parser = parse_port_list)]
+    localport: Option<Ports>,
+    /// Comma-separated list of remote ports to trace
+    #[arg(short = 'D', long = "remoteport", value_name = "PORTS", value_parser = parse_port_list)]
+    remoteport: Option<Ports>,
+    /// Trace IPv4 family only
+    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// Trace IPv6 family only
+    #[arg(short = '6', long)]
+    ipv6: bool,
+    /// JSON output: one object per session, with exact byte counts
+    #[arg(short = 'j', long, conflicts_with_all = ["wide", "csv"])]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || tcplife(args))
+}
+
+fn tcplife(args: Args) -> Result<()> {
+    for (flag, ports) in [("-L", &args.localport), ("-D", &args.remoteport)] {
+        if ports.as_ref().is_some_and(|p| p.len() > MAX_PORTS) {
+            bail!("{flag} lists more than {MAX_PORTS} ports");
+        }
+    }
+    let signals = Signals::install()?;
+    let preferred = [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
+    let ((skel, _link), _mech) =
+        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let layout = match (args.csv, args.wide) {
+        (true, _) => Layout::Csv,
+        (false, true) => Layout::Wide,
+        _ => Layout::Default,
+    };
+    let mut printer = Printer::new(Style { layout, json: args.json, clock: args.time, since_first: args.timestamp });
+    let mut out = Output::new();
+    printer.write_header(&mut out)?;
+
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut losses = Losses::default();
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.events,
+        || {
+            losses.report(&bss.lost, &bss.births_full);
+            false
+        },
+        |data| {
+            let event: bpf::types::event = common::attach::maps::from_bytes(data);
+            match Session::from_event(&event) {
+                Some(session) => Ok(printer.write(&mut out, &session)?),
+                None => Ok(()),
+            }
+        },
+    )?;
+    losses.report(&bss.lost, &bss.births_full);
+    Ok(())
+}
+
+/// Sessions the BPF side could not deliver, as already reported on stderr.
+#[derive(Default)]
+struct Losses {
+    lost: u64,
+    untracked: u64,
+}
+
+impl Losses {
+    /// Reports on stderr how many more sessions were lost since the last call. The counters live in the BPF
+    /// program's memory-mapped `.bss`, so they are read as volatile.
+    fn report(&mut self, lost: &u64, untracked: &u64) {
+        // SAFETY: both point into the skeleton's live .bss mapping, aligned u64s the kernel updates atomically.
+        let (lost, untracked) = unsafe { (std::ptr::read_volatile(lost), std::ptr::read_volatile(untracked)) };
+        let mut stderr = std::io::stderr();
+        if lost > self.lost {
+            let _ = writeln!(stderr, "tcplife: lost {} sessions (ring buffer full)", lost - self.lost);
+            self.lost = lost;
+        }
+        if untracked > self.untracked {
+            let _ = writeln!(stderr, "tcplife: missed {} sessions (socket map full)", untracked - self.untracked);
+            self.untracked = untracked;
+        }
+    }
+}
+
+/// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
+    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_family = match (args.ipv4, args.ipv6) {
+        (true, _) => AF_INET,
+        (_, true) => AF_INET6,
+        _ => 0,
+    };
+    rodata.filter_lport = args.localport.is_some();
+    rodata.filter_rport = args.remoteport.is_some();
+
+    let progs = &mut open.progs;
+    progs.set_state_btf.set_autoload(mech == Attach::TpBtf);
+    progs.set_state_raw.set_autoload(mech == Attach::RawTp);
+    progs.set_state_tp.set_autoload(mech == Attach::Tracepoint);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+
+    // The port maps are filled before attaching, so no session slips past an empty filter.
+    for (map, ports) in [(&skel.maps.lports, &args.localport), (&skel.maps.rports, &args.remoteport)] {
+        for port in ports.iter().flatten() {
+            map.update(&port.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the port filter")?;
+        }
+    }
+    let p = &skel.progs;
+    let prog = match mech {
+        Attach::TpBtf => &p.set_state_btf,
+        Attach::RawTp => &p.set_state_raw,
+        _ => &p.set_state_tp,
+    };
+    let link = attach_tracepoint(prog, "sock", "inet_sock_set_state", mech)?;
+    Ok((skel, link))
+}

@@ -1,0 +1,92 @@
+//! `corebpf-tools`: every tool of the kit in one binary, like busybox.
+//!
+//! Invoked through a link named after a tool (`biolatency`, or `bpf-biolatency` with an install prefix), it runs
+//! that tool; invoked as itself, its first argument names the tool (`corebpf-tools biolatency -m 1 1`), or one of
+//! its own commands: `--list` (or `list`) and `features`. The list of tools is generated from the workspace's
+//! `tools/*` folders by build.rs.
+
+mod features;
+mod list;
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
+
+use common::tool::Tool;
+
+include!(concat!(env!("OUT_DIR"), "/tools.rs"));
+
+const NAME: &str = "corebpf-tools";
+
+const USAGE: &str = "\
+Usage: corebpf-tools TOOL [ARGS]...
+       corebpf-tools --list | list
+       corebpf-tools features [--json]
+       TOOL [ARGS]...            (through a link named after the tool, optionally with a prefix: bpf-TOOL)
+
+Prebuilt CO-RE BPF tracing tools, BCC's tools rebuilt in Rust. `corebpf-tools TOOL --help` shows a tool's
+options.";
+
+fn main() -> ExitCode {
+    let mut argv: Vec<OsString> = std::env::args_os().collect();
+    let invoked = argv.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().into_owned());
+    if let Some(tool) = invoked.as_deref().and_then(tool_for_link) {
+        return (tool.main)(argv);
+    }
+    argv.remove(0);
+    let Some(first) = argv.first().map(|a| a.to_string_lossy().into_owned()) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    match first.as_str() {
+        "--list" | "list" => list::print(TOOLS),
+        "features" => features::main(TOOLS, &argv[1..]),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        "-V" | "--version" => {
+            println!("{NAME} {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        name => match TOOLS.iter().find(|t| t.name == name) {
+            Some(tool) => (tool.main)(argv),
+            None => {
+                let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+                eprintln!("{NAME}: no tool named '{name}' (tools: {})", names.join(", "));
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+/// The tool a link is named after: its exact name, else the longest tool name that ends the link's name after
+/// an install prefix (`bpf-biolatency`, `corebpf-biolatency`); never a part of a name inside another.
+fn tool_for_link(invoked: &str) -> Option<&'static Tool> {
+    if let Some(tool) = TOOLS.iter().find(|t| t.name == invoked) {
+        return Some(tool);
+    }
+    TOOLS.iter().filter(|t| invoked.len() > t.name.len() && invoked.ends_with(t.name)).max_by_key(|t| t.name.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_find_their_tool() {
+        assert_eq!(tool_for_link("biolatency").map(|t| t.name), Some("biolatency"));
+        assert_eq!(tool_for_link("bpf-biolatency").map(|t| t.name), Some("biolatency"));
+        assert!(tool_for_link("corebpf-tools").is_none());
+        assert!(tool_for_link("biolatency-x").is_none());
+    }
+
+    #[test]
+    fn tools_are_sorted_and_unique() {
+        let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+    }
+}
