@@ -91,11 +91,8 @@ fn biolatency(args: Args) -> Result<()> {
     let signals = Signals::install()?;
 
     let ((skel, _links), _mech) = load_first_working(&[Attach::TpBtf, Attach::RawTp], args.verbose.on(), |mech| {
-        load_and_attach(&args, &btf, target_dev, mech)
+        load_and_attach(&args, &btf, target_dev, cgroup.as_ref(), mech)
     })?;
-    if let Some(cgroup) = &cgroup {
-        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
-    }
 
     let mut out = Output::new();
     let mut report = Report::new(
@@ -131,6 +128,7 @@ fn load_and_attach(
     args: &Args,
     btf: &KernelBtf,
     target_dev: Option<u32>,
+    cgroup: Option<&std::fs::File>,
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
@@ -155,6 +153,10 @@ fn load_and_attach(
     progs.block_rq_issue_raw.set_autoload(!tp_btf);
     progs.block_rq_complete_raw.set_autoload(!tp_btf);
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    // Filters are in place before the first program is attached, so no I/O from outside the cgroup is counted.
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
 
     let p = &skel.progs;
     let (insert, issue, complete) = if tp_btf {
