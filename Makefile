@@ -1,14 +1,16 @@
 # corebpf-tools: build, test, install and package the tools. Every target works over tools/* (each folder with a
 # Cargo.toml), so a new tool needs no change here.
 #
-#   make              build every tool (release, dynamically linked to libelf and zlib)
-#   make static       fully static binaries (no shared libraries), in target/$(uname -m)-unknown-linux-gnu/release
-#   make install      install the static binaries, man pages and completions (PREFIX, DESTDIR, APP_PREFIX)
+#   make              build every tool and the multicall corebpf-tools (release, linked to libelf and zlib)
+#   make static       the shipped binary: corebpf-tools, fully static, fat LTO (`dist` profile), in
+#                     target/$(uname -m)-unknown-linux-gnu/dist
+#   make install      install corebpf-tools, a link per tool, man pages and completions (PREFIX, DESTDIR, APP_PREFIX)
 #   make uninstall    remove exactly what `make install` installs (same PREFIX, DESTDIR, APP_PREFIX)
 #   make deb          Debian package in target/debian/ (tools as /usr/sbin/$(DEB_APP_PREFIX)TOOL; default bpf-)
 #   make repro-check  build the static tools twice, from two copies of this commit, and compare sha256 (minutes)
 #   make snapshots    regenerate tests/snapshots/TOOL.help from each tool's --help
 #   make test         unit and integration tests (as root: they load BPF programs); builds static and deb first
+#   make template-check  copy a tool to a scratch name in a temporary copy of the workspace, build it, run --help
 #   make deps         install build and test dependencies (Debian/Ubuntu, as root)
 #   make lint         clippy and rustfmt checks
 
@@ -23,7 +25,7 @@ RELEASE_DIR := target/release
 PKG_TOOLS := $(patsubst tools/%/Cargo.toml,%,$(wildcard tools/*/Cargo.toml))
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 STATIC_TRIPLE ?= $(shell uname -m)-unknown-linux-gnu
-STATIC_DIR := $(TARGET_DIR)/$(STATIC_TRIPLE)/release
+STATIC_DIR := $(TARGET_DIR)/$(STATIC_TRIPLE)/dist
 LIBBPF_SYS_LIBRARY_PATH ?= /usr/lib/$(shell uname -m)-linux-gnu
 CARGO_HOME ?= $(HOME)/.cargo
 # Reproducible builds: no build-machine paths in the binaries (the BPF object gets -fdebug-prefix-map in
@@ -41,18 +43,18 @@ INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' AP
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
 
 .PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
-	clean tools
+	clean tools template-check
 
 all: build
 
 build:
 	$(CARGO) build --release --bins
 
-# One cargo invocation for all tools: --features applies to every selected package (each has static =
-# ["common/static"]). --target keeps RUSTFLAGS off build scripts and proc-macros, which must stay dynamic.
+# The one shipped binary, corebpf-tools, with every tool in it. --target keeps RUSTFLAGS off build scripts and
+# proc-macros, which must stay dynamic.
 static:
 	RUSTFLAGS='$(STATIC_RUSTFLAGS)' LIBBPF_SYS_LIBRARY_PATH='$(LIBBPF_SYS_LIBRARY_PATH)' \
-		$(CARGO) build --release --target $(STATIC_TRIPLE) --features static $(addprefix -p ,$(PKG_TOOLS))
+		$(CARGO) build --profile dist --target $(STATIC_TRIPLE) --features static -p corebpf-tools
 
 tools:
 	@echo $(TOOLS)
@@ -76,7 +78,11 @@ deb-package:
 		SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' ./packaging/build-deb.sh $(DEB_DIR) $(PKG_TOOLS)
 
 repro-check:
-	./packaging/repro-check.sh $(PKG_TOOLS)
+	./packaging/repro-check.sh
+
+# A copied tool folder must build and run with only its package name changed (the template promise).
+template-check:
+	./scripts/template-check.sh
 
 # --help is snapshot-tested (tests/tests/packaging.rs) at a fixed width, with no terminal attached.
 snapshots: build

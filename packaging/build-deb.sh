@@ -20,12 +20,10 @@ DEB_MAINTAINER=${DEB_MAINTAINER:-corebpf-tools developers <corebpf-tools@users.n
 arch=$(dpkg --print-architecture)
 export SOURCE_DATE_EPOCH
 
-for t in "$@"; do
-    [ -x "$BIN_SRC/$t" ] && ldd "$BIN_SRC/$t" 2>&1 | grep -qE 'statically linked|not a dynamic executable' || {
-        echo "build-deb.sh: $BIN_SRC/$t is not statically linked (run make static)" >&2
-        exit 1
-    }
-done
+[ -x "$BIN_SRC/corebpf-tools" ] && ldd "$BIN_SRC/corebpf-tools" 2>&1 | grep -qE 'statically linked|not a dynamic executable' || {
+    echo "build-deb.sh: $BIN_SRC/corebpf-tools is not statically linked (run make static)" >&2
+    exit 1
+}
 
 root=$out/root
 rm -rf "$root"

@@ -1,15 +1,18 @@
 #!/bin/sh
-# Installs built tool binaries with their man pages and bash, zsh and fish completions (what `make install` and
-# `make deb` do), or lists or removes exactly those files.
+# Installs the multicall binary corebpf-tools with a link per tool, each tool's man page and bash, zsh and fish
+# completions (what `make install` and `make deb` do), or lists or removes exactly those files.
 #
 #   packaging/install-tools.sh install|list|uninstall TOOL...
 #
 # Settings (environment; the Makefile passes its variables):
-#   BIN_SRC       folder of the built binaries (required for install)
+#   BIN_SRC       folder of the built corebpf-tools (required for install)
 #   DESTDIR       staging root (default: none)
 #   PREFIX        /usr/local by default; binaries go to $PREFIX/sbin, man pages to $PREFIX/share/man/man8
-#   APP_PREFIX    prepended to every installed name: APP_PREFIX=bpf- installs bpf-biolatency, its man page
-#                 bpf-biolatency.8.gz and completions for the command bpf-biolatency
+#   APP_PREFIX    prepended to every tool's installed name: APP_PREFIX=bpf- installs the link bpf-biolatency, its
+#                 man page bpf-biolatency.8.gz and completions for the command bpf-biolatency (corebpf-tools
+#                 itself keeps its name)
+# The links are symbolic and relative (`bpf-biolatency -> corebpf-tools`): package managers then store one binary,
+# never a copy per name.
 #   BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR   completion folders (defaults below)
 #   SOURCE_DATE_EPOCH   dates the man pages (reproducible builds)
 # The man pages and completions come from the binaries themselves (COREBPF_GENERATE, see common/src/generate.rs),
@@ -28,6 +31,8 @@ BASHCOMPDIR=${BASHCOMPDIR:-$PREFIX/share/bash-completion/completions}
 ZSHCOMPDIR=${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}
 FISHCOMPDIR=${FISHCOMPDIR:-$PREFIX/share/fish/vendor_completions.d}
 
+MULTICALL=corebpf-tools
+
 # The files installed for one tool, one per line, without DESTDIR.
 files_of() {
     name=$APP_PREFIX$1
@@ -38,30 +43,35 @@ files_of() {
     echo "$FISHCOMPDIR/$name.fish"
 }
 
-# Runs the tool binary in generation mode: generate TOOL WHAT > FILE.
+# Runs the tool in generation mode: generate TOOL WHAT > FILE.
 generate() {
     COREBPF_GENERATE=$2 COREBPF_GENERATE_NAME=$APP_PREFIX$1 COREBPF_MAN_SECTIONS=$here/man/$1.txt \
-        "$BIN_SRC/$1" < /dev/null
+        "$BIN_SRC/$MULTICALL" "$1" < /dev/null
+}
+
+# Every installed file, one per line, without DESTDIR.
+all_files() {
+    echo "$BINDIR/$MULTICALL"
+    for t in "$@"; do files_of "$t"; done
 }
 
 case $action in
 list)
-    for t in "$@"; do files_of "$t"; done
+    all_files "$@"
     ;;
 uninstall)
-    for t in "$@"; do
-        for f in $(files_of "$t"); do
-            if [ -e "$DESTDIR$f" ] || [ -L "$DESTDIR$f" ]; then
-                rm -f "$DESTDIR$f"
-                echo "removed $DESTDIR$f"
-            fi
-        done
+    for f in $(all_files "$@"); do
+        if [ -e "$DESTDIR$f" ] || [ -L "$DESTDIR$f" ]; then
+            rm -f "$DESTDIR$f"
+            echo "removed $DESTDIR$f"
+        fi
     done
     ;;
 install)
     : "${BIN_SRC:?BIN_SRC (the folder of the built binaries) is not set}"
+    [ -x "$BIN_SRC/$MULTICALL" ] ||
+        { echo "install-tools.sh: $BIN_SRC/$MULTICALL is not built (run make static)" >&2; exit 1; }
     for t in "$@"; do
-        [ -x "$BIN_SRC/$t" ] || { echo "install-tools.sh: $BIN_SRC/$t is not built (run make static)" >&2; exit 1; }
         [ -f "$here/man/$t.txt" ] ||
             { echo "install-tools.sh: $here/man/$t.txt is missing: write its DESCRIPTION and EXAMPLES" >&2; exit 1; }
     done
@@ -69,9 +79,10 @@ install)
         "$DESTDIR$FISHCOMPDIR"
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
+    install -m 0755 "$BIN_SRC/$MULTICALL" "$DESTDIR$BINDIR/$MULTICALL"
     for t in "$@"; do
         name=$APP_PREFIX$t
-        install -m 0755 "$BIN_SRC/$t" "$DESTDIR$BINDIR/$name"
+        ln -sfn "$MULTICALL" "$DESTDIR$BINDIR/$name"
         generate "$t" man > "$tmp/$name.8"
         gzip -9 -n -c "$tmp/$name.8" > "$tmp/$name.8.gz"
         install -m 0644 "$tmp/$name.8.gz" "$DESTDIR$MANDIR/$name.8.gz"
@@ -81,7 +92,7 @@ install)
         install -m 0644 "$tmp/zsh" "$DESTDIR$ZSHCOMPDIR/_$name"
         generate "$t" fish > "$tmp/fish"
         install -m 0644 "$tmp/fish" "$DESTDIR$FISHCOMPDIR/$name.fish"
-        echo "installed $DESTDIR$BINDIR/$name, its man page and completions"
+        echo "installed $DESTDIR$BINDIR/$name -> $MULTICALL, its man page and completions"
     done
     ;;
 *)

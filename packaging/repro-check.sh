@@ -1,15 +1,15 @@
 #!/bin/sh
-# Reproducibility check (what `make repro-check` does): builds the static tools twice from the same commit (HEAD),
+# Reproducibility check (what `make repro-check` does): builds the static corebpf-tools twice from the same commit (HEAD),
 # in two copies of the source at different paths with separate target folders and separate cargo homes' paths
 # remapped, then compares the binaries' and the .debs' sha256 and looks for build-machine paths in the binaries.
 #
-#   packaging/repro-check.sh TOOL...
+#   packaging/repro-check.sh
 #
 # Takes two full static builds (several minutes on 2 cores). REPRO_DIR picks the scratch folder (default: a new
 # one under /var/tmp, removed afterwards when the check passes). Exit 0 when every binary is identical.
 set -eu
 
-[ $# -gt 0 ] || { echo "usage: repro-check.sh TOOL..." >&2; exit 2; }
+[ $# -eq 0 ] || { echo "usage: repro-check.sh" >&2; exit 2; }
 repo=$(git rev-parse --show-toplevel)
 commit=$(git -C "$repo" rev-parse HEAD)
 epoch=$(git -C "$repo" log -1 --format=%ct "$commit")
@@ -23,7 +23,7 @@ for copy in one second-copy; do
     mkdir -p "$src"
     git -C "$repo" archive "$commit" | tar -x -C "$src"
     echo "repro-check: building $src (log: $work/$copy.log)"
-    (cd "$src" && env -u CARGO_TARGET_DIR make deb PKG_TOOLS="$*" SOURCE_DATE_EPOCH="$epoch") > "$work/$copy.log" 2>&1 || {
+    (cd "$src" && env -u CARGO_TARGET_DIR make deb SOURCE_DATE_EPOCH="$epoch") > "$work/$copy.log" 2>&1 || {
         tail -20 "$work/$copy.log" >&2
         echo "repro-check: the build in $src failed" >&2
         exit 1
@@ -39,9 +39,9 @@ else
     echo "DIFFERENT  $(basename "$deb_a")"
     status=1
 fi
-for t in "$@"; do
-    a=$work/one/corebpf-tools/target/$triple/release/$t
-    b=$work/second-copy/corebpf-tools/target/$triple/release/$t
+for t in corebpf-tools; do
+    a=$work/one/corebpf-tools/target/$triple/dist/$t
+    b=$work/second-copy/corebpf-tools/target/$triple/dist/$t
     sa=$(sha256sum < "$a" | cut -d' ' -f1)
     sb=$(sha256sum < "$b" | cut -d' ' -f1)
     if [ "$sa" = "$sb" ]; then

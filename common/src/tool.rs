@@ -11,6 +11,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
+use crate::attach::features::Attach;
+
 /// One tool: its name and one-line description (from its Cargo.toml) and its entry point.
 #[derive(Clone, Copy)]
 pub struct Tool {
@@ -20,6 +22,9 @@ pub struct Tool {
     pub about: &'static str,
     /// Runs the tool with a full command line (argv[0] first) and returns its exit status.
     pub main: fn(Vec<OsString>) -> ExitCode,
+    /// The attach mechanisms the tool can use, cheapest first within each family (`corebpf-tools features`
+    /// shows, per family, the first one this kernel offers).
+    pub attach: &'static [Attach],
 }
 
 impl Tool {
@@ -29,11 +34,20 @@ impl Tool {
     }
 }
 
-/// The [`Tool`] of the calling crate: name and description from its Cargo.toml, `$main` its entry point.
+/// The [`Tool`] of the calling crate: name and description from its Cargo.toml, `$main` its entry point, and
+/// the attach mechanisms it tries: `tool!(main, [Attach::TpBtf, Attach::RawTp])`.
 #[macro_export]
 macro_rules! tool {
     ($main:path) => {
-        $crate::tool::Tool { name: env!("CARGO_PKG_NAME"), about: env!("CARGO_PKG_DESCRIPTION"), main: $main }
+        $crate::tool!($main, [])
+    };
+    ($main:path, [$($attach:expr),* $(,)?]) => {
+        $crate::tool::Tool {
+            name: env!("CARGO_PKG_NAME"),
+            about: env!("CARGO_PKG_DESCRIPTION"),
+            main: $main,
+            attach: &[$($attach),*],
+        }
     };
 }
 

@@ -1,6 +1,7 @@
-//! Packaging: `--help` snapshots and `--version` of every tool, the static binaries (`make static`), `make
-//! install`/`uninstall` into a temporary DESTDIR, the man pages (rendered with `man -l`) and completions, and the
-//! .deb (`make deb`): its control fields and contents, and a real `dpkg -i` into a scratch root.
+//! Packaging: `--help` snapshots and `--version` of every tool, the static multicall binary (`make static`),
+//! `make install`/`uninstall` into a temporary DESTDIR (one binary, a link per tool), the man pages (rendered with
+//! `man -l`) and completions, and the .deb (`make deb`): its control fields and contents, and a real `dpkg -i`
+//! into a scratch root.
 //!
 //! Every test iterates over `tools/*`, so a new tool is covered with no change here. The static binaries and the
 //! .deb are built by `make test` before the test run (building them here would take minutes and fight cargo's
@@ -43,9 +44,10 @@ fn tools() -> Vec<String> {
     tools
 }
 
-/// Where `make static` puts a tool.
-fn static_bin(tool: &str) -> PathBuf {
-    let path = target_dir().join(format!("{}-unknown-linux-gnu", std::env::consts::ARCH)).join("release").join(tool);
+/// Where `make static` puts the shipped binary, corebpf-tools.
+fn static_bin() -> PathBuf {
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let path = target_dir().join(triple).join("dist").join("corebpf-tools");
     assert!(path.exists(), "{} is not built: run `make static`", path.display());
     path
 }
@@ -113,9 +115,11 @@ fn files_under(dir: &Path) -> BTreeSet<String> {
     out
 }
 
-/// The files `make install` must install for every tool, under `prefix` (no leading slash).
+/// The files `make install` must install, under `prefix` (no leading slash): corebpf-tools, and for every tool
+/// its link, man page and completions.
 fn expected_install(prefix: &str, app_prefix: &str, zsh_dir: &str) -> BTreeSet<String> {
     let mut files = BTreeSet::new();
+    files.insert(format!("{prefix}/sbin/corebpf-tools"));
     for tool in tools() {
         let name = format!("{app_prefix}{tool}");
         files.insert(format!("{prefix}/sbin/{name}"));
@@ -180,18 +184,18 @@ fn version_is_the_workspace_version() {
 }
 
 #[test]
-fn static_binaries_have_no_shared_libraries() {
+fn the_static_binary_has_no_shared_libraries_and_runs_every_tool() {
+    let path = static_bin();
+    let out = run(Command::new("ldd").arg(&path));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("statically linked") || text.contains("not a dynamic executable"),
+        "ldd {}: {text}",
+        path.display()
+    );
+    assert!(!text.contains(".so"), "ldd {}: {text}", path.display());
     for tool in tools() {
-        let path = static_bin(&tool);
-        let out = run(Command::new("ldd").arg(&path));
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(
-            text.contains("statically linked") || text.contains("not a dynamic executable"),
-            "ldd {}: {text}",
-            path.display()
-        );
-        assert!(!text.contains(".so"), "ldd {}: {text}", path.display());
-        assert_eq!(run_ok(Command::new(&path).arg("--version")), format!("{tool} {VERSION}\n"));
+        assert_eq!(run_ok(Command::new(&path).arg(&tool).arg("--version")), format!("{tool} {VERSION}\n"));
     }
 }
 
@@ -221,12 +225,16 @@ fn install_and_uninstall_into_a_destdir() {
 
         let prefix = prefix.unwrap_or("/usr/local").trim_start_matches('/');
         assert_eq!(files_under(&dest.0), expected_install(prefix, app_prefix, "zsh/site-functions"));
+        let multicall = dest.0.join(prefix).join("sbin/corebpf-tools");
+        assert_eq!(fs::metadata(&multicall).unwrap().permissions().mode() & 0o7777, 0o755);
+        assert_eq!(sha256(&multicall), sha256(&static_bin()), "corebpf-tools is not the static build");
         for tool in tools() {
             let name = format!("{app_prefix}{tool}");
             let installed = dest.0.join(prefix).join("sbin").join(&name);
-            assert_eq!(fs::metadata(&installed).unwrap().permissions().mode() & 0o7777, 0o755);
-            assert_eq!(sha256(&installed), sha256(&static_bin(&tool)), "{} is not the static build", name);
-            assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("{tool} {VERSION}\n"));
+            // A relative symbolic link, so that packages hold one binary, never a copy per name.
+            assert_eq!(fs::read_link(&installed).unwrap(), Path::new("corebpf-tools"), "{name}");
+            // Help, --version and errors name the tool as it was invoked.
+            assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("{name} {VERSION}\n"));
 
             // Completions are for the installed name and know every long option.
             let help = run_ok(Command::new(bin(&tool)).arg("--help"));
@@ -351,17 +359,21 @@ fn deb_installs_with_dpkg_and_every_tool_runs() {
         "corebpf-tools",
     ]));
     assert_eq!(status, format!("install ok installed {VERSION}"));
+    let multicall = root.0.join("usr/sbin/corebpf-tools");
+    assert_eq!(
+        sha256(&multicall),
+        sha256(&static_bin()),
+        "{} differs from the static build: run `make deb`",
+        multicall.display()
+    );
     for tool in tools() {
         let installed = root.0.join("usr/sbin").join(format!("bpf-{tool}"));
-        assert_eq!(
-            sha256(&installed),
-            sha256(&static_bin(&tool)),
-            "{} differs from the static build: run `make deb`",
-            installed.display()
-        );
-        assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("{tool} {VERSION}\n"));
+        assert_eq!(fs::read_link(&installed).unwrap(), Path::new("corebpf-tools"), "{}", installed.display());
+        assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("bpf-{tool} {VERSION}\n"));
         let out = run(Command::new(&installed).arg("--no-such-option"));
         assert_eq!(out.status.code(), Some(2), "{}: a usage error exits 2: {out:?}", installed.display());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with(&format!("bpf-{tool}: ")) && stderr.lines().count() == 1, "{stderr}");
     }
     run_ok(Command::new("dpkg").arg(format!("--root={}", root.0.display())).args(["-r", "corebpf-tools"]));
     let left: Vec<String> = files_under(&root.0).into_iter().filter(|f| !f.starts_with("var/lib/dpkg")).collect();

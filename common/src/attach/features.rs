@@ -162,7 +162,8 @@ pub fn tracefs() -> Result<PathBuf> {
     Ok(target.to_path_buf())
 }
 
-fn find_tracefs() -> Option<PathBuf> {
+/// Where tracefs is mounted, if it is (without mounting it).
+pub fn find_tracefs() -> Option<PathBuf> {
     let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
     for line in mounts.lines() {
         let mut fields = line.split_whitespace();

@@ -76,7 +76,7 @@ struct Args {
     every: IntervalCount,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -90,7 +90,7 @@ fn biolatency(args: Args) -> Result<()> {
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
 
-    let ((skel, _links), _mech) = load_first_working(&[Attach::TpBtf, Attach::RawTp], args.verbose.on(), |mech| {
+    let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         load_and_attach(&args, &btf, target_dev, cgroup.as_ref(), mech)
     })?;
 
