@@ -4,8 +4,9 @@
 #   vm/vmtest.sh                      # KERNELS=5.10,6.1,6.12,host  TOOLS=<every tool in vm/scenarios>
 #   KERNELS=6.1 TOOLS=funccount vm/vmtest.sh
 #
-# 1. Builds the tools as static binaries (`make static`) and their integration tests (with --target
-#    x86_64-unknown-linux-gnu, dynamically linked: the C library goes into the guest with them).
+# 1. Builds the shipped static multicall binary (`make static`: corebpf-tools, a link per tool in the guest, as
+#    `make install` lays them out) and the integration tests (with --target x86_64-unknown-linux-gnu, dynamically
+#    linked: the C library goes into the guest with them).
 # 2. Prebuilds the C test helpers the tests compile at run time (the guest has no compiler): the test binaries
 #    run on the host with COREBPF_PREBUILD_HELPERS=1, which builds each test's helpers and stops the test before
 #    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
@@ -80,26 +81,22 @@ say "tools: $tools; test binaries: $(echo $testbins); kernels: $kernels; logs: $
 
 # --- 1. static binaries ---
 export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
-pkgs=()
-for t in $tools; do pkgs+=(-p "$t"); done
-# `make static` (every tool, the packaging's flags) when the Makefile has it, so that CI builds the tools once.
-if make -n static > /dev/null 2>&1; then
-    say "building static tools: make static (log: $logdir/build.log)"
-    build_tools=(make --no-print-directory static)
-else
-    say "building static tools (log: $logdir/build.log)"
-    build_tools=(env RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
-        "$cargo" build --release --target $target --features static "${pkgs[@]}")
-fi
+say "building the static corebpf-tools: make static (log: $logdir/build.log)"
+build_tools=(make --no-print-directory static)
 "${build_tools[@]}" > "$logdir/build.log" 2>&1 ||
     {
         tail -30 "$logdir/build.log" >&2
         die "building the static tools failed"
     }
-bindir=${CARGO_TARGET_DIR:-$repo/target}/$target/release
-for t in $tools; do
-    if readelf -l "$bindir/$t" | grep -q 'program interpreter'; then die "$bindir/$t is dynamically linked; the matrix tests static builds"; fi
-done
+staticdir=${CARGO_TARGET_DIR:-$repo/target}/$target/dist
+if readelf -l "$staticdir/corebpf-tools" | grep -q 'program interpreter'; then
+    die "$staticdir/corebpf-tools is dynamically linked; the matrix tests the static build"
+fi
+# The tools as installed: corebpf-tools and a link per tool (the test helpers are prebuilt with these names too).
+bindir=$logdir/bin
+mkdir -p "$bindir"
+cp "$staticdir/corebpf-tools" "$bindir/"
+for t in $tools; do ln -sfn corebpf-tools "$bindir/$t"; done
 declare -A testexe=()
 if [ -n "$testbins" ]; then
     targs=()
@@ -139,7 +136,7 @@ for prog in bash; do
 done
 install -m 755 vm/init "$root/init"
 cp "$selected" "$root/vm/scenarios"
-for t in $tools; do cp "$bindir/$t" "$root/tools/"; done
+cp -a "$bindir/." "$root/tools/"
 for b in $testbins; do cp "${testexe[$b]}" "$root/tests/$b"; done
 if [ -d "$helperdir" ]; then
     find "$helperdir" -maxdepth 1 -type f -perm -u+x ! -name '*.*' -exec cp {} "$root/helpers/" \;

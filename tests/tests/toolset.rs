@@ -1,0 +1,186 @@
+//! The multicall binary `corebpf-tools`: dispatch by link name (with an install prefix) and by first argument,
+//! `--list`, unknown names, and `features` agreeing with what the tools themselves manage on this kernel (the
+//! kernel matrix runs `features_agree_with_the_tools` on 5.10, 6.1 and 6.12, where fentry and kprobes work).
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use corebpf_tests::{bin, Running, ScratchFile};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Every tool of the workspace with the description of its Cargo.toml.
+fn workspace_tools() -> Vec<(String, String)> {
+    let mut tools: Vec<(String, String)> = fs::read_dir(root().join("tools"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let manifest = fs::read_to_string(e.path().join("Cargo.toml")).ok()?;
+            let field = |key: &str| {
+                manifest.lines().find_map(|l| l.strip_prefix(key)?.trim().strip_prefix("= \"")?.strip_suffix('"'))
+            };
+            Some((field("name")?.to_owned(), field("description")?.to_owned()))
+        })
+        .collect();
+    tools.sort();
+    tools
+}
+
+fn output(cmd: &mut Command) -> Output {
+    let out = cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{cmd:?} panicked: {out:?}");
+    out
+}
+
+/// A scratch folder with links to corebpf-tools, removed when dropped.
+struct Links(PathBuf);
+
+impl Links {
+    fn new(names: &[String]) -> Links {
+        let dir = ScratchFile::new("links").0.clone();
+        fs::create_dir_all(&dir).unwrap();
+        for name in names {
+            symlink(bin("corebpf-tools"), dir.join(name)).unwrap();
+        }
+        Links(dir)
+    }
+}
+
+impl Drop for Links {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn list_shows_exactly_the_workspace_tools() {
+    for flag in ["--list", "list"] {
+        let out = output(Command::new(bin("corebpf-tools")).arg(flag));
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let rows: Vec<(String, String)> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let l = l.trim();
+                let (name, about) = l.split_once(' ').unwrap_or((l, ""));
+                (name.to_owned(), about.trim().to_owned())
+            })
+            .collect();
+        assert_eq!(rows, workspace_tools(), "corebpf-tools {flag}:\n{text}");
+    }
+}
+
+#[test]
+fn an_unknown_tool_is_a_usage_error_naming_the_tools() {
+    let out = output(Command::new(bin("corebpf-tools")).arg("nosuchtool"));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("corebpf-tools: no tool named 'nosuchtool'"), "{stderr}");
+    for (tool, _) in workspace_tools() {
+        assert!(stderr.contains(&tool), "{stderr} does not name {tool}");
+    }
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn every_tool_runs_through_its_link_and_as_a_subcommand() {
+    let tools: Vec<String> = workspace_tools().into_iter().map(|(t, _)| t).collect();
+    let mut names = tools.clone();
+    names.extend(tools.iter().map(|t| format!("bpf-{t}")));
+    let links = Links::new(&names);
+    for tool in &tools {
+        for name in [tool.clone(), format!("bpf-{tool}")] {
+            let out = output(Command::new(links.0.join(&name)).arg("--version"));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{name} {VERSION}\n"), "{out:?}");
+            // Usage errors name the tool as it was invoked, on one line.
+            let out = output(Command::new(links.0.join(&name)).arg("--no-such-option"));
+            assert_eq!(out.status.code(), Some(2), "{out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.starts_with(&format!("{name}: ")) && stderr.lines().count() == 1, "{stderr}");
+        }
+        let out = output(Command::new(bin("corebpf-tools")).args([tool.as_str(), "--help"]));
+        assert!(out.status.success(), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("Usage: {tool} ")), "{out:?}");
+    }
+}
+
+#[test]
+fn a_prefixed_link_traces_for_real() {
+    let links = Links::new(&["bpf-biolatency".to_owned()]);
+    let out = output(Command::new(links.0.join("bpf-biolatency")).args(["1", "1"]));
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Tracing block device I/O... Hit Ctrl-C to end."), "{stdout}");
+    // A runtime error names the tool as invoked, too.
+    let out = output(Command::new(links.0.join("bpf-biolatency")).args(["-d", "nosuchdisk"]));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("bpf-biolatency: "), "{out:?}");
+}
+
+/// `features --json` as (name, available).
+fn features() -> Vec<(String, bool)> {
+    let out = output(Command::new(bin("corebpf-tools")).args(["features", "--json"]));
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_owned(), f["available"].as_bool().unwrap()))
+        .collect()
+}
+
+/// True if `tool args` attaches with exactly `mech` when forced to it (COREBPF_ATTACH), false if it fails.
+fn tool_attaches(tool: &str, args: &[&str], mech: &str) -> bool {
+    let mut args: Vec<&str> = args.to_vec();
+    args.push("-v");
+    let run = Running::start_with_env(tool, &args, &[("COREBPF_ATTACH", mech)]);
+    // The tool either attaches (and says so on stderr) or exits with its one-line reason.
+    std::thread::sleep(Duration::from_millis(200));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = fs::read_to_string(format!("/proc/{}/stat", run.pid())).unwrap_or_default();
+        let exited = status.is_empty() || status.split_whitespace().nth(2) == Some("Z");
+        if exited || !corebpf_tests::prog_ids_of(run.pid()).is_empty() || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(30));
+    let attached = done.stderr.contains(&format!("attached with {mech}"));
+    assert!(attached == done.status.success(), "{tool} {args:?} ({mech}): {done:?}");
+    attached
+}
+
+#[test]
+fn features_agree_with_the_tools() {
+    let features = features();
+    let has = |name: &str| {
+        features.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no feature {name} in {features:?}")).1
+    };
+    for name in ["privileges", "btf", "tp_btf", "raw_tp", "perf_event", "ring_buffer", "uprobe"] {
+        assert!(has(name), "{name} is unavailable: {features:?}");
+    }
+    let checks: [(&str, &str, Vec<&str>); 6] = [
+        ("tp_btf", "biolatency", vec![]),
+        ("raw_tp", "biolatency", vec![]),
+        ("fentry", "funccount", vec!["vfs_read"]),
+        ("kprobe", "funccount", vec!["vfs_read"]),
+        ("kprobe_multi", "funccount", vec!["vfs_read"]),
+        ("uprobe_multi", "funccount", vec!["c:getpid"]),
+    ];
+    for (mech, tool, args) in checks {
+        assert_eq!(has(mech), tool_attaches(tool, &args, mech), "features says {mech}: {}", has(mech));
+    }
+}
