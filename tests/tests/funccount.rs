@@ -304,7 +304,7 @@ fn kernel_functions_fail_with_one_clear_sentence_and_leave_nothing_behind() {
 #[test]
 fn bad_input_is_one_clear_line() {
     let exe = helper();
-    let cases: [(&[&str], i32, &str); 7] = [
+    let cases: [(&[&str], i32, &str); 11] = [
         (
             &["nosuchkernelfunction_xyz"],
             1,
@@ -315,7 +315,13 @@ fn bad_input_is_one_clear_line() {
         (&["x:c:malloc"], 1, "funccount: type must be 'p', 't', or 'u', but got 'x'"),
         (&["a:b:c:d"], 1, "funccount: too many ':'-separated components"),
         (&["t:nosuchcategory_xyz:*"], 1, "funccount: no tracepoints matched"),
-        (&["-p", "999999999", "c:malloc"], 2, "no process with PID 999999999"),
+        // Issue 23 item 6: an unknown PID is a runtime fact (one line, exit 1); a malformed one a usage error.
+        (&["-p", "999999999", "c:malloc"], 1, "funccount: no process with PID 999999999"),
+        (&["-p", "abc", "c:malloc"], 2, "'abc' is not a PID"),
+        // Item 3: intervals and durations beyond a year are usage errors naming the range, never a panic.
+        (&["-i", "18446744073709551615", "c:malloc"], 2, "from 1 to 31536000"),
+        (&["-d", "18446744073709551615", "c:malloc"], 2, "from 1 to 31536000"),
+        (&["-i", "0", "c:malloc"], 2, "from 1 to 31536000"),
     ];
     for (args, code, message) in cases {
         let done = run_tool("funccount", args);

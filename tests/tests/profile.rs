@@ -330,7 +330,7 @@ fn json_lines_carry_pid_comm_and_frames() {
 #[test]
 fn bad_input_is_refused() {
     let cases: [(&[&str], i32, &str); 7] = [
-        (&["-p", "999999999"], 2, "no process with PID 999999999"),
+        (&["-p", "999999999"], 1, "no process with PID 999999999"),
         (&["-F", "0"], 2, "must be greater than 0"),
         (&["-F", "100000000", "1"], 1, "above the kernel's limit"),
         (&["-C", "4096", "1"], 1, "CPU 4096 does not exist or is offline"),

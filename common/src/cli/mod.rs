@@ -1,8 +1,9 @@
 //! Command-line pieces every tool shares, with BCC's names and semantics.
 //!
 //! `IntervalCount` is the `[interval] [count]` pair of the histogram tools (no interval: one report at Ctrl-C);
-//! the parsers check PIDs, positive numbers and port lists so that a bad value is a clap usage error (exit 2)
-//! naming the argument.
+//! the parsers check the syntax of PIDs, positive numbers, intervals and port lists so that a bad value is a clap
+//! usage error (exit 2) naming the argument. Whether a PID names a live process is a runtime fact, checked in the
+//! tool's body with [`require_process`] (one line `tool: no process with PID N`, exit 1).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -16,7 +17,7 @@ pub mod man_completions;
 #[derive(Debug, Clone, Args)]
 pub struct IntervalCount {
     /// Output interval, in seconds (default: one report at Ctrl-C)
-    #[arg(value_parser = parse_positive_u64)]
+    #[arg(value_parser = parse_interval_secs)]
     pub interval: Option<u64>,
     /// Number of outputs (default: unlimited)
     #[arg(value_parser = parse_positive_u64, requires = "interval")]
@@ -85,13 +86,34 @@ pub fn parse_positive_u64(s: &str) -> Result<u64, String> {
     }
 }
 
-/// A PID of a process that exists now.
-pub fn parse_pid(s: &str) -> Result<u32, String> {
-    let pid: u32 = s.parse().map_err(|_| format!("'{s}' is not a PID"))?;
-    if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(format!("no process with PID {pid}"));
+/// The longest interval or duration a tool takes, in seconds (one year): longer ones are usage errors, so that no
+/// deadline computed from user input can overflow.
+pub const MAX_INTERVAL_SECS: u64 = 365 * 24 * 60 * 60;
+
+/// An interval or duration in whole seconds, from 1 to [`MAX_INTERVAL_SECS`].
+pub fn parse_interval_secs(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n @ 1..=MAX_INTERVAL_SECS) => Ok(n),
+        _ => Err(format!("'{s}' is not a number of seconds from 1 to {MAX_INTERVAL_SECS} (a year)")),
     }
-    Ok(pid)
+}
+
+/// The syntax of a PID (a positive number that fits a kernel PID). Whether the process exists is checked at run
+/// time, with [`require_process`].
+pub fn parse_pid(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(pid @ 1..=0x3fff_ffff) => Ok(pid),
+        _ => Err(format!("'{s}' is not a PID")),
+    }
+}
+
+/// Fails with `no process with PID N` unless process (or thread) `pid` exists now. Every tool with a PID filter
+/// calls this in its body, so an unknown PID is one line on stderr and exit status 1 ([`crate::run::main`]).
+pub fn require_process(pid: u32) -> anyhow::Result<()> {
+    if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+        anyhow::bail!("no process with PID {pid}");
+    }
+    Ok(())
 }
 
 /// A comma-separated list of TCP/UDP ports, e.g. `80,443`.
@@ -122,9 +144,24 @@ mod tests {
     #[test]
     fn pids() {
         assert_eq!(parse_pid(&std::process::id().to_string()), Ok(std::process::id()));
+        assert_eq!(parse_pid("4000000"), Ok(4000000));
         assert!(parse_pid("0").is_err());
         assert!(parse_pid("4194304999").is_err());
         assert!(parse_pid("abc").is_err());
+        assert!(parse_pid("-1").is_err());
+        assert!(require_process(std::process::id()).is_ok());
+        let err = require_process(0x3fff_fff0).unwrap_err().to_string();
+        assert_eq!(err, "no process with PID 1073741808");
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval_secs("1"), Ok(1));
+        assert_eq!(parse_interval_secs("31536000"), Ok(MAX_INTERVAL_SECS));
+        for bad in ["0", "31536001", "18446744073709551615", "9223372036854775807", "-1", "x"] {
+            let err = parse_interval_secs(bad).unwrap_err();
+            assert!(err.contains("from 1 to 31536000"), "{err}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use common::attach::features::KernelBtf;
 use common::attach::loader::allowed;
-use common::cli::{parse_pid, parse_positive_u64};
+use common::cli::{parse_interval_secs, parse_pid};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals, Tick};
 
@@ -50,10 +50,10 @@ struct Args {
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
     /// Summary interval, seconds
-    #[arg(short = 'i', long, value_parser = parse_positive_u64)]
+    #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
     /// Total duration of trace, seconds
-    #[arg(short = 'd', long, value_parser = parse_positive_u64)]
+    #[arg(short = 'd', long, value_parser = parse_interval_secs)]
     duration: Option<u64>,
     /// Include timestamp on output
     #[arg(short = 'T', long)]
@@ -85,6 +85,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn funccount(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
     if let Some(cpu) = args.cpu {
         let cpus = libbpf_rs::num_possible_cpus()?;
         if cpu as usize >= cpus {

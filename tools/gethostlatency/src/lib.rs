@@ -60,6 +60,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn gethostlatency(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
     let libc = libc_path(&args)?;
     let signals = Signals::install()?;
 

@@ -115,6 +115,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn profile(args: Args) -> Result<()> {
+    args.pids.iter().chain(&args.tids).flatten().try_for_each(|&id| common::cli::require_process(id))?;
     let cpus = common::attach::perf::sampling_cpus(args.cpu)?;
     let rate = match args.count {
         Some(n) => Rate::Period(n),

@@ -92,6 +92,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn tcplife(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
     for (flag, ports) in [("-L", &args.localport), ("-D", &args.remoteport)] {
         if ports.as_ref().is_some_and(|p| p.len() > MAX_PORTS) {
             bail!("{flag} lists more than {MAX_PORTS} ports");
