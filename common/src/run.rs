@@ -2,11 +2,12 @@
 //!
 //! [`main`] wraps a tool's body: it reports an error as one line `tool: message` on stderr with exit status 1,
 //! and treats a closed stdout pipe as a normal, quiet end (exit 0). [`Signals`] catches SIGINT, SIGTERM and SIGHUP
-//! so the tool can print what it has and detach cleanly; [`run_intervals`] drives histogram tools through
+//! so the tool can print what it has and detach cleanly, and watches a pipe on stdout: when its reader goes away
+//! (`tool | head -1`), that is a stop too, noticed at once rather than at the next write; [`run_intervals`] drives histogram tools through
 //! `[interval] [count]` and calls the report once more, for the partial interval, when a signal arrives.
 
 use std::io::Read;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,10 +60,26 @@ fn one_line(err: &anyhow::Error) -> String {
     line.replace('\n', " ")
 }
 
-/// SIGINT, SIGTERM and SIGHUP, caught: the first one asks the tool to stop.
+/// SIGINT, SIGTERM and SIGHUP, caught: the first one asks the tool to stop. So does the reader of a stdout pipe
+/// going away.
 pub struct Signals {
     stop: Arc<AtomicBool>,
     wake: UnixStream,
+    /// Stdout is a pipe, watched for its reader going away.
+    stdout_pipe: bool,
+    /// The reader of the stdout pipe went away.
+    stdout_gone: AtomicBool,
+}
+
+/// True if file descriptor `fd` is a pipe (or FIFO).
+fn is_pipe(fd: BorrowedFd<'_>) -> bool {
+    nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
+}
+
+/// The descriptor of this process's stdout.
+fn stdout_fd() -> BorrowedFd<'static> {
+    // SAFETY: descriptor 1 stays open for the life of the process (nothing here closes it).
+    unsafe { BorrowedFd::borrow_raw(libc::STDOUT_FILENO) }
 }
 
 impl Signals {
@@ -76,15 +93,67 @@ impl Signals {
             signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
             signal_hook::low_level::pipe::register(sig, notify.try_clone()?).context("installing signal handlers")?;
         }
-        Ok(Signals { stop, wake })
+        Ok(Signals { stop, wake, stdout_pipe: is_pipe(stdout_fd()), stdout_gone: AtomicBool::new(false) })
     }
 
-    /// True once a stop signal has arrived.
+    /// True once a stop signal has arrived or the reader of a stdout pipe has gone away.
     pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+        if self.stop.load(Ordering::SeqCst) || self.stdout_gone.load(Ordering::SeqCst) {
+            return true;
+        }
+        let mut fds = self.stdout_pollfd();
+        if !fds.is_empty() && poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0) {
+            self.note_stdout(&fds[0]);
+        }
+        self.stdout_gone.load(Ordering::SeqCst)
     }
 
-    /// Sleeps until `deadline` or a stop signal, whichever comes first. Returns true if a signal arrived.
+    /// True once the reader of the stdout pipe has gone away (the tool ends quietly: nobody reads its report).
+    pub fn stdout_gone(&self) -> bool {
+        self.stdout_gone.load(Ordering::SeqCst)
+    }
+
+    /// Stdout to poll for POLLERR (always reported; no events asked), if it is a pipe.
+    fn stdout_pollfd(&self) -> Vec<PollFd<'static>> {
+        if self.stdout_pipe {
+            vec![PollFd::new(stdout_fd(), PollFlags::empty())]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Records the reader of the stdout pipe going away, from a polled stdout descriptor.
+    fn note_stdout(&self, fd: &PollFd<'_>) {
+        if fd.revents().is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP | PollFlags::POLLNVAL)) {
+            self.stdout_gone.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits up to `timeout` for descriptor `fd` to be readable, a stop signal or the reader of the stdout pipe
+    /// going away. Returns true if `fd` is readable (the caller then reads it); check [`Signals::stopped`] after.
+    pub fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+        if self.stopped() {
+            return false;
+        }
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+        let mut fds = vec![PollFd::new(fd, PollFlags::POLLIN), PollFd::new(self.wake.as_fd(), PollFlags::POLLIN)];
+        fds.extend(self.stdout_pollfd());
+        if poll(&mut fds, timeout).is_err() {
+            return false;
+        }
+        if fds[1].any().unwrap_or(false) {
+            let mut drain = [0u8; 64];
+            let _ = (&self.wake).read(&mut drain);
+        }
+        if let Some(out) = fds.get(2) {
+            self.note_stdout(out);
+        }
+        fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLIN))
+    }
+
+    /// Sleeps until `deadline` or a stop signal (or the reader of a stdout pipe going away), whichever comes first.
+    /// Returns true if the sleep was cut short by a stop.
     pub fn sleep_until(&self, deadline: Option<Instant>) -> bool {
         loop {
             if self.stopped() {
@@ -102,12 +171,18 @@ impl Signals {
                     PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
                 }
             };
-            let mut fds = [PollFd::new(self.wake.as_fd(), PollFlags::POLLIN)];
+            let mut fds = vec![PollFd::new(self.wake.as_fd(), PollFlags::POLLIN)];
+            fds.extend(self.stdout_pollfd());
             // EINTR just loops; a readable pipe means a signal was caught.
             if let Ok(n) = poll(&mut fds, timeout) {
                 if n > 0 {
-                    let mut drain = [0u8; 64];
-                    let _ = (&self.wake).read(&mut drain);
+                    if fds[0].any().unwrap_or(false) {
+                        let mut drain = [0u8; 64];
+                        let _ = (&self.wake).read(&mut drain);
+                    }
+                    if let Some(out) = fds.get(1) {
+                        self.note_stdout(out);
+                    }
                 }
             }
         }
@@ -125,7 +200,9 @@ pub enum Tick {
 
 /// Calls `report` every `interval` (on a fixed schedule, so intervals do not drift) until `count` reports have
 /// been made or a signal arrives; a signal triggers one final report for the partial interval. Without an
-/// interval, waits for a signal and reports once.
+/// interval, waits for a signal and reports once. A deadline too far to compute is waited for as "until a
+/// signal" (no arithmetic here can panic, whatever the interval). When the reader of a stdout pipe has gone
+/// away, nothing more is reported.
 pub fn run_intervals(
     signals: &Signals,
     interval: Option<Duration>,
@@ -135,9 +212,15 @@ pub fn run_intervals(
     let start = Instant::now();
     let mut done = 0u64;
     loop {
-        let deadline = interval.map(|i| start + i * (done as u32 + 1));
+        let deadline = interval.and_then(|i| {
+            let n = u32::try_from(done.saturating_add(1)).ok()?;
+            start.checked_add(i.checked_mul(n)?)
+        });
         let signalled = signals.sleep_until(deadline);
-        done += 1;
+        if signals.stdout_gone() {
+            return Ok(());
+        }
+        done = done.saturating_add(1);
         let last = signalled || count.is_some_and(|c| done >= c) || interval.is_none();
         report(if last { Tick::Last } else { Tick::Interval })?;
         if last {

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use corebpf_tests::*;
 
 const TOOL: &str = "gethostlatency";
-const HEADER: &str = "TIME      PID    COMM                  LATms HOST";
+/// BCC's columns: `%-9s %-7s %-16s %10s %s` (PID 7 wide).
+const HEADER: &str = "TIME      PID     COMM                  LATms HOST";
 const WARMUP_GAI: &str = "corebpf-warmup-gai.invalid";
 const WARMUP_GHBN: &str = "corebpf-warmup-ghbn.invalid";
 /// The helper's last call is on `corebpf-done-<its PID>.invalid`.
@@ -567,9 +568,13 @@ fn bad_pid_and_libc_paths_are_one_clear_error() {
     let not_elf = ScratchFile::new("ghl-not-elf");
     fs::write(&not_elf.0, "not a library\n").unwrap();
 
+    // An unknown PID is one line and exit 1 (as every tool says it); a malformed one a usage error (exit 2).
     let done = run_tool(TOOL, &["-p", "999999999"]);
+    assert_eq!(done.status.code(), Some(1), "{done:?}");
+    assert_eq!(done.stderr, "gethostlatency: no process with PID 999999999\n");
+    let done = run_tool(TOOL, &["-p", "12x"]);
     assert_eq!(done.status.code(), Some(2), "{done:?}");
-    assert!(done.stderr.contains("no process with PID 999999999"), "{}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
 
     let cases = [
         ("/nonexistent/libc.so.6".to_string(), "cannot read libc /nonexistent/libc.so.6"),
@@ -586,14 +591,20 @@ fn bad_pid_and_libc_paths_are_one_clear_error() {
     }
 }
 
-/// `gethostlatency | head -1`: the first call after the reader has gone ends the tool quietly, with status 0.
+/// `gethostlatency | head -1`: the reader going away ends the tool at once, quietly, with status 0, although no
+/// call comes after it (the helper never gets its go byte): stdout is watched, not just written to.
 #[test]
 fn closed_pipe_ends_quietly() {
-    let exe = helper(None);
-    let helper = Helper::start(&exe, &["localhost"]);
-    helper.comm(&exe_name(&exe));
+    // A process that makes no resolver call: nothing is ever written after the header.
+    let mut idle = Command::new("sleep").arg("600").spawn().unwrap();
+    let idle_pid = idle.id().to_string();
+    let deadline = Instant::now() + WAIT;
+    while !fs::read_to_string(format!("/proc/{idle_pid}/maps")).unwrap_or_default().contains("libc") {
+        assert!(Instant::now() < deadline, "sleep never mapped libc");
+        thread::sleep(Duration::from_millis(10));
+    }
     let mut tool = Command::new(bin(TOOL))
-        .args(["-p", &helper.pid().to_string()])
+        .args(["-p", &idle_pid])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -604,7 +615,6 @@ fn closed_pipe_ends_quietly() {
     reader.read_line(&mut header).unwrap();
     assert_eq!(header.trim_end(), HEADER);
     drop(reader);
-    helper.go_and_wait();
 
     let deadline = Instant::now() + WAIT;
     let status = loop {
@@ -613,12 +623,15 @@ fn closed_pipe_ends_quietly() {
         }
         if Instant::now() > deadline {
             let _ = tool.kill();
+            let _ = idle.kill();
             panic!("gethostlatency kept running after its stdout was closed");
         }
         thread::sleep(Duration::from_millis(50));
     };
     let mut stderr = String::new();
     tool.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let _ = idle.kill();
+    let _ = idle.wait();
     assert!(status.success(), "{status}: {stderr}");
     assert!(stderr.is_empty(), "{stderr}");
 }

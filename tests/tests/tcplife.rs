@@ -575,7 +575,6 @@ fn bad_input_is_refused_clearly() {
         (&["-L", "80,x"][..], "'x' is not a port"),
         (&["-D", "0"][..], "'0' is not a port"),
         (&["-L", "70000"][..], "'70000' is not a port"),
-        (&["-p", "999999999"][..], "no process with PID 999999999"),
         (&["-p", "abc"][..], "'abc' is not a PID"),
         (&["-4", "-6"][..], "cannot be used with"),
         (&["--json", "-s"][..], "cannot be used with"),
@@ -586,6 +585,10 @@ fn bad_input_is_refused_clearly() {
         assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
         assert!(!done.stderr.contains("panicked"));
     }
+    // An unknown PID is a runtime fact: one line, exit 1, as in every tool.
+    let done = run_tool("tcplife", &["-p", "999999999"]);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert_eq!(done.stderr, "tcplife: no process with PID 999999999\n");
     let many: Vec<String> = (1..=1025).map(|p| p.to_string()).collect();
     let done = run_tool("tcplife", &["-L", &many.join(",")]);
     assert_eq!(done.status.code(), Some(1));
@@ -635,4 +638,42 @@ fn a_server_that_closes_first_keeps_its_own_pid() {
     // The client did not close first here: its FIN was acked, the server's was received.
     assert_reported(&records, &conn.server(), pid, &comm);
     assert_reported(&records, &conn.client(), bash.pid(), "bash");
+}
+
+/// `tcplife | head -1` with no session after the reader has gone (`-p` of an idle process): stdout is watched,
+/// so the tool ends at once instead of at its next write.
+#[test]
+fn closed_pipe_ends_without_waiting_for_a_session() {
+    let mut idle = Command::new("sleep").arg("600").spawn().unwrap();
+    let mut child = Command::new(bin("tcplife"))
+        .args(["-p", &idle.id().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    assert!(first.starts_with("PID "), "{first}");
+    let ids = prog_ids_of(child.id());
+    drop(reader);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = idle.kill();
+            panic!("tcplife kept running after its pipe closed");
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let _ = idle.kill();
+    let _ = idle.wait();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
 }

@@ -1,11 +1,13 @@
 //! Event-stream tools: poll a BPF ring buffer until a signal, handing each record to the tool.
 //!
-//! [`poll_ring_buffer`] wakes on new records or on SIGINT/SIGTERM/SIGHUP (a signal interrupts the poll), drains
+//! [`poll_ring_buffer`] wakes on new records, on SIGINT/SIGTERM/SIGHUP, or when the reader of a stdout pipe goes
+//! away (all three descriptors are polled together, so `tool | head -1` ends at once), drains
 //! what is left before returning, and turns an error returned by the record handler (a closed stdout pipe,
 //! typically) into the function's error instead of a panic inside libbpf's C callback. Records the BPF side
 //! could not reserve are its to count (a `lost` counter in `.bss`, by convention) and the tool's to report.
 
 use std::cell::RefCell;
+use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -43,8 +45,13 @@ pub fn poll_ring_buffer(
         .context("setting up the ring buffer")?;
     let ring = builder.build().context("setting up the ring buffer")?;
 
+    // SAFETY: the ring buffer's epoll descriptor lives as long as `ring`, which outlives this borrow.
+    let epoll = unsafe { BorrowedFd::borrow_raw(ring.epoll_fd()) };
     while !signals.stopped() && !until() {
-        let polled = ring.poll(POLL_INTERVAL);
+        if !signals.wait_readable(epoll, POLL_INTERVAL) {
+            continue;
+        }
+        let polled = ring.consume();
         if let Some(err) = failure.borrow_mut().take() {
             return Err(err);
         }
@@ -53,6 +60,9 @@ pub fn poll_ring_buffer(
             Err(err) if err.kind() == ErrorKind::Interrupted => {}
             Err(err) => return Err(err).context("polling the ring buffer"),
         }
+    }
+    if signals.stdout_gone() {
+        return Ok(());
     }
     // Records already in the buffer when the stop came are still reported.
     let drained = ring.consume();

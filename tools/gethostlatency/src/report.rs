@@ -45,7 +45,7 @@ impl Report {
     /// BCC's column header (text output only).
     pub fn write_header(&self, out: &mut Output) -> Result<()> {
         if !self.json {
-            writeln!(out, "{:<9} {:<6} {:<16} {:>10} HOST", "TIME", "PID", "COMM", "LATms")?;
+            writeln!(out, "{:<9} {:<7} {:<16} {:>10} HOST", "TIME", "PID", "COMM", "LATms")?;
             out.flush()?;
         }
         Ok(())
@@ -75,7 +75,7 @@ impl Report {
             })?;
         } else {
             let ms = c.ts as f64 / 1e6;
-            writeln!(out, "{:<9} {:<6} {:<16} {:>10.2} {}", clock_hms(), c.pid, comm, ms, host)?;
+            writeln!(out, "{:<9} {:<7} {:<16} {:>10.2} {}", clock_hms(), c.pid, comm, ms, host)?;
             out.flush()?;
         }
         Ok(())
