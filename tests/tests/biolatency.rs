@@ -236,8 +236,32 @@ fn bad_input_gets_one_clear_line() {
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
     assert!(done.stderr.contains("cannot open cgroup '/no/such/cgroup'"), "{}", done.stderr);
 
+    // Issue 23 item 8: a file, or a cgroup v1 directory, is named for what it is, not "Bad file descriptor".
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let mount_of = |fstype: &str| {
+        mounts.lines().map(|l| l.split(' ').collect::<Vec<_>>()).find(|f| f[2] == fstype).map(|f| f[1].to_string())
+    };
+    let v2 = mount_of("cgroup2").expect("a cgroup2 mount");
+    let mut wrong = vec![(format!("{v2}/cgroup.procs"), "is a file, not a cgroup v2 directory")];
+    if let Some(v1) = mount_of("cgroup") {
+        wrong.push((v1, "cgroup v1 hierarchy, not a cgroup v2 directory"));
+    }
+    for (path, message) in wrong {
+        let done = run_tool("biolatency", &["-c", &path]);
+        assert_eq!(done.status.code(), Some(1), "{path}: {}", done.stderr);
+        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        assert!(done.stderr.contains(message) && !done.stderr.contains("os error"), "{}", done.stderr);
+    }
+
     let done = run_tool("biolatency", &["0"]);
     assert_eq!(done.status.code(), Some(2), "usage errors exit 2: {}", done.stderr);
+    // Item 3: intervals beyond a year are usage errors naming the range, never a panic (exit 134).
+    for args in [&["18446744073709551615"][..], &["9223372036854775807", "1"]] {
+        let done = run_tool("biolatency", args);
+        assert_eq!(done.status.code(), Some(2), "{args:?}: {}", done.stderr);
+        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        assert!(done.stderr.contains("from 1 to 31536000"), "{}", done.stderr);
+    }
     let done = run_tool("biolatency", &["--bogus"]);
     assert_eq!(done.status.code(), Some(2));
     assert!(!done.stderr.contains("panicked"));
