@@ -29,7 +29,7 @@ impl KernelFunctions {
         if let Some(name) = pattern.literal() {
             return self.names.get(name).into_iter().cloned().collect();
         }
-        self.names.iter().filter(|n| pattern.is_match(n)).cloned().collect()
+        self.names.iter().filter(|n| pattern.is_full_match(n)).cloned().collect()
     }
 
     /// True if `name` is traceable.
@@ -122,9 +122,11 @@ fn kallsyms_functions(kallsyms: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// BCC's name-based exclusions: NOKPROBE_SYMBOLs, perf itself, static-call trampolines, gcc's `.cold` parts.
+/// BCC's name-based exclusions: NOKPROBE_SYMBOLs, perf itself, static-call trampolines, gcc's `.cold` parts;
+/// and the `__pfx_` padding before each function (6.2+), which is no function.
 fn excluded(name: &str) -> bool {
-    name.starts_with("_kbl_addr_")
+    name.starts_with("__pfx_")
+        || name.starts_with("_kbl_addr_")
         || name.starts_with("__perf")
         || name.starts_with("perf_")
         || name.starts_with("__SCT__")
@@ -148,6 +150,7 @@ mod tests {
     fn kallsyms_sections_and_exclusions() {
         let text = "\
 0 T _stext
+0 T __pfx_vfs_read
 1 T vfs_read
 2 t __init_begin
 3 T in_init
@@ -182,5 +185,8 @@ mod tests {
         assert_eq!(funcs.matching(&Pattern::glob("vfs_read").unwrap()), ["vfs_read"]);
         assert_eq!(funcs.matching(&Pattern::glob("vfs_*").unwrap()).len(), 2);
         assert!(funcs.matching(&Pattern::glob("nope").unwrap()).is_empty());
+        // Kernel functions match as whole names (BCC's re.fullmatch), regexes too.
+        assert_eq!(funcs.matching(&Pattern::regex("vfs_(read|write)").unwrap()).len(), 2);
+        assert!(funcs.matching(&Pattern::regex("vfs_re").unwrap()).is_empty());
     }
 }

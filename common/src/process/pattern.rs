@@ -1,10 +1,12 @@
-//! Name patterns as BCC's tools take them: shell-style globs by default, regular expressions on request.
+//! Name patterns exactly as BCC's tools take them: globs by default, regular expressions on request.
 //!
 //! A [`Pattern`] is built once from the user's text ([`Pattern::glob`] or [`Pattern::regex`]) and then tested
-//! against many names (kernel functions, ELF symbols, tracepoints, USDT probes). A glob matches the whole name,
-//! with `*` for any run of characters and `?` for one; every other character is literal (BCC turns `.` into a
-//! regex wildcard by accident; here `foo.cold` means just that). A regular expression matches anywhere in the
-//! name unless anchored, as in BCC's `funccount -r '^vfs.*'`.
+//! against many names (kernel functions, ELF symbols, tracepoints, USDT probes). As in BCC's `funccount.py`, a
+//! glob is a regular expression in which only `*` is rewritten (to `.*`), anchored at both ends: `[...]`, `?`,
+//! `.` and the rest keep their regex meaning (`sched_[sw]*` is a character class, `.` any character). How a
+//! pattern meets a name follows BCC's `__init__.py` too: user functions, tracepoints and USDT probes are matched
+//! from the start of the name (`re.match`, [`Pattern::is_match`]), kernel functions as a whole name
+//! (`re.fullmatch`, [`Pattern::is_full_match`]); so `-r 'dup'` matches `dup` and `dup2` but not `__dup2`.
 
 use anyhow::{bail, Context, Result};
 use regex_lite::Regex;
@@ -13,43 +15,36 @@ use regex_lite::Regex;
 #[derive(Debug, Clone)]
 pub struct Pattern {
     text: String,
-    regex: Regex,
+    /// Anchored at the start (Python's `re.match`).
+    start: Regex,
+    /// Anchored at both ends (Python's `re.fullmatch`).
+    whole: Regex,
     literal: bool,
 }
 
 impl Pattern {
-    /// A shell-style glob (`vfs_*`, `sys_enter_?ead`) matching whole names.
+    /// BCC's glob: `*` is any run of characters, everything else regex syntax, matching whole names.
     pub fn glob(text: &str) -> Result<Self> {
         if text.is_empty() {
             bail!("empty pattern");
         }
-        let mut re = String::from("^");
-        let mut literal = true;
-        for c in text.chars() {
-            match c {
-                '*' => {
-                    re.push_str(".*");
-                    literal = false;
-                }
-                '?' => {
-                    re.push('.');
-                    literal = false;
-                }
-                c => re.push_str(&regex_lite::escape(c.encode_utf8(&mut [0; 4]))),
-            }
-        }
-        re.push('$');
-        let regex = Regex::new(&re).with_context(|| format!("bad pattern '{text}'"))?;
-        Ok(Pattern { text: text.to_string(), regex, literal })
+        let source = format!("^{}$", text.replace('*', ".*"));
+        let literal = text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        Self::compile(text, &source, literal).with_context(|| format!("bad pattern '{text}'"))
     }
 
-    /// A regular expression, matching anywhere in a name unless anchored with `^`/`$`.
+    /// A regular expression, used as BCC uses it (matched from the start of a name, or as the whole name).
     pub fn regex(text: &str) -> Result<Self> {
         if text.is_empty() {
             bail!("empty pattern");
         }
-        let regex = Regex::new(text).with_context(|| format!("bad regular expression '{text}'"))?;
-        Ok(Pattern { text: text.to_string(), regex, literal: false })
+        Self::compile(text, text, false).with_context(|| format!("bad regular expression '{text}'"))
+    }
+
+    fn compile(text: &str, source: &str, literal: bool) -> Result<Self> {
+        let start = Regex::new(&format!("^(?:{source})"))?;
+        let whole = Regex::new(&format!("^(?:{source})$"))?;
+        Ok(Pattern { text: text.to_string(), start, whole, literal })
     }
 
     /// The glob or regex as typed.
@@ -57,14 +52,19 @@ impl Pattern {
         &self.text
     }
 
-    /// The one name this pattern can match, if it is a glob without wildcards.
+    /// The one name this pattern can match, if it is a glob of plain name characters.
     pub fn literal(&self) -> Option<&str> {
         self.literal.then_some(self.text.as_str())
     }
 
-    /// True if `name` matches.
+    /// True if the pattern matches at the start of `name` (BCC's `re.match`: user functions, tracepoints, USDT).
     pub fn is_match(&self, name: &str) -> bool {
-        self.regex.is_match(name)
+        self.start.is_match(name)
+    }
+
+    /// True if the pattern matches all of `name` (BCC's `re.fullmatch`: kernel functions).
+    pub fn is_full_match(&self, name: &str) -> bool {
+        self.whole.is_match(name)
     }
 }
 
@@ -73,26 +73,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn globs_match_whole_names() {
+    fn globs_rewrite_only_the_star() {
         let p = Pattern::glob("vfs_*").unwrap();
         assert!(p.is_match("vfs_read"));
         assert!(!p.is_match("xvfs_read"));
         assert!(p.literal().is_none());
+        // `.` and `?` keep their regex meaning, as in BCC.
         let p = Pattern::glob("a.b?").unwrap();
-        assert!(p.is_match("a.bc"));
+        assert!(p.is_match("a.b") && p.is_match("axb") && p.is_match("ax"));
         assert!(!p.is_match("axbc"));
+        let p = Pattern::glob("sched:sched_[sw]*").unwrap();
+        assert!(p.is_match("sched:sched_switch") && p.is_match("sched:sched_wakeup"));
+        assert!(!p.is_match("sched:sched_fork"));
         let p = Pattern::glob("getpid").unwrap();
         assert_eq!(p.literal(), Some("getpid"));
         assert!(!p.is_match("getpid2"));
         assert!(Pattern::glob("").is_err());
+        assert!(Pattern::glob("a[").is_err());
     }
 
     #[test]
-    fn regexes_search_unless_anchored() {
-        let p = Pattern::regex("^(hot|cold)_fn$").unwrap();
-        assert!(p.is_match("hot_fn"));
-        assert!(!p.is_match("hot_fn2"));
-        assert!(Pattern::regex("read").unwrap().is_match("vfs_read"));
+    fn regexes_match_from_the_start_or_whole() {
+        let p = Pattern::regex("dup").unwrap();
+        assert!(p.is_match("dup") && p.is_match("dup2"));
+        assert!(!p.is_match("__dup2") && !p.is_match("wcsdup"));
+        assert!(p.is_full_match("dup") && !p.is_full_match("dup2"));
+        let p = Pattern::regex("vfs_(read|write)").unwrap();
+        assert!(p.is_full_match("vfs_read") && !p.is_full_match("vfs_readv"));
+        let p = Pattern::regex("a|ab").unwrap();
+        assert!(p.is_full_match("ab"));
         assert!(Pattern::regex("(").is_err());
     }
 }
