@@ -43,6 +43,16 @@ impl Disks {
     }
 
     /// The device's name, or `?` as BCC prints for an unknown device.
+    /// How many block devices (disks and partitions) there are.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True if the system has no block devices.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
     pub fn name(&self, dev: u32) -> &str {
         self.names.get(&dev).map(String::as_str).unwrap_or("?")
     }

@@ -34,16 +34,20 @@ struct {
 	__uint(max_entries, 1);
 } cgroup_map SEC(".maps");
 
+/* Entries are allocated as I/Os start, not up front: the map costs what is in flight. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
+	__uint(max_entries, MAX_IN_FLIGHT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct request *);
 	__type(value, __u64);
 } start SEC(".maps");
 
+/* One entry without -D/-F; user space sizes it for the disks and flag sets it may see. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct hist_key);
 	__type(value, struct hist);
 } hists SEC(".maps");

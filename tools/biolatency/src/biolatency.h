@@ -5,6 +5,12 @@
 
 /* 2^32 usecs is over an hour: enough slots for any I/O. */
 #define MAX_SLOTS 32
+/* I/Os timed at once (the start map); more are counted as not timed. */
+#define MAX_IN_FLIGHT 10240
+/* Histograms at most, with -D and/or -F (the hists map is sized from the flags, up to this). */
+#define MAX_HISTS 10240
+/* Distinct sets of request flags -F may see (operation x a few flag bits). */
+#define FLAG_SETS 256
 
 /* One histogram per key: all-zero key without -D/-F, else the disk and/or the request flags. */
 struct hist_key {

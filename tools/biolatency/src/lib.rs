@@ -91,7 +91,7 @@ fn biolatency(args: Args) -> Result<()> {
     let signals = Signals::install()?;
 
     let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
-        load_and_attach(&args, &btf, target_dev, cgroup.as_ref(), mech)
+        load_and_attach(&args, &disks, &btf, target_dev, cgroup.as_ref(), mech)
     })?;
 
     let mut out = Output::new();
@@ -123,9 +123,18 @@ fn biolatency(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// How many histograms the run can make: one, or one per disk (with room for disks added while tracing) and/or
+/// per set of request flags.
+fn hist_count(args: &Args, disks: &Disks) -> u32 {
+    let per_disk = if args.disks { disks.len() as u64 * 2 + 16 } else { 1 };
+    let per_flags = if args.flags { bpf::consts::FLAG_SETS as u64 } else { 1 };
+    (per_disk * per_flags).min(bpf::consts::MAX_HISTS as u64) as u32
+}
+
 /// Opens the BPF object, sets its options, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(
     args: &Args,
+    disks: &Disks,
     btf: &KernelBtf,
     target_dev: Option<u32>,
     cgroup: Option<&std::fs::File>,
@@ -138,6 +147,7 @@ fn load_and_attach(
     rodata.target_dev = target_dev.unwrap_or(0);
     rodata.per_disk = args.disks;
     rodata.per_flags = args.flags;
+    open.maps.hists.set_max_entries(hist_count(args, disks))?;
     rodata.queued = args.queued;
     rodata.millis = args.milliseconds;
     // Before 5.11 these tracepoints also passed the request_queue, as the first argument.
