@@ -358,3 +358,29 @@ fn intervals_with_timestamps_and_a_duration_end_by_themselves() {
     assert!(done.stdout.ends_with("Detaching...\n"));
     assert_eq!(done.stdout.matches("Detaching...").count(), 1);
 }
+
+/// The names `funccount -D PATTERN` would count (second column of its plan).
+fn planned(args: &[&str]) -> Vec<String> {
+    let done = run_tool("funccount", args);
+    done.assert_success();
+    done.stdout.lines().skip(1).filter_map(|l| l.split_whitespace().nth(1)).map(str::to_string).collect()
+}
+
+/// Issue 23 item 4: BCC's matching rules. A regex meets user functions and tracepoints from the start of the
+/// name (Python's re.match); a glob rewrites only `*`, so `[...]` is a character class.
+#[test]
+fn patterns_match_as_bcc_matches_them() {
+    let dup = planned(&["-D", "-r", "c:dup"]);
+    assert!(dup.iter().any(|n| n == "dup") && dup.iter().any(|n| n == "dup2"), "{dup:?}");
+    assert!(dup.iter().all(|n| n.starts_with("dup")), "matched inside a name: {dup:?}");
+
+    let sched = planned(&["-D", "t:sched:sched_[sw]*"]);
+    assert!(sched.iter().any(|n| n == "sched:sched_switch"), "{sched:?}");
+    assert!(sched.iter().any(|n| n == "sched:sched_wakeup"), "{sched:?}");
+    assert!(sched.iter().all(|n| n.starts_with("sched:sched_s") || n.starts_with("sched:sched_w")), "{sched:?}");
+
+    // A tracepoint regex meets `category:event` from its start; `$` anchors the end.
+    let done = run_tool("funccount", &["-D", "-r", "t:sched:sched_switch$"]);
+    done.assert_success();
+    assert!(done.stdout.contains("sched:sched_switch"), "{}", done.stdout);
+}
