@@ -577,7 +577,9 @@ fn bad_pid_and_libc_paths_are_one_clear_error() {
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
 
     let cases = [
-        ("/nonexistent/libc.so.6".to_string(), "cannot read libc /nonexistent/libc.so.6"),
+        ("/nonexistent/libc.so.6".to_string(), "-l: /nonexistent/libc.so.6: no such file"),
+        // Issue 23 item 2: a bare name that is neither here nor on the loader's path says so.
+        ("libnosuch-corebpf.so".to_string(), "no such file in"),
         (not_elf.0.display().to_string(), "is not an ELF file"),
         (no_resolver.display().to_string(), "has none of the functions getaddrinfo, gethostbyname"),
     ];
@@ -634,4 +636,151 @@ fn closed_pipe_ends_quietly() {
     let _ = idle.wait();
     assert!(status.success(), "{status}: {stderr}");
     assert!(stderr.is_empty(), "{stderr}");
+}
+
+/// A process whose first action is one lookup of a constant name in its read-only data, on a 64 KiB boundary of
+/// its own (beyond the kernel's fault-around of the pages the start-up code touches): the name's page is not in
+/// memory when the entry probe fires. `first-call N` calls resolver function N of gethostlatency's list.
+const FIRST_CALL: &str = r#"
+#define _GNU_SOURCE
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+__attribute__((aligned(65536))) static const char names[5][64] = {
+	"corebpf-first-getaddrinfo.invalid", "corebpf-first-gethostbyname.invalid",
+	"corebpf-first-gethostbyname2.invalid", "corebpf-first-gethostbyname-r.invalid",
+	"corebpf-first-gethostbyname2-r.invalid",
+};
+__attribute__((aligned(65536))) const char after[1] = { 1 };
+
+int main(int argc, char **argv)
+{
+	struct hostent ret, *res;
+	struct addrinfo *ai;
+	char buf[4096];
+	int err;
+
+	switch (argv[1][0]) {
+	case '0': return getaddrinfo(names[0], NULL, NULL, &ai) == 0;
+	case '1': return gethostbyname(names[1]) != NULL;
+	case '2': return gethostbyname2(names[2], AF_INET) != NULL;
+	case '3': return gethostbyname_r(names[3], &ret, buf, sizeof(buf), &res, &err) == 0 && res;
+	default: return gethostbyname2_r(names[4], AF_INET, &ret, buf, sizeof(buf), &res, &err) == 0 && res;
+	}
+}
+"#;
+
+/// Issue 21: the host of a process's very first lookup is named, for every resolver function (the entry probe
+/// cannot read the name's page, so it is read again when the call returns).
+#[test]
+fn first_call_of_a_fresh_process_is_named_for_every_function() {
+    let exe = build_c_helper("ghl-first-call", FIRST_CALL, &["-O1"]);
+    let scratch = ScratchDir::new("ghl-first-etc");
+    write_resolver_files(&scratch.0);
+    let mut tracer = Tracer::start(TOOL, &[]);
+    tracer.wait_attached();
+    let script = "mount --bind \"$1/hosts\" /etc/hosts && mount --bind \"$1/resolv.conf\" /etc/resolv.conf \
+                  && mount --bind \"$1/nsswitch.conf\" /etc/nsswitch.conf && shift && exec \"$@\"";
+    let hosts = ["getaddrinfo", "gethostbyname", "gethostbyname2", "gethostbyname-r", "gethostbyname2-r"];
+    let mut wanted = Vec::new();
+    for (which, name) in hosts.iter().enumerate() {
+        let mut child = Command::new("unshare")
+            .args(["--mount", "--net", "sh", "-c", script, "sh"])
+            .arg(&scratch.0)
+            .arg(&exe)
+            .arg(which.to_string())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let host = format!("corebpf-first-{name}.invalid");
+        // An unnamed call would print no host: the wait fails, showing what was printed.
+        tracer.run.wait_for_line(&format!(" {host}"), WAIT);
+        wanted.push((pid, host));
+    }
+    let (calls, done) = tracer.stop();
+    for (pid, host) in wanted {
+        let got: Vec<&Call> = calls.iter().filter(|c| c.pid == pid).collect();
+        assert_eq!(got.len(), 1, "calls of PID {pid} ({host}):\n{}", done.stdout);
+        assert_eq!(got[0].host, host, "PID {pid}:\n{}", done.stdout);
+    }
+}
+
+/// Where the `-l` test's helper finds its libc first (its rpath): a private copy, named by the tool with `-l`.
+const COPY_LIBDIR: &str = "/var/tmp/corebpf-tests/ghl-lcopy";
+
+/// Issue 21 and issue 23 item 2: `-l libc.so.6`, a bare file name, is the file in the current directory (a
+/// private copy the helper loads), not the system's library of that name; `-v` names the file probed.
+#[test]
+fn libc_flag_takes_a_file_in_the_current_directory() {
+    let exe = helper(Some(COPY_LIBDIR));
+    fs::create_dir_all(COPY_LIBDIR).unwrap();
+    let copy = Path::new(COPY_LIBDIR).join("libc.so.6");
+    if !copy.exists() {
+        let tmp = Path::new(COPY_LIBDIR).join(format!("libc.so.6.{}", std::process::id()));
+        fs::copy(host_libc(), &tmp).unwrap();
+        fs::rename(&tmp, &copy).unwrap();
+    }
+    let names = ["localhost", HOSTS_NAME];
+    let helper = Helper::start(&exe, &names);
+    let comm = helper.comm(&exe_name(&exe));
+    let pid = helper.pid();
+    let maps = helper.maps_once_mapped(&copy.display().to_string());
+    assert!(maps.contains(&copy.display().to_string()), "the helper did not load the copy:\n{maps}");
+    let script = format!("cd {COPY_LIBDIR} && exec {} -v -l libc.so.6 -p {pid}", bin(TOOL).display());
+    let mut tracer = Tracer::start("/bin/sh", &["-c", &script]);
+    tracer.wait_attached();
+    let helper_out = helper.go_and_wait();
+    tracer.wait_done(pid);
+    let (calls, done) = tracer.stop();
+
+    let probed = format!("in {}", copy.display());
+    assert!(done.stderr.contains(&probed), "expected '{probed}' on stderr:\n{}", done.stderr);
+    assert_resolved_as_arranged(&helper_out, &names);
+    assert_calls(&calls, &names, pid, &comm, &done.stdout);
+}
+
+/// Issue 21: a musl program (Alpine's C library) is traced through musl's resolver functions in its loader.
+#[test]
+fn traces_a_musl_program() {
+    let specs = "/usr/lib/x86_64-linux-musl/musl-gcc.specs";
+    assert!(Path::new(specs).exists(), "musl's toolchain is needed: apt-get install musl-tools (scripts/deps.sh)");
+    let exe = build_c_helper("ghl-musl", HELPER, &["-O1", "-specs", specs]);
+    let names = ["localhost", HOSTS_NAME];
+    let helper = Helper::start(&exe, &names);
+    let comm = helper.comm(&exe_name(&exe));
+    let pid = helper.pid();
+    helper.maps_once_mapped("musl");
+    let mut tracer = Tracer::start(TOOL, &["-v", "-p", &pid.to_string()]);
+    tracer.wait_attached();
+    let helper_out = helper.go_and_wait();
+    tracer.wait_done(pid);
+    let (calls, done) = tracer.stop();
+
+    assert!(done.stderr.contains("musl"), "musl's library not probed:\n{}", done.stderr);
+    assert_resolved_as_arranged(&helper_out, &names);
+    assert_calls(&calls, &names, pid, &comm, &done.stdout);
+}
+
+/// Issue 21: a statically linked program has no C library to probe: one line says so and names the flag.
+#[test]
+fn a_static_program_gets_one_line_naming_the_flag() {
+    let exe =
+        build_c_helper("ghl-static", "#include <unistd.h>\nint main(void) { pause(); return 0; }\n", &["-static"]);
+    let mut child = Command::new(&exe).spawn().unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + WAIT;
+    while !fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default().contains("ghl-static") {
+        assert!(Instant::now() < deadline, "the static helper never started");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let done = run_tool(TOOL, &["-p", &pid.to_string()]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(done.status.code(), Some(1), "{done:?}");
+    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+    assert!(done.stderr.contains("no shared C library to probe"), "{}", done.stderr);
+    assert!(done.stderr.contains(&format!("-l /proc/{pid}/exe")), "{}", done.stderr);
 }

@@ -7,6 +7,7 @@
 //! looks a soname up in `/etc/ld.so.cache` and then in the loader's default directories, which works from a
 //! statically linked tool too. [`process_libc`] and [`system_libc`] apply these to the C library (glibc's
 //! `libc.so.6`, older `libc-2.x.so`, or musl's `ld-musl-<arch>.so.1`), with errors that name the path tried.
+//! [`user_library_path`] resolves a library the user names on the command line (`-l PATH`) to an absolute path.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -68,10 +69,43 @@ pub fn process_libc(pid: u32) -> Result<PathBuf> {
     match mapped_library(pid, is_libc_file)? {
         Some(path) => Ok(path),
         None => bail!(
-            "process {pid} has no C library mapped (searched /proc/{pid}/maps); if it is statically linked, \
-             name its executable with -l /proc/{pid}/exe"
+            "process {pid} has no shared C library to probe (none in /proc/{pid}/maps: statically linked?); \
+             a static program's own copy of the functions is probed with -l /proc/{pid}/exe"
         ),
     }
+}
+
+/// The absolute path of a library or program the user named (`-l PATH`): an absolute path as it is; else a file
+/// relative to the current directory; else a library name the loader would find (`libc.so.6`, through
+/// `/etc/ld.so.cache` and its default directories). Fails naming the places tried.
+pub fn user_library_path(given: &Path) -> Result<PathBuf> {
+    if given.as_os_str().is_empty() {
+        bail!("empty library path");
+    }
+    if given.is_absolute() {
+        if !given.exists() {
+            bail!("{}: no such file", given.display());
+        }
+        return Ok(given.to_path_buf());
+    }
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let relative = cwd.join(given);
+    if relative.exists() {
+        return Ok(relative);
+    }
+    let bare = given.components().count() == 1;
+    if let Some(found) = given.to_str().filter(|_| bare).and_then(system_library) {
+        return Ok(found);
+    }
+    if bare {
+        bail!(
+            "{}: no such file in {} and no library of that name in {LD_SO_CACHE} or {}",
+            given.display(),
+            cwd.display(),
+            default_dirs().join(", ")
+        );
+    }
+    bail!("{}: no such file", relative.display())
 }
 
 /// The system's C library, as the dynamic loader would find it (see [`system_library`]); musl's loader if the
@@ -243,6 +277,20 @@ fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_paths_resolve_absolute_relative_then_by_name() {
+        assert_eq!(user_library_path(Path::new("/proc/self/exe")).unwrap(), Path::new("/proc/self/exe"));
+        assert!(user_library_path(Path::new("/no/such/lib.so")).unwrap_err().to_string().contains("no such file"));
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(user_library_path(Path::new("Cargo.toml")).unwrap(), cwd.join("Cargo.toml"));
+        if let Some(libc) = system_library(LIBC_SONAME) {
+            assert_eq!(user_library_path(Path::new(LIBC_SONAME)).unwrap(), libc);
+        }
+        let err = user_library_path(Path::new("libnosuch-corebpf.so")).unwrap_err().to_string();
+        assert!(err.contains("no such file in") && err.contains(LD_SO_CACHE), "{err}");
+        assert!(user_library_path(Path::new("sub/nosuch.so")).is_err());
+    }
 
     #[test]
     fn library_file_names() {

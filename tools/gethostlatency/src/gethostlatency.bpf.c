@@ -8,7 +8,12 @@
  * enters with a lower stack pointer than the call around it, and only the outermost call's return brings the stack
  * pointer back above (x86) or to (arm64) its entry value. A record left behind by a call whose return was never
  * seen (a longjmp out of the resolver) is replaced by the thread's next call from the same or a shallower stack
- * depth. */
+ * depth.
+ *
+ * The name is read at entry; a BPF program cannot fault a page in, so when the name's page is not yet in memory
+ * (a constant name in a process's read-only data, on its first lookup) the read fails, and it is read again at
+ * return, when the resolver has touched it. Programs come in two sets: uprobe.multi (one link for every entry,
+ * the function as the BPF cookie, one for every return; 6.6+), else a uprobe per function. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -53,15 +58,30 @@ static __always_inline bool returns_from(__u64 sp, __u64 entry_sp)
 #endif
 }
 
-static __always_inline int on_entry(struct pt_regs *ctx, enum resolver_func func)
+/* Reads the name at `addr` into the call; true if it could be read. */
+static __always_inline bool read_host(struct call *call, const char *addr)
+{
+	long len;
+	char last = 0;
+
+	len = bpf_probe_read_user_str(&call->host, sizeof(call->host), addr);
+	if (len <= 0) {
+		call->host[0] = 0;
+		return false;
+	}
+	/* A full buffer holds HOST_LEN - 1 characters: the name was longer if the next one is not its end. */
+	if (len == sizeof(call->host) && !bpf_probe_read_user(&last, 1, addr + HOST_LEN - 1) && last)
+		call->truncated = 1;
+	return true;
+}
+
+static __always_inline int on_entry(struct pt_regs *ctx, __u32 func)
 {
 	const char *host = (const char *)PT_REGS_PARM1(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call *call;
-	long len;
-	char last = 0;
 
 	if (!host)
 		return 0;
@@ -84,11 +104,9 @@ static __always_inline int on_entry(struct pt_regs *ctx, enum resolver_func func
 	call->pid = pid;
 	call->tid = tid;
 	call->func = func;
+	call->host_addr = (__u64)host;
 	bpf_get_current_comm(&call->comm, sizeof(call->comm));
-	len = bpf_probe_read_user_str(&call->host, sizeof(call->host), host);
-	/* A full buffer holds HOST_LEN - 1 characters: the name was longer if the next one is not its end. */
-	if (len == sizeof(call->host) && !bpf_probe_read_user(&last, 1, host + HOST_LEN - 1) && last)
-		call->truncated = 1;
+	call->host_unread = !read_host(call, host);
 	call->ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -104,6 +122,9 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	if (!returns_from(PT_REGS_SP(ctx), call->entry_sp))
 		return 0;
 	call->ts = bpf_ktime_get_ns() - call->ts;
+	/* The resolver has read the name by now: its page is in memory. */
+	if (call->host_unread && read_host(call, (const char *)call->host_addr))
+		call->host_unread = 0;
 	if (bpf_ringbuf_output(&events, call, sizeof(*call), 0))
 		__sync_fetch_and_add(&lost, 1);
 	bpf_map_delete_elem(&starts, &tid);
@@ -142,6 +163,19 @@ int BPF_KPROBE(gethostbyname2_r_entry)
 
 SEC("uretprobe")
 int BPF_KRETPROBE(resolver_return)
+{
+	return on_return(ctx);
+}
+
+/* uprobe_multi: one link for every entry, the function (enum resolver_func) as each one's cookie. */
+SEC("uprobe.multi")
+int BPF_KPROBE(resolver_entry_multi)
+{
+	return on_entry(ctx, (__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("uretprobe.multi")
+int BPF_KRETPROBE(resolver_return_multi)
 {
 	return on_return(ctx);
 }

@@ -20,10 +20,13 @@ enum resolver_func {
 struct call {
 	__u64 ts;		/* entry time; latency in ns once returned */
 	__u64 entry_sp;		/* stack pointer at entry: tells the outermost call's return from a nested one's */
+	__u64 host_addr;	/* the name's address, read again at return if it could not be read at entry */
 	__u32 pid;
 	__u32 tid;
 	__u32 func;		/* enum resolver_func */
 	__u32 truncated;	/* the host name was longer than HOST_LEN - 1 */
+	__u32 host_unread;	/* the name's page was not in memory at entry (a process's first lookup) */
+	__u32 _pad;
 	char comm[TASK_COMM_LEN];
 	char host[HOST_LEN];
 };

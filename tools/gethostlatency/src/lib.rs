@@ -2,8 +2,10 @@
 //!
 //! Uprobes on entry and uretprobes on return of the resolver functions of the C library time each call in BPF and
 //! send one ring-buffer record per completed call; this front end prints them in BCC's columns or as JSON lines.
-//! The C library is the traced process's own (`-p`, through `/proc/PID/root`), the system's, or the file named
-//! with `-l`. Everything shared with other tools lives in `common`.
+//! The C library is the traced process's own (`-p`, through `/proc/PID/root`), the system's (glibc, else musl),
+//! or the file named with `-l` (absolute, relative to the current directory, or a library name the loader finds).
+//! Where the kernel has uprobe_multi (6.6+) two links cover every function (entries, returns), so the tool
+//! detaches at once; else a uprobe per function, detached in parallel. Everything shared lives in `common`.
 
 mod bpf;
 mod report;
@@ -20,10 +22,11 @@ use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, object_storage};
 use common::attach::ring_buffer::poll_ring_buffer;
 use common::output::stdout::Output;
+use common::process::elf::ElfSymbols;
 use common::process::procmaps;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{ErrorKind, Link, ProgramMut, UprobeOpts};
+use libbpf_rs::{Link, ProgramMut, UprobeMultiOpts, UprobeOpts};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Report, FUNCS};
@@ -42,7 +45,8 @@ struct Args {
     /// Trace this PID only
     #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
     pid: Option<u32>,
-    /// The libc (or any library or executable with these functions) to probe
+    /// Specify which libc.so to use: a path (absolute or relative to the current directory) or a library name
+    /// on the loader's search path; any library or executable with these functions will do
     #[arg(short = 'l', long, value_name = "LIBC")]
     libc: Option<PathBuf>,
     /// JSON output: one object per call, latency in nanoseconds
@@ -62,19 +66,25 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 fn gethostlatency(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     let libc = libc_path(&args)?;
+    let funcs = resolver_functions(&libc)?;
     let signals = Signals::install()?;
 
-    let (skel, _mech) = load_first_working(&[Attach::Uprobe], args.verbose.on(), |mech| load(&args, mech))?;
-    let links = attach(&skel, args.pid, &libc)?;
+    let ((skel, links), mech) =
+        load_first_working(&[Attach::UprobeMulti, Attach::Uprobe], args.verbose.on(), |mech| {
+            let skel = load(&args, mech)?;
+            let links = attach(&skel, mech, args.pid, &libc, &funcs)?;
+            Ok((skel, links))
+        })?;
     if args.verbose.on() {
-        eprintln!("probing {} uprobes in {}", links.len(), libc.display());
+        let names: Vec<&str> = funcs.iter().map(|&(i, _)| FUNCS[i]).collect();
+        eprintln!("probing {} in {} ({} {mech} links)", names.join(", "), libc.display(), links.len());
     }
 
     let mut out = Output::new();
     let report = Report::new(args.json);
     report.write_header(&mut out)?;
     poll_ring_buffer(&signals, &skel.maps.events, || false, |data| report.write_call(&mut out, data))?;
-    drop(links);
+    detach(links);
 
     if let Some(bss) = skel.maps.bss_data.as_ref() {
         if bss.lost > 0 {
@@ -91,7 +101,7 @@ fn gethostlatency(args: Args) -> Result<()> {
 /// that a bad path is one clear error.
 fn libc_path(args: &Args) -> Result<PathBuf> {
     let path = match (&args.libc, args.pid) {
-        (Some(path), _) => path.clone(),
+        (Some(path), _) => procmaps::user_library_path(path).context("-l")?,
         (None, Some(pid)) => procmaps::process_libc(pid)?,
         (None, None) => procmaps::system_libc()?,
     };
@@ -103,18 +113,63 @@ fn libc_path(args: &Args) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Opens the BPF object, sets its options and loads it.
+/// The resolver functions `libc` has, as (index in [`FUNCS`], file offset); fails if it has none. A statically
+/// linked program is named as such.
+fn resolver_functions(libc: &Path) -> Result<Vec<(usize, u64)>> {
+    let symbols = ElfSymbols::read(libc)?;
+    let find = |name: &str| {
+        let mut named = symbols.functions().iter().filter(|f| f.name == name);
+        named.clone().find(|f| !f.hidden_version).or_else(|| named.next()).map(|f| f.file_offset)
+    };
+    let funcs: Vec<(usize, u64)> =
+        FUNCS.iter().enumerate().filter_map(|(i, name)| find(name).map(|offset| (i, offset))).collect();
+    if funcs.is_empty() {
+        bail!("{} has none of the functions {}", libc.display(), FUNCS.join(", "));
+    }
+    Ok(funcs)
+}
+
+/// The programs of the uprobe_multi set.
+const MULTI_PROGS: [&str; 2] = ["resolver_entry_multi", "resolver_return_multi"];
+
+/// Opens the BPF object, sets its options, keeps the programs of mechanism `mech` and loads it.
 fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
     rodata.target_pid = args.pid.unwrap_or(0);
+    for mut prog in open.open_object_mut().progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        prog.set_autoload(MULTI_PROGS.contains(&name.as_str()) == (mech == Attach::UprobeMulti));
+    }
     open.load().with_context(|| format!("loading the BPF programs ({mech})"))
 }
 
-/// Attaches a uretprobe and a uprobe to each resolver function that `libc` has (in process `pid` only, if given).
-fn attach(skel: &BpfSkel<'static>, pid: Option<u32>, libc: &Path) -> Result<Vec<Link>> {
+/// Attaches the return and entry programs to `funcs` of `libc` (in process `pid` only, if given), return probes
+/// first: then every entry the BPF side records is sure to see its return.
+fn attach(
+    skel: &BpfSkel<'static>,
+    mech: Attach,
+    pid: Option<u32>,
+    libc: &Path,
+    funcs: &[(usize, u64)],
+) -> Result<Vec<Link>> {
     let pid = pid.map_or(-1, |p| p as i32);
     let p = &skel.progs;
+    if mech == Attach::UprobeMulti {
+        let multi = |prog: &ProgramMut<'_>, retprobe: bool| {
+            let opts = UprobeMultiOpts {
+                offsets: funcs.iter().map(|&(_, offset)| offset as usize).collect(),
+                cookies: funcs.iter().map(|&(i, _)| i as u64).collect(),
+                retprobe,
+                ..Default::default()
+            };
+            prog.attach_uprobe_multi_with_opts(pid, libc, "", opts)
+                .with_context(|| format!("attaching uprobe_multi to {}", libc.display()))
+        };
+        let returns = multi(&p.resolver_return_multi, true)?;
+        let entries = multi(&p.resolver_entry_multi, false)?;
+        return Ok(vec![returns, entries]);
+    }
     let entries = [
         &p.getaddrinfo_entry,
         &p.gethostbyname_entry,
@@ -122,40 +177,43 @@ fn attach(skel: &BpfSkel<'static>, pid: Option<u32>, libc: &Path) -> Result<Vec<
         &p.gethostbyname_r_entry,
         &p.gethostbyname2_r_entry,
     ];
-    // Return probes first: then every entry the BPF side records is sure to see its return.
     let mut links = Vec::new();
-    let mut present = Vec::new();
-    for (i, func) in FUNCS.iter().enumerate() {
-        match attach_uprobe(&p.resolver_return, pid, libc, func, true) {
-            Ok(link) => {
-                links.push(link);
-                present.push(i);
-            }
-            Err(err) if err.kind() == ErrorKind::NotFound => {}
-            Err(err) => {
-                return Err(err).with_context(|| format!("attaching a uretprobe to {func} in {}", libc.display()))
-            }
-        }
+    for &(i, offset) in funcs {
+        links.push(
+            attach_uprobe(&p.resolver_return, pid, libc, offset, true)
+                .with_context(|| format!("attaching a uretprobe to {} in {}", FUNCS[i], libc.display()))?,
+        );
     }
-    if present.is_empty() {
-        bail!("{} has none of the functions {}", libc.display(), FUNCS.join(", "));
-    }
-    for i in present {
-        let link = attach_uprobe(entries[i], pid, libc, FUNCS[i], false)
-            .with_context(|| format!("attaching a uprobe to {} in {}", FUNCS[i], libc.display()))?;
-        links.push(link);
+    for &(i, offset) in funcs {
+        links.push(
+            attach_uprobe(entries[i], pid, libc, offset, false)
+                .with_context(|| format!("attaching a uprobe to {} in {}", FUNCS[i], libc.display()))?,
+        );
     }
     Ok(links)
 }
 
-/// Attaches `prog` to function `func` of `binary` by name: libbpf finds the symbol (versioned ones included).
+/// Detaches every link; one uprobe link waits for the kernel (~0.1 s) on its own, so several are closed in
+/// parallel, their waits overlapping.
+fn detach(links: Vec<Link>) {
+    if links.len() <= 2 {
+        return drop(links);
+    }
+    std::thread::scope(|scope| {
+        for link in links {
+            scope.spawn(move || drop(link));
+        }
+    });
+}
+
+/// Attaches `prog` at file offset `offset` of `binary`.
 fn attach_uprobe(
     prog: &ProgramMut<'_>,
     pid: i32,
     binary: &Path,
-    func: &str,
+    offset: u64,
     retprobe: bool,
 ) -> libbpf_rs::Result<Link> {
-    let opts = UprobeOpts { func_name: Some(func.to_string()), retprobe, ..Default::default() };
-    prog.attach_uprobe_with_opts(pid, binary, 0, opts)
+    let opts = UprobeOpts { retprobe, ..Default::default() };
+    prog.attach_uprobe_with_opts(pid, binary, offset as usize, opts)
 }
