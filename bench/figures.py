@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,14 +17,15 @@ from lib import (BenchError, Tracer, dd_direct, dd_syscalls, getaddrinfo_calls, 
                  tcp_connections)
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS_DIR = ROOT / "target" / "release"
-STATIC_DIR = ROOT / "target" / "x86_64-unknown-linux-gnu" / "release"
+# Ours are measured as shipped: the static multicall binary (`make static`), run through a link per tool as
+# `make install` lays them out (bench/run.sh makes the links).
+OURS_DIR = ROOT / "target" / "bench" / "bin"
+STATIC_DIR = ROOT / "target" / "x86_64-unknown-linux-gnu" / "dist"
 BUILD_DIR = ROOT / "target" / "bench"
 LIBBPF_TOOLS = Path("/usr/sbin")
 # O_DIRECT writes must reach the disk behind "/", so the file is where "/" is (not on a tmpfs /var/tmp).
 _ON_ROOT = os.path.isdir("/var/tmp") and os.stat("/var/tmp").st_dev == os.stat("/").st_dev
 DIRECT_FILE = ("/var/tmp" if _ON_ROOT else "") + "/corebpf-bench-direct.dat"
-OUR_TOOLS = ["biolatency", "tcplife", "gethostlatency", "funccount", "profile"]
 
 # bpftrace's readiness signal ("Attaching N probes..." is printed before attaching, so it is not one): a BEGIN
 # printf. bpftrace 0.17 runs BEGIN early, but its output reaches stdout only from the event loop, which starts
@@ -271,30 +273,76 @@ def shared_libs(path):
     return sorted({m.group(1) for m in re.finditer(r"=>\s+(/\S+)", out)})
 
 
-def fig_size(_cfg):
-    rows = []
-    for name in OUR_TOOLS:
-        o, s, t = ours(name), STATIC_DIR / name, theirs(name)
-        rows.append({
-            "name": name,
-            "ours": os.path.getsize(o) if o else None,
-            "ours_libs": shared_libs(o) if o else [],
-            "static": os.path.getsize(s) if s.is_file() else None,
-            "theirs": os.path.getsize(t) if t else None,
-            "theirs_libs": shared_libs(t) if t else [],
-        })
+def tool_names():
+    """Every tool of the workspace (tools/* with a Cargo.toml)."""
+    return sorted(d.name for d in (ROOT / "tools").iterdir() if (d / "Cargo.toml").is_file())
+
+
+def build_static(without=""):
+    """`make static`, leaving the tools in `without` (comma-separated) out of the multicall's list; returns the
+    binary's size in bytes."""
+    env = dict(os.environ, COREBPF_TOOLSET_WITHOUT=without)
+    out = subprocess.run(["make", "-s", "--no-print-directory", "static"], cwd=ROOT, env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BenchError(f"make static (without {without or 'nothing'}) failed: {out.stderr[-500:]}")
+    return os.path.getsize(STATIC_DIR / "corebpf-tools")
+
+
+def installed_tree():
+    """`make install-files` into a scratch DESTDIR: (bytes of regular files, number of them, number of links)."""
+    dest = Path(tempfile.mkdtemp(prefix="corebpf-bench-install."))
+    try:
+        out = subprocess.run(["make", "-s", "--no-print-directory", "install-files", f"DESTDIR={dest}",
+                              "PREFIX=/usr"], cwd=ROOT, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise BenchError(f"make install-files failed: {out.stderr[-500:]}")
+        total = files = links = 0
+        for path in dest.rglob("*"):
+            if path.is_symlink():
+                links += 1
+            elif path.is_file():
+                total += path.stat().st_size
+                files += 1
+        return total, files, links
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
+def libbpf_tools_installed():
+    """Debian's libbpf-tools: (Installed-Size in KiB, number of tools in /usr/sbin), or None."""
+    try:
+        kib = subprocess.run(["dpkg-query", "-W", "-f=${Installed-Size}", "libbpf-tools"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        files = subprocess.run(["dpkg", "-L", "libbpf-tools"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    tools = [f for f in files.split() if f.startswith("/usr/sbin/") and os.path.isfile(f)]
+    return int(kib), len(tools)
+
+
+def fig_size(cfg):
+    """The shipped binary, the installed tree, and what each tool adds to the binary (built without it)."""
+    res = {"tools": tool_names(), "rows": [], "theirs_installed": libbpf_tools_installed()}
+    try:
+        res["static"] = build_static()
+        res["installed"] = installed_tree()
+        only = [t for t in os.environ.get("BENCH_SIZE_TOOLS", "").split(",") if t]
+        for tool in only or res["tools"]:
+            without = build_static(tool)
+            theirs_path = theirs(tool)
+            res["rows"].append({"name": tool, "without": without, "added": res["static"] - without,
+                                "theirs": os.path.getsize(theirs_path) if theirs_path else None})
+    except BenchError as e:
+        res["error"] = str(e)
+    finally:
+        try:
+            build_static()  # leave the whole binary in place
+        except BenchError:
+            pass
     bt_path = bpftrace()
-    bt_row = None
-    if bt_path:
-        bt_row = {"size": os.path.getsize(os.path.realpath(bt_path)), "libs": shared_libs(bt_path)}
-    lib_sizes = {}
-    for r in rows:
-        for lib in r["ours_libs"] + r["theirs_libs"]:
-            lib_sizes[lib] = os.path.getsize(lib)
-    if bt_row:
-        for lib in bt_row["libs"]:
-            lib_sizes[lib] = os.path.getsize(lib)
-    return {"rows": rows, "bpftrace": bt_row, "lib_sizes": lib_sizes, "static_dir": STATIC_DIR.is_dir()}
+    res["bpftrace"] = os.path.getsize(os.path.realpath(bt_path)) if bt_path else None
+    return res
 
 
 # ---- 6. profile ------------------------------------------------------------------------------------------

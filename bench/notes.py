@@ -65,10 +65,11 @@ report and exits after SIGINT (polled every 2 ms). `ru_maxrss` from `wait4` is n
 mark of the forked Python parent from before `exec`. profile's memory is in figure 6. {cfg.repeat} rounds.
 """,
     5: """
-File sizes of the release binaries as installed (`target/release`, built with `strip = "symbols"`, thin LTO;
-vendored libbpf linked statically, libelf and zlib dynamically), the fully static ones from `make static` when
-`target/x86_64-unknown-linux-gnu/release` exists, and Debian's libbpf-tools (stripped, libbpf linked statically).
-Each of ours embeds its compiled BPF object.
+Every tool ships in one static binary, `corebpf-tools` (`make static`: the `dist` profile, fat LTO, one codegen
+unit, `panic = "abort"`, stripped; libbpf, libelf, zlib and glibc linked in), installed with a symbolic link per
+tool. *What it adds* is the binary's size minus the size of the same build with that tool left out of the
+multicall's list (`COREBPF_TOOLSET_WITHOUT=tool make static`; the linker then drops its code and BPF object).
+Debian's libbpf-tools links libbpf statically and libelf and zlib dynamically.
 """,
     6: """
 A generated C program (`target/bench/many_stacks.c`, built `-O0 -fno-omit-frame-pointer` so every frame can be

@@ -226,39 +226,31 @@ def render_memory(res):
 
 
 def render_size(res):
-    rows = []
-    sum_o = sum_t = sum_pair_o = 0
-    n_o = n_pair = 0
-    for r in res["rows"]:
-        if r["ours"]:
-            sum_o += r["ours"]
-            n_o += 1
-        if r["ours"] and r["theirs"]:
-            sum_pair_o += r["ours"]
-            sum_t += r["theirs"]
-            n_pair += 1
-        rows.append([r["name"], size(r["ours"]) if r["ours"] else "not built yet",
-                     size(r["static"]) if r["static"] else "–",
-                     size(r["theirs"]) if r["theirs"] else "not in libbpf-tools 0.26",
-                     ratio(r["ours"], r["theirs"])])
-    rows.append([f"**all {n_o} built tools**", size(sum_o), "", "", ""])
-    rows.append([f"**the {n_pair} with a libbpf-tools twin**", size(sum_pair_o), "", size(sum_t),
-                 ratio(sum_pair_o, sum_t)])
-    text = table(["tool", "ours (stripped)", "ours, static (`make static`)", "libbpf-tools", "ratio"], rows)
-    libs = res["lib_sizes"]
-    ours_libs = sorted({lib for r in res["rows"] for lib in r["ours_libs"]})
-    theirs_libs = sorted({lib for r in res["rows"] for lib in r["theirs_libs"]})
-
-    def describe(ls):
-        return ", ".join(f"{os.path.basename(x)} ({size(libs[x])})" for x in ls) or "none"
-    text += f"\n\nShared libraries: ours link {describe(ours_libs)}; libbpf-tools link {describe(theirs_libs)}."
-    bt = res.get("bpftrace")
-    if bt:
-        total = bt["size"] + sum(libs[x] for x in bt["libs"])
-        text += (f" bpftrace (the anchor for funccount and profile) is {size(bt['size'])} itself and "
-                 f"{size(total)} with its {len(bt['libs'])} shared libraries (LLVM and clang among them).")
-    if not res["static_dir"]:
-        text += " No static build was found (`make static` makes one); that column is empty."
+    if "static" not in res:
+        return f"Not measured: {res.get('error', 'the static build failed')}."
+    n = len(res["tools"])
+    total, files, links = res["installed"]
+    rows = [[f"the static binary `corebpf-tools` ({n} tools)", size(res["static"]), ""],
+             [f"the installed tree (`make install`: the binary, {links} links, {n} man pages, "
+              f"{3 * n} completion files)", size(total), ""]]
+    theirs = res.get("theirs_installed")
+    if theirs:
+        kib, count = theirs
+        rows.append([f"Debian's libbpf-tools ({count} tools, Installed-Size)", size(kib * 1024),
+                     f"{size(kib * 1024 / count)} a tool"])
+        rows[1][2] = f"{size(total / n)} a tool"
+    text = table(["what", "size", "per tool"], rows)
+    if res["rows"]:
+        per = [[r["name"], size(r["without"]), size(r["added"]),
+                size(r["theirs"]) if r["theirs"] else "not in libbpf-tools"] for r in res["rows"]]
+        text += "\n\n" + table(["tool", "corebpf-tools without it", "what it adds", "libbpf-tools' binary"], per)
+        worst = max(res["rows"], key=lambda r: r["added"])
+        text += (f"\n\nThe largest addition is {worst['name']}'s, {size(worst['added'])}; the target is 250 KiB a tool. "
+                 "A tool's addition is its own code, its BPF object and what only it uses (a crate, a table).")
+    if res.get("bpftrace"):
+        text += f" bpftrace itself is {size(res['bpftrace'])} (without its LLVM and clang libraries)."
+    if res.get("error"):
+        text += f"\n\nIncomplete: {res['error']}"
     return text
 
 

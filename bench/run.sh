@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/run.sh: what `make bench` does. Installs the anchors (libbpf-tools, bpftrace) and build dependencies,
-# builds release binaries of every tool, then runs bench/bench.py, which writes docs/benchmarks.md.
-# As root. BENCH_NO_BUILD=1 skips the build (use the binaries already in target/release); the BENCH_* settings
-# of bench/bench.py (BENCH_REPEAT, BENCH_QUICK, BENCH_ONLY, BENCH_OUT) pass through.
+# builds the shipped binary (`make static`: corebpf-tools, static, fat LTO) and lays out a link per tool in
+# target/bench/bin as `make install` would, then runs bench/bench.py, which writes docs/benchmarks.md.
+# As root. BENCH_NO_BUILD=1 skips the build (use the binary already built); the BENCH_* settings of
+# bench/bench.py (BENCH_REPEAT, BENCH_QUICK, BENCH_ONLY, BENCH_OUT, BENCH_SIZE_TOOLS) pass through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,10 +15,13 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
-    # Build each tool on its own, so one tool that does not build does not keep the others from being measured.
-    for dir in tools/*/; do
-        tool=$(basename "$dir")
-        cargo build --release --quiet -p "$tool" || echo "bench: $tool did not build; it is left out" >&2
-    done
+    make --no-print-directory static
 fi
+bin=target/bench/bin
+rm -rf "$bin"
+mkdir -p "$bin"
+ln -s "../../$(uname -m)-unknown-linux-gnu/dist/corebpf-tools" "$bin/corebpf-tools"
+for dir in tools/*/; do
+    ln -s corebpf-tools "$bin/$(basename "$dir")"
+done
 exec python3 bench/bench.py
