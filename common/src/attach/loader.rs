@@ -10,6 +10,7 @@ use std::mem::MaybeUninit;
 
 use anyhow::Context;
 use anyhow::{anyhow, bail, Result};
+use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{ErrorKind, Link, OpenObject, PrintLevel, ProgramMut};
 
 use crate::attach::features::Attach;
@@ -20,6 +21,16 @@ pub const FORCE_ATTACH_ENV: &str = "COREBPF_ATTACH";
 /// Storage for one opened BPF object that lives as long as the process, as the tool's skeleton does.
 pub fn object_storage() -> &'static mut MaybeUninit<OpenObject> {
     Box::leak(Box::new(MaybeUninit::uninit()))
+}
+
+/// Opens a tool's skeleton (`open_skeleton::<bpf::BpfSkelBuilder>()`), ready for its options to be set.
+pub fn open_skeleton<B: SkelBuilder<'static> + Default>() -> Result<B::Output> {
+    B::default().open(object_storage()).context("opening the BPF object")
+}
+
+/// The read-only data (`const volatile` options) of an opened skeleton: `rodata(&mut open.maps.rodata_data)?`.
+pub fn rodata<'a, T>(data: &'a mut Option<&mut T>) -> Result<&'a mut T> {
+    data.as_deref_mut().context("the BPF object has no read-only data (no const volatile options)")
 }
 
 /// Routes libbpf's messages to stderr with `-v` (debug detail with `-vv`), and silences them otherwise.

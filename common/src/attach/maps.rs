@@ -1,7 +1,9 @@
-//! Reading BPF maps into plain Rust values.
+//! Reading BPF maps and records into plain Rust values.
 //!
 //! Keys and values cross the kernel boundary as bytes; the skeleton generates `#[repr(C)]` types for them, and
-//! these helpers copy the bytes into those types with `plain` (no unsafe casts in tools).
+//! these helpers copy the bytes into those types with `plain` (no unsafe casts in tools). [`c_string`] reads a
+//! NUL-padded `char` array of a record (a comm, a path); [`DropCounter`] reports what the BPF side counted as
+//! dropped (a full ring buffer, a full map) in its `.bss`.
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
@@ -29,4 +31,61 @@ where
         entries.push((from_bytes(&key), from_bytes(&value)));
     }
     Ok(entries)
+}
+
+/// The text of a NUL-terminated C `char` array from a BPF record (`comm`, a path), lossy for invalid UTF-8.
+pub fn c_string<T: Copy + Into<i16>>(chars: &[T]) -> String {
+    let bytes: Vec<u8> = chars.iter().map(|&c| c.into() as u8).take_while(|&b| b != 0).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A counter the BPF side increments in its memory-mapped `.bss` when it has to drop something (a record the
+/// ring buffer had no room for, an entry a full map refused). [`DropCounter::check`] reports each increase on
+/// stderr, once, as `tool: lost N <what> (<why>)`: call it while polling and once more at the end, so losses
+/// are said when they happen and none is left unsaid.
+#[derive(Debug)]
+pub struct DropCounter {
+    what: &'static str,
+    why: &'static str,
+    reported: u64,
+}
+
+impl DropCounter {
+    /// A counter of `what` (`events`, `sessions`) dropped because of `why` (`ring buffer full`).
+    pub fn new(what: &'static str, why: &'static str) -> Self {
+        DropCounter { what, why, reported: 0 }
+    }
+
+    /// Reads the counter (a `u64` in the skeleton's live `.bss`) and reports what was dropped since the last
+    /// call. Returns the total so far.
+    pub fn check(&mut self, counter: &u64) -> u64 {
+        // SAFETY: `counter` points into the skeleton's memory-mapped .bss, an aligned u64 that the kernel updates
+        // concurrently: it must be read as volatile, not as a plain Rust value.
+        let total = unsafe { std::ptr::read_volatile(counter) };
+        if total > self.reported {
+            eprintln!("{}: lost {} {} ({})", crate::tool::invoked_name(), total - self.reported, self.what, self.why);
+            self.reported = total;
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_strings_stop_at_nul() {
+        assert_eq!(c_string(&[b'a' as i8, b'b' as i8, 0, b'c' as i8]), "ab");
+        assert_eq!(c_string(b"xy"), "xy");
+    }
+
+    #[test]
+    fn drop_counters_report_increases() {
+        let mut counter = DropCounter::new("events", "ring buffer full");
+        assert_eq!(counter.check(&0), 0);
+        assert_eq!(counter.check(&5), 5);
+        assert_eq!(counter.reported, 5);
+        assert_eq!(counter.check(&5), 5);
+    }
 }

@@ -14,12 +14,13 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
 use common::cli::IntervalCount;
 use common::domain::blockdev::{Disks, RqFlagNames};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -116,9 +117,8 @@ fn biolatency(args: Args) -> Result<()> {
         }
     })?;
 
-    let unmeasured = skel.maps.bss_data.as_ref().map_or(0, |bss| bss.start_map_full);
-    if unmeasured > 0 {
-        eprintln!("biolatency: {unmeasured} I/Os not timed: too many in flight for the start map");
+    if let Some(bss) = skel.maps.bss_data.as_ref() {
+        DropCounter::new("I/Os from the histograms", "too many in flight for the start map").check(&bss.start_map_full);
     }
     Ok(())
 }
@@ -140,8 +140,8 @@ fn load_and_attach(
     cgroup: Option<&std::fs::File>,
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
-    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.filter_cgroup = args.cgroup.is_some();
     rodata.filter_dev = target_dev.is_some();
     rodata.target_dev = target_dev.unwrap_or(0);
