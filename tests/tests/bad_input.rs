@@ -1,0 +1,251 @@
+//! Bad input, every tool, every option: a table of hostile values (empty, very long, negative, beyond 64 bits,
+//! unknown names) for each option that takes a value and each positional argument, read from the tool's own
+//! `--help`, so a new tool and a new flag are covered with no change here. Each run must end one of two ways:
+//! - refused: exit 2 (usage) or 1 (run time) with exactly one line on stderr that names the tool, and no BPF
+//!   program left loaded;
+//! - accepted (the value was fine, the tool is tracing): it ends cleanly on SIGINT, exit 0.
+//!
+//! Never a panic, an abort, a hang, or a second line of explanation. Every case runs through the tool's own
+//! binary and through the multicall binary (`corebpf-tools TOOL ...`).
+
+use std::collections::VecDeque;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use corebpf_tests::{bin, prog_ids_of, prog_loaded};
+
+fn tools() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("tools");
+    let mut tools: Vec<String> = fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    tools.sort();
+    tools
+}
+
+/// What a tool's `--help` says it takes: options with a value (as `-x` or `--long`) and positional arguments.
+#[derive(Debug, Default)]
+struct Cli {
+    valued: Vec<String>,
+    positionals: usize,
+    required_positional: bool,
+}
+
+fn cli_of(tool: &str) -> Cli {
+    let out = Command::new(bin(tool)).arg("--help").env("COLUMNS", "200").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let mut cli = Cli::default();
+    let mut section = "";
+    for line in help.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            section = line;
+            continue;
+        }
+        let trimmed = line.trim_start();
+        match section {
+            "Arguments:" if trimmed.starts_with('[') || trimmed.starts_with('<') => {
+                cli.positionals += 1;
+                if trimmed.starts_with('<') && cli.positionals == 1 {
+                    cli.required_positional = true;
+                }
+            }
+            "Options:" if trimmed.starts_with('-') => {
+                // "-d, --disk <DISK>   Trace ..." or "--stack-storage-size <N>  ..."
+                let spec: &str = trimmed.split("  ").next().unwrap_or("");
+                if !spec.contains('<') {
+                    continue;
+                }
+                let name =
+                    spec.split([',', ' ']).find(|w| w.starts_with("--")).or_else(|| spec.split([',', ' ']).next());
+                if let Some(name) = name {
+                    if name != "--help" && name != "--version" {
+                        cli.valued.push(name.to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    cli
+}
+
+/// The hostile values every option and positional gets.
+fn bad_values() -> Vec<String> {
+    vec![
+        String::new(),
+        "x".repeat(5000),
+        "-1".into(),
+        "0".into(),
+        "18446744073709551616".into(),
+        "9223372036854775807".into(),
+        "no_such_thing_at_all".into(),
+        "1,,2".into(),
+    ]
+}
+
+/// One case: the arguments after the tool's name, and a label for the failure message.
+struct Case {
+    tool: String,
+    multicall: bool,
+    args: Vec<String>,
+}
+
+fn cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for tool in tools() {
+        let cli = cli_of(&tool);
+        let mut arg_sets: Vec<Vec<String>> = vec![vec!["--no-such-flag".into()], vec!["-Z9".into()]];
+        // A required positional (a pattern) gets a harmless-looking value when options are tried.
+        let base: Vec<String> =
+            if cli.required_positional { vec!["t:syscalls:sys_enter_getppid".into()] } else { vec![] };
+        for opt in &cli.valued {
+            for v in bad_values() {
+                let mut args = vec![opt.clone(), v];
+                args.extend(base.iter().cloned());
+                arg_sets.push(args);
+            }
+        }
+        for pos in 0..cli.positionals {
+            for v in bad_values() {
+                let mut args: Vec<String> = (0..pos).map(|_| "1".to_string()).collect();
+                if cli.required_positional && pos > 0 {
+                    args[0] = base[0].clone();
+                }
+                args.push(v);
+                arg_sets.push(args);
+            }
+        }
+        if cli.positionals > 0 {
+            // One argument too many.
+            let mut args: Vec<String> = vec!["1".into(); cli.positionals + 1];
+            if cli.required_positional {
+                args[0] = base[0].clone();
+            }
+            arg_sets.push(args);
+        }
+        for args in arg_sets {
+            cases.push(Case { tool: tool.clone(), multicall: false, args: args.clone() });
+            cases.push(Case { tool: tool.clone(), multicall: true, args });
+        }
+    }
+    cases
+}
+
+/// Runs one case; returns a description of what went wrong, if anything.
+fn check(case: &Case) -> Option<String> {
+    let mut cmd = if case.multicall {
+        let mut c = Command::new(bin("corebpf-tools"));
+        c.arg(&case.tool);
+        c
+    } else {
+        Command::new(bin(&case.tool))
+    };
+    cmd.args(&case.args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let shown: Vec<String> =
+        case.args.iter().map(|a| if a.len() > 40 { format!("<{} chars>", a.len()) } else { a.clone() }).collect();
+    let what = format!("{}{} {:?}", if case.multicall { "corebpf-tools " } else { "" }, case.tool, shown);
+    let mut child = cmd.spawn().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let pid = child.id();
+    let mut progs = Vec::new();
+    let started = Instant::now();
+    let mut interrupted = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        for id in prog_ids_of(pid) {
+            if !progs.contains(&id) {
+                progs.push(id);
+            }
+        }
+        let waited = started.elapsed();
+        if !interrupted && waited > Duration::from_millis(2500) {
+            // Accepted and tracing: it must stop cleanly.
+            unsafe { libc::kill(pid as i32, libc::SIGINT) };
+            interrupted = true;
+        }
+        if waited > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Some(format!("{what}: still running 27 s after SIGINT"));
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = reader.join().unwrap_or_default();
+    if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
+        return Some(format!("{what}: panicked:\n{stderr}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while progs.iter().any(|&id| prog_loaded(id)) {
+        if Instant::now() > deadline {
+            return Some(format!("{what}: BPF programs left loaded after exit"));
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    match status.code() {
+        Some(0) if interrupted => None,
+        Some(0) => None,
+        Some(1) | Some(2) => {
+            let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+            let named = lines.first().is_some_and(|l| l.starts_with(&format!("{}: ", case.tool)));
+            if lines.len() == 1 && named {
+                None
+            } else {
+                Some(format!(
+                    "{what}: exit {:?} with {} stderr lines (want one naming the tool):\n{stderr}",
+                    status.code(),
+                    lines.len()
+                ))
+            }
+        }
+        other => Some(format!("{what}: ended with {other:?} / {status}:\n{stderr}")),
+    }
+}
+
+#[test]
+fn every_option_survives_hostile_values() {
+    let queue: Arc<Mutex<VecDeque<Case>>> = Arc::new(Mutex::new(cases().into()));
+    let total = queue.lock().unwrap().len();
+    let failures: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..6)
+        .map(|_| {
+            let (queue, failures) = (Arc::clone(&queue), Arc::clone(&failures));
+            thread::spawn(move || loop {
+                let Some(case) = queue.lock().unwrap().pop_front() else { break };
+                if let Some(failure) = check(&case) {
+                    failures.lock().unwrap().push(failure);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let failures = failures.lock().unwrap();
+    assert!(total > 100, "only {total} cases: is --help parsed?");
+    assert!(failures.is_empty(), "{} of {total} cases failed:\n{}", failures.len(), failures.join("\n---\n"));
+}
+
+#[test]
+fn the_help_parser_finds_options_and_arguments() {
+    let cli = cli_of("biolatency");
+    assert!(cli.valued.contains(&"--disk".to_string()), "{cli:?}");
+    assert!(cli.valued.contains(&"--cgroup".to_string()), "{cli:?}");
+    assert_eq!(cli.positionals, 2, "{cli:?}");
+    assert!(!cli.required_positional);
+    let cli = cli_of("funccount");
+    assert!(cli.required_positional, "{cli:?}");
+}
