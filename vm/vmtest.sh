@@ -145,6 +145,8 @@ fi
 for f in "$root"/helpers/* "$root"/tests/* "$root"/bin/bash; do
     [ -f "$f" ] || continue
     for lib in $(ldd "$f" 2> /dev/null | grep -o '/[^ ]*' || true); do
+        # ldd of a musl or static program may print other words (its own path with a colon): libraries only.
+        [ -f "$lib" ] || continue
         mkdir -p "$root$(dirname "$lib")"
         cp -L "$lib" "$root$lib"
     done
