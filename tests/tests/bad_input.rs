@@ -147,6 +147,10 @@ fn check(case: &Case) -> Option<String> {
     } else {
         Command::new(bin(&case.tool))
     };
+    // In a scratch folder: a value taken as an output file name (`--flamegraph 0`) lands there.
+    let scratch = std::env::temp_dir().join(format!("corebpf-bad-input-{}", std::process::id()));
+    fs::create_dir_all(&scratch).unwrap();
+    cmd.current_dir(&scratch);
     cmd.args(&case.args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let shown: Vec<String> =
         case.args.iter().map(|a| if a.len() > 40 { format!("<{} chars>", a.len()) } else { a.clone() }).collect();
@@ -234,6 +238,7 @@ fn every_option_survives_hostile_values() {
     for w in workers {
         w.join().unwrap();
     }
+    let _ = fs::remove_dir_all(std::env::temp_dir().join(format!("corebpf-bad-input-{}", std::process::id())));
     let failures = failures.lock().unwrap();
     assert!(total > 100, "only {total} cases: is --help parsed?");
     assert!(failures.is_empty(), "{} of {total} cases failed:\n{}", failures.len(), failures.join("\n---\n"));
