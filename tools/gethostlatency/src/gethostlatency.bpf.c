@@ -31,6 +31,7 @@ __u64 untimed = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MAX_CALLS);
 	__type(key, __u32);
 	__type(value, struct call);

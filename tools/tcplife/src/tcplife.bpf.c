@@ -35,6 +35,7 @@ struct event _event_type = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MAX_SOCKETS);
 	__type(key, struct sock *);
 	__type(value, __u64);
