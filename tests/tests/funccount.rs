@@ -384,3 +384,39 @@ fn patterns_match_as_bcc_matches_them() {
     done.assert_success();
     assert!(done.stdout.contains("sched:sched_switch"), "{}", done.stdout);
 }
+
+/// Issue 23 item 9: syscall tracepoints are counted by one raw tracepoint on sys_enter and one on sys_exit,
+/// filtered by syscall number in BPF, with the same counts as a tracepoint link each.
+#[test]
+fn syscall_tracepoints_share_two_raw_tracepoints() {
+    let pattern = "t:syscalls:sys_(enter|exit)_(getpid|write)$";
+    let want = expect(&[
+        ("syscalls:sys_enter_getpid", HOT),
+        ("syscalls:sys_exit_getpid", HOT),
+        ("syscalls:sys_enter_write", WRITES),
+        ("syscalls:sys_exit_write", WRITES),
+    ]);
+    let done = count(Helper::standard(), &["-v", "-r"], pattern, &[]);
+    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+    assert_eq!(rows(&done.stdout), want, "{}", done.stdout);
+    let done = count(Helper::standard(), &["-v", "-r"], pattern, &[("COREBPF_ATTACH", "tracepoint")]);
+    assert!(done.stderr.contains("attached with tracepoint"), "{}", done.stderr);
+    assert_eq!(rows(&done.stdout), want, "{}", done.stdout);
+}
+
+/// Every syscall tracepoint at once (about 700): two links; and a pattern that mixes syscalls with another
+/// category gets the raw tracepoints and a tracepoint link for the rest.
+#[test]
+fn all_syscalls_and_mixed_categories_count_exactly() {
+    let done = count(Helper::standard(), &["-v"], "t:syscalls:*", &[]);
+    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+    let counts = rows(&done.stdout);
+    assert_eq!(counts.get("syscalls:sys_enter_getpid"), Some(&HOT), "{}", done.stdout);
+    assert_eq!(counts.get("syscalls:sys_exit_write"), Some(&WRITES), "{}", done.stdout);
+
+    let pattern = "t:(syscalls|sched):(sys_enter_getpid|sched_process_exit)$";
+    let done = count(Helper::standard(), &["-v", "-r"], pattern, &[]);
+    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+    let want = expect(&[("syscalls:sys_enter_getpid", HOT), ("sched:sched_process_exit", 1)]);
+    assert_eq!(rows(&done.stdout), want, "{}", done.stdout);
+}

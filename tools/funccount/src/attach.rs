@@ -1,7 +1,9 @@
 //! Loading funccount's BPF object and attaching it to every match, by the cheapest mechanism the kernel takes.
 //!
 //! Kernel functions: fentry (slot programs, one trampoline per function) where it loads and every match has BTF,
-//! else kprobe_multi (one link for all), else one kprobe each. Tracepoints: a classic tracepoint link each.
+//! else kprobe_multi (one link for all), else one kprobe each. Tracepoints: a classic tracepoint link each, except
+//! syscall tracepoints, which share one raw tracepoint on sys_enter and one on sys_exit (the syscall number looked
+//! up in a BPF map filled before attaching), so that `t:syscalls:*` attaches and detaches two links, not 700.
 //! User functions: one uprobe_multi link, else one uprobe each. USDT probes: libbpf's USDT attach (uprobes).
 //! The index of a match reaches the BPF side as the link's BPF cookie; on kernels without cookies, and for
 //! fentry, slot programs (FUNCCOUNT_SLOTS per object, each counting `slot_base + N`) are loaded in as many objects
@@ -86,7 +88,7 @@ impl Drop for Attached {
 pub fn mechanisms(kind: &Kind) -> &'static [Attach] {
     match kind {
         Kind::Kernel => &[Attach::Fentry, Attach::KprobeMulti, Attach::Kprobe],
-        Kind::Tracepoint => &[Attach::Tracepoint],
+        Kind::Tracepoint => &[Attach::RawTp, Attach::Tracepoint],
         Kind::User { .. } => &[Attach::UprobeMulti, Attach::Uprobe],
         Kind::Usdt { .. } => &[Attach::Uprobe],
     }
@@ -114,6 +116,7 @@ pub fn attach(target: &Target, filters: Filters, btf: &KernelBtf, verbose: bool)
             Attach::Fentry => plan.fentry(btf),
             Attach::KprobeMulti => plan.kprobe_multi(),
             Attach::Kprobe => plan.one_each(mech, "fc_kprobe", "fc_kslot", attach_kprobe),
+            Attach::RawTp => plan.raw_syscalls(),
             Attach::Tracepoint => plan.one_each(mech, "fc_tracepoint", "fc_tpslot", attach_tracepoint),
             Attach::UprobeMulti => plan.uprobe_multi(),
             Attach::Uprobe if matches!(target.kind, Kind::Usdt { .. }) => plan.usdt(),
@@ -247,6 +250,71 @@ impl Plan<'_> {
             .attach_uprobe_multi_with_opts(pid, binary, "", opts)
             .with_context(|| format!("attaching uprobe_multi to {}", binary.display()))?;
         Ok(Attached { skels: vec![skel], links: vec![link], failed: Vec::new() })
+    }
+
+    /// Syscall tracepoints: one raw tracepoint on sys_enter and one on sys_exit, the syscall number mapped to the
+    /// match's index in BPF; the other matches (tracepoints of other categories, syscalls this table does not
+    /// know) get a classic tracepoint link each, with the index as cookie. Fails (for the classic fallback) when
+    /// no match is a known syscall tracepoint or the kernel has no cookies for the rest.
+    fn raw_syscalls(&self) -> Result<Attached> {
+        let mut enter = Vec::new();
+        let mut exit = Vec::new();
+        let mut rest = Vec::new();
+        for (index, m) in self.target.matches.iter().enumerate() {
+            let syscall = match &m.site {
+                Site::Tracepoint { category, event } if category == "syscalls" => event
+                    .strip_prefix("sys_enter_")
+                    .map(|name| (&mut enter, name))
+                    .or_else(|| event.strip_prefix("sys_exit_").map(|name| (&mut exit, name)))
+                    .and_then(|(list, name)| Some((list, crate::syscalls::number(name)?))),
+                _ => None,
+            };
+            match syscall {
+                Some((list, nr)) if (nr as usize) < crate::bpf::consts::SYSCALL_SLOTS => list.push((nr, index)),
+                _ => rest.push(index),
+            }
+        }
+        if enter.is_empty() && exit.is_empty() {
+            bail!("no syscall tracepoint to count with raw tracepoints");
+        }
+        if !rest.is_empty() && !self.cookies {
+            bail!("tracepoints besides syscalls need BPF cookies here");
+        }
+        let mut enable = Vec::new();
+        for (list, prog) in [(&enter, "fc_sys_enter"), (&exit, "fc_sys_exit")] {
+            if !list.is_empty() {
+                enable.push((prog.to_string(), None));
+            }
+        }
+        if !rest.is_empty() {
+            enable.push(("fc_tracepoint".to_string(), None));
+        }
+        let skel = self.load(0, None, &enable)?;
+        for (list, map) in [(&enter, &skel.maps.sys_enter_index), (&exit, &skel.maps.sys_exit_index)] {
+            for &(nr, index) in list.iter() {
+                let value = (index as u32 + 1).to_ne_bytes();
+                map.update(&nr.to_ne_bytes(), &value, MapFlags::ANY).context("filling the syscall index")?;
+            }
+        }
+        let mut links = Vec::new();
+        for (list, prog, name) in [(&enter, "fc_sys_enter", "sys_enter"), (&exit, "fc_sys_exit", "sys_exit")] {
+            if !list.is_empty() {
+                let link = program(&skel, prog)?.attach_raw_tracepoint(name);
+                links.push(link.with_context(|| format!("attaching a raw tracepoint to {name}"))?);
+            }
+        }
+        let mut failed = Vec::new();
+        if !rest.is_empty() {
+            let prog = program(&skel, "fc_tracepoint")?;
+            for index in rest {
+                let m = &self.target.matches[index];
+                match attach_tracepoint(&prog, m, self.target, self.filters, Some(index as u64)) {
+                    Ok(link) => links.push(link),
+                    Err(err) => failed.push((m.name.clone(), format!("{:#}", err.root_cause()))),
+                }
+            }
+        }
+        Ok(Attached { skels: vec![skel], links, failed })
     }
 
     /// USDT: libbpf's attach (every site of each probe, semaphores included), the index as the USDT cookie.

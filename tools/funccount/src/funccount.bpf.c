@@ -6,10 +6,15 @@
  * match of its kind and reads the index from the cookie of the attachment (kprobe, kprobe.multi, tracepoint,
  * uprobe, uprobe.multi; USDT through libbpf's bpf_usdt_cookie). fentry programs and kernels without cookies use
  * "slot" programs instead: SLOTS copies per kind, copy N counting index slot_base + N, with slot_base set per
- * loaded object, so a few objects cover hundreds of matches. */
+ * loaded object, so a few objects cover hundreds of matches.
+ *
+ * Syscall tracepoints (t:syscalls:sys_enter_NAME / sys_exit_NAME) are counted by one raw tracepoint on sys_enter
+ * and one on sys_exit instead of a link each: sys_enter_index[nr] / sys_exit_index[nr] hold the match index + 1
+ * of syscall nr (0: not counted). As the syscall tracepoints do, 32-bit (ia32, x32) system calls are skipped. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 #include "funccount.h"
 
@@ -77,6 +82,57 @@ SEC("usdt")
 int fc_usdt(struct pt_regs *ctx)
 {
 	return count(bpf_usdt_cookie(ctx));
+}
+
+struct syscall_index {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SYSCALL_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+};
+struct syscall_index sys_enter_index SEC(".maps");
+struct syscall_index sys_exit_index SEC(".maps");
+
+/* x86's TS_COMPAT: the task is in a 32-bit system call. */
+#define TS_COMPAT_BIT 0x0002
+
+static __always_inline int count_syscall(void *index_map, long nr)
+{
+	__u32 key = nr, *index;
+
+	if (nr < 0 || nr >= SYSCALL_SLOTS)
+		return 0;
+	index = bpf_map_lookup_elem(index_map, &key);
+	if (!index || !*index)
+		return 0;
+#if defined(__TARGET_ARCH_x86)
+	{
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		if (bpf_core_field_exists(task->thread_info.status) &&
+		    (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT_BIT))
+			return 0;
+	}
+#endif
+	return count(*index - 1);
+}
+
+SEC("raw_tp/sys_enter")
+int fc_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	return count_syscall(&sys_enter_index, (long)ctx->args[1]);
+}
+
+SEC("raw_tp/sys_exit")
+int fc_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+
+	return count_syscall(&sys_exit_index, (long)BPF_CORE_READ(regs, orig_ax));
+#else
+	return 0;
+#endif
 }
 
 /* Slot programs: copy N of a kind counts index slot_base + N. */

@@ -5,5 +5,7 @@
 
 /* Slot programs per kind in one BPF object (see funccount.bpf.c). */
 #define FUNCCOUNT_SLOTS 16
+/* System call numbers the raw sys_enter/sys_exit programs look up (x86-64 has about 470). */
+#define SYSCALL_SLOTS 1024
 
 #endif
