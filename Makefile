@@ -13,6 +13,7 @@
 #   make template-check  copy a tool to a scratch name in a temporary copy of the workspace, build it, run --help
 #   make deps         install build and test dependencies (Debian/Ubuntu, as root)
 #   make lint         clippy and rustfmt checks
+#   make soak         every tool at once under load and faults for SOAK_SECONDS (default 600); writes docs/soak.md
 
 CARGO ?= cargo
 PREFIX ?= /usr/local
@@ -128,3 +129,9 @@ vmtest-selfcheck:
 .PHONY: bench
 bench:
 	./bench/run.sh
+
+# Soak and fault test (soak/run.sh): builds each tool, runs them all at once under a mixed workload with faults for
+# SOAK_SECONDS (default 600, as root) and writes docs/soak.md; fails on a crash, panic, leak, RSS growth or loss.
+.PHONY: soak
+soak:
+	./soak/run.sh
