@@ -196,7 +196,7 @@ fn attach(
 /// Detaches every link; one uprobe link waits for the kernel (~0.1 s) on its own, so several are closed in
 /// parallel, their waits overlapping.
 fn detach(links: Vec<Link>) {
-    if links.len() <= 2 {
+    if links.len() < 2 {
         return drop(links);
     }
     std::thread::scope(|scope| {
