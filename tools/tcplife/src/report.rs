@@ -2,7 +2,8 @@
 //!
 //! The text layouts are BCC's `tools/tcplife.py` format strings: `PID COMM LADDR LPORT RADDR RPORT TX_KB RX_KB MS`,
 //! with an `IP` column under `-w` and `-s`; TX_KB and RX_KB are whole KiB (truncated, as BCC's `%d` of a float
-//! does), MS has two decimals of the microsecond span. JSON lines carry the exact byte counts and durations.
+//! does) of the kernel's sequence-space counters as BCC reads them, MS has two decimals of the microsecond span.
+//! JSON lines carry the exact payload bytes (SYN and FIN left out, see tcplife.bpf.c) and durations.
 
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -26,8 +27,12 @@ pub struct Session {
     pub lport: u16,
     pub raddr: IpAddr,
     pub rport: u16,
+    /// Payload bytes sent and acked, received (what the application wrote and read).
     pub tx_bytes: u64,
     pub rx_bytes: u64,
+    /// The kernel's bytes_acked and bytes_received, which BCC's TX_KB and RX_KB columns show.
+    pub tx_kernel: u64,
+    pub rx_kernel: u64,
 }
 
 impl Session {
@@ -44,8 +49,10 @@ impl Session {
             lport: e.lport,
             raddr: ip_addr(e.family, &e.daddr)?,
             rport: e.rport,
-            tx_bytes: e.tx_b,
-            rx_bytes: e.rx_b,
+            tx_bytes: e.tx_payload,
+            rx_bytes: e.rx_payload,
+            tx_kernel: e.tx_b,
+            rx_kernel: e.rx_b,
         })
     }
 
@@ -186,8 +193,8 @@ fn cells(s: &Session) -> [String; 10] {
         s.lport.to_string(),
         s.raddr.to_string(),
         s.rport.to_string(),
-        (s.tx_bytes / 1024).to_string(),
-        (s.rx_bytes / 1024).to_string(),
+        (s.tx_kernel / 1024).to_string(),
+        (s.rx_kernel / 1024).to_string(),
         format!("{:.2}", s.ms()),
     ]
 }
@@ -207,8 +214,10 @@ mod tests {
             lport: 50000,
             raddr: "10.0.0.2".parse().unwrap(),
             rport: 80,
-            tx_bytes: 2047,
-            rx_bytes: 1024 * 1024,
+            tx_bytes: 2045,
+            rx_bytes: 1024 * 1024 - 1,
+            tx_kernel: 2047,
+            rx_kernel: 1024 * 1024,
         }
     }
 

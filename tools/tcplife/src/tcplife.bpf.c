@@ -4,7 +4,11 @@
  * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all
  * three hand the same (sk, newstate) to handle(), which reads everything else from the socket with CO-RE. As in
  * BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket), and its bytes
- * are tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. The owner (PID and comm) is recorded at
+ * are tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. Those count sequence space, so the exact
+ * payload is worked out beside them: TX less bytes_acked as ESTABLISHED was reached (the active opener's acked
+ * SYN) and less this end's FIN when one was queued (FIN_WAIT1 or LAST_ACK seen) and acked (snd_una reached
+ * write_seq); RX less the peer's FIN when tcp_fin() took it in order (SOCK_DONE). A reset (sent or received)
+ * leaves a FIN unacked or never received, and so uncounted. The owner (PID and comm) is recorded at
  * the first state change that only a system call on the socket makes: SYN_SENT (connect), FIN_WAIT1 or LAST_ACK
  * (close/shutdown); a socket with none (an abort) gets the task current at close, as in BCC. Filters on PID,
  * ports and family run here; records go through a ring buffer, and failed reservations are counted in `lost`. */
@@ -38,7 +42,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MAX_SOCKETS);
 	__type(key, struct sock *);
-	__type(value, __u64);
+	__type(value, struct birth);
 } births SEC(".maps");
 
 struct {
@@ -91,12 +95,41 @@ static __always_inline void remember_owner(struct sock *sk)
 	bpf_map_update_elem(&idents, &sk, &ident, BPF_NOEXIST);
 }
 
+/* Kernels before skc_flags joined sock_common (6.x) kept the flags in struct sock. */
+struct sock___old {
+	unsigned long sk_flags;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned long sock_flags(struct sock *sk)
+{
+	if (bpf_core_field_exists(sk->__sk_common.skc_flags))
+		return BPF_CORE_READ(sk, __sk_common.skc_flags);
+	return BPF_CORE_READ((struct sock___old *)sk, sk_flags);
+}
+
+/* Payload bytes acked and received, from the kernel's sequence-space counters (see the top of this file). */
+static __always_inline void payload(struct sock *sk, const struct birth *birth, struct event *e)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	unsigned long flags = sock_flags(sk);
+	__u64 tx = e->tx_b, rx = e->rx_b;
+
+	tx = tx > birth->acked_base ? tx - birth->acked_base : 0;
+	if (birth->fin_sent && tx && BPF_CORE_READ(tp, snd_una) == BPF_CORE_READ(tp, write_seq))
+		tx--;
+	if (rx && (flags & (1UL << bpf_core_enum_value(enum sock_flags, SOCK_DONE))))
+		rx--;
+	e->tx_payload = tx;
+	e->rx_payload = rx;
+}
+
 static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, __u16 rport)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	struct birth *birth;
 	struct ident *owner;
 	struct event *e;
-	__u64 *birth, now;
+	__u64 now;
 	__u32 pid;
 
 	birth = bpf_map_lookup_elem(&births, &sk);
@@ -116,9 +149,10 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = now;
-	e->span_ns = now - *birth;
+	e->span_ns = now - birth->ts_ns;
 	e->rx_b = BPF_CORE_READ(tp, bytes_received);
 	e->tx_b = BPF_CORE_READ(tp, bytes_acked);
+	payload(sk, birth, e);
 	e->pid = pid;
 	e->lport = lport;
 	e->rport = rport;
@@ -137,10 +171,32 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* Keeps the birth time (every state before FIN_WAIT1, as BCC) and what payload() needs. */
+static __always_inline void note_state(struct sock *sk, int newstate)
+{
+	struct birth fresh = {}, *birth;
+
+	birth = bpf_map_lookup_elem(&births, &sk);
+	if (newstate < TCP_FIN_WAIT1) {
+		if (!birth) {
+			fresh.ts_ns = bpf_ktime_get_ns();
+			if (newstate == TCP_ESTABLISHED)
+				fresh.acked_base = BPF_CORE_READ((struct tcp_sock *)sk, bytes_acked);
+			if (bpf_map_update_elem(&births, &sk, &fresh, BPF_ANY))
+				__sync_fetch_and_add(&births_full, 1);
+			return;
+		}
+		birth->ts_ns = bpf_ktime_get_ns();
+		if (newstate == TCP_ESTABLISHED)
+			birth->acked_base = BPF_CORE_READ((struct tcp_sock *)sk, bytes_acked);
+	} else if (birth && (newstate == TCP_FIN_WAIT1 || newstate == TCP_LAST_ACK)) {
+		birth->fin_sent = 1;
+	}
+}
+
 static __always_inline int handle(struct sock *sk, int newstate)
 {
 	__u16 family, lport, rport;
-	__u64 ts;
 
 	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
@@ -157,11 +213,7 @@ static __always_inline int handle(struct sock *sk, int newstate)
 		return 0;
 	}
 
-	if (newstate < TCP_FIN_WAIT1) {
-		ts = bpf_ktime_get_ns();
-		if (bpf_map_update_elem(&births, &sk, &ts, BPF_ANY))
-			__sync_fetch_and_add(&births_full, 1);
-	}
+	note_state(sk, newstate);
 	if (newstate == TCP_SYN_SENT || newstate == TCP_FIN_WAIT1 || newstate == TCP_LAST_ACK)
 		remember_owner(sk);
 	if (newstate == TCP_CLOSE) {

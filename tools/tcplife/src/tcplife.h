@@ -13,12 +13,22 @@ struct ident {
 	char comm[TASK_COMM_LEN];
 };
 
+/* What tcplife keeps per socket from its birth (the last state before FIN_WAIT1, as BCC) to its close. */
+struct birth {
+	__u64 ts_ns;		/* bpf_ktime_get_ns() at the last state change before FIN_WAIT1 */
+	__u64 acked_base;	/* bytes_acked when ESTABLISHED was reached: the active opener's SYN */
+	__u8 fin_sent;		/* FIN_WAIT1 or LAST_ACK reached: this end queued a FIN */
+	__u8 _pad[7];
+};
+
 /* One closed TCP session. Addresses are in network order, IPv4 in the first 4 bytes. */
 struct event {
 	__u64 ts_ns;		/* bpf_ktime_get_ns() at close */
 	__u64 span_ns;		/* from the last state before FIN_WAIT1 (as BCC) to close */
-	__u64 rx_b;		/* tcp_sock->bytes_received */
-	__u64 tx_b;		/* tcp_sock->bytes_acked */
+	__u64 rx_b;		/* tcp_sock->bytes_received (BCC's RX_KB; counts a received FIN) */
+	__u64 tx_b;		/* tcp_sock->bytes_acked (BCC's TX_KB; counts an acked SYN and FIN) */
+	__u64 rx_payload;	/* payload bytes received: rx_b less the peer's FIN */
+	__u64 tx_payload;	/* payload bytes acked by the peer: tx_b less this end's SYN and FIN */
 	__u32 pid;
 	__u16 lport;
 	__u16 rport;
