@@ -66,7 +66,7 @@ fn exit_usage(name: &str, err: clap::Error) -> ! {
 #[derive(Debug, Clone, Copy, Args)]
 pub struct Verbose {
     /// Verbose debug output (repeat for libbpf's debug messages)
-    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    #[arg(id = "verbose", short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub level: u8,
 }
 
