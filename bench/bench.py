@@ -19,7 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import figures  # noqa: E402
 import lib  # noqa: E402
+import notes  # noqa: E402
 import report  # noqa: E402
+import snoop  # noqa: E402
 
 
 class Config:
@@ -33,8 +35,9 @@ class Config:
         self.freq = 999
         self.profile_secs = 2 if quick else 5
         self.paths = 500
+        self.pingpongs = 20_000 if quick else 200_000
         only = env.get("BENCH_ONLY", "")
-        self.only = {int(x) for x in only.split(",") if x.strip()} or set(range(1, 7))
+        self.only = {int(x) for x in only.split(",") if x.strip()} or set(num for num, _, _ in FIGURES)
         self.out = Path(env.get("BENCH_OUT", figures.ROOT / "docs" / "benchmarks.md"))
 
 
@@ -45,7 +48,14 @@ FIGURES = [
     (4, "memory", figures.fig_memory),
     (5, "size", figures.fig_size),
     (6, "profile", figures.fig_profile),
+    (7, "cost per context switch", figures.fig_context_switch),
 ]
+
+# Figure 8 (the event tools: execsnoop, opensnoop, syscount) lives in snoop.py with its title, method and renderer.
+FIGURES.append((8, "cost per traced exec, open and syscall", snoop.fig_snoop_cost))
+notes.TITLES[8] = snoop.TITLE
+notes.METHOD[8] = snoop.METHOD
+report.RENDER[8] = snoop.render
 
 
 def main():

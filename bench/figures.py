@@ -117,6 +117,8 @@ def startup_specs():
         # All 720 syscall tracepoints: exit time (issue 23 item 9). bpftrace on tracepoint:syscalls:* needs
         # BPFTRACE_MAX_PROBES and took 63 s to exit here, so the anchor counts every syscall by number instead.
         ("funccount t:syscalls:* (720 tracepoints)", our("funccount", ["t:syscalls:*"]), bt(BT_ALL_SYSCALLS)),
+        ("runqlat", our("runqlat"), c_tool("runqlat")),
+        ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
     ]
 
 
@@ -441,3 +443,60 @@ def proc_cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# ---- 7. cost per context switch (runqlat) ----------------------------------------------------------------
+
+def context_switches():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("ctxt "):
+                return int(line.split()[1])
+    raise BenchError("no ctxt line in /proc/stat")
+
+
+def pipe_pingpong(n):
+    """perf's pipe ping-pong, both processes pinned to CPU 0 so that every switch is between them (and the
+    tracer's programs run in their context, on their CPU time). Returns (wall s, CPU s, context switches)."""
+    import resource
+    perf = shutil.which("perf")
+    if perf is None:
+        raise BenchError("perf is not installed (perf bench sched pipe is the workload)")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    c0, t0 = context_switches(), time.monotonic()
+    p = subprocess.run(["taskset", "-c", "0", perf, "bench", "sched", "pipe", "-l", str(n)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+    t1, c1 = time.monotonic(), context_switches()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise BenchError(f"perf bench sched pipe failed: {p.stderr.decode(errors='replace').strip()}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return t1 - t0, cpu, c1 - c0
+
+
+def fig_context_switch(cfg):
+    n = cfg.pingpongs
+    contenders = [("none", None), ("ours", our("runqlat")), ("libbpf-tools", c_tool("runqlat"))]
+    res = {"n": n, "times": {k: [] for k, _ in contenders}, "cpu": {k: [] for k, _ in contenders},
+           "switches": {k: [] for k, _ in contenders}, "missing": {}}
+    for k, c in contenders:
+        if c is not None and c.argv is None:
+            res["missing"][k] = c.missing
+    active = [(k, c) for k, c in contenders if k not in res["missing"]]
+    try:
+        pipe_pingpong(n // 10)  # warm-up
+        for rep in range(cfg.repeat):
+            for k, c in orders(active, rep):
+                (secs, cpu, switches), _ = run_traced(c, lambda: pipe_pingpong(n))
+                res["times"][k].append(secs)
+                res["cpu"][k].append(cpu)
+                res["switches"][k].append(switches)
+    except BenchError as e:
+        res["error"] = str(e)
+    base = median(res["cpu"]["none"])
+    res["ns_per_switch"] = {}
+    for k, _ in active:
+        m, sw = median(res["cpu"][k]), median(res["switches"][k])
+        if k != "none" and m is not None and base and sw:
+            res["ns_per_switch"][k] = (m - base) / sw * 1e9
+    return res

@@ -25,6 +25,7 @@ TITLES = {
     4: "Memory: peak RSS and BPF map memory",
     5: "Size of the binaries",
     6: "profile: samples handled and symbolization at exit",
+    7: "Cost per context switch: a pipe ping-pong under runqlat",
 }
 
 METHOD = {
@@ -84,6 +85,14 @@ entries (bpftrace keys stacks by address, so one path can appear several times).
 user+system time (10 ms resolution) until SIGINT (bpftrace's includes compiling its program) and in all.
 *SIGINT → report printed* is the time to read the stack map, symbolize every stack and print it; *peak RSS* is
 `VmHWM` polled until exit. {cfg.repeat} rounds.
+""",
+    7: """
+`perf bench sched pipe -l {cfg.pingpongs}`: two processes pass a token through two pipes, both pinned to CPU 0
+(`taskset -c 0`), so every context switch on that CPU is between them and a tracer's programs (sched_switch and
+sched_wakeup, which run in the switching task's context) are charged to their CPU time. Traced by ours
+(`runqlat`) and libbpf-tools' `runqlat` (both default options: one histogram), or by nothing. *Context switches* is
+the change of `ctxt` in `/proc/stat` over the run (the whole machine's, so slightly more than the workload's);
+*extra per switch* = (median CPU time traced − untraced) / median switches. {cfg.repeat} rounds.
 """,
 }
 

@@ -303,8 +303,31 @@ def render_profile(res):
     return text
 
 
+def render_context_switch(res):
+    n = res["n"]
+    base = median(res["cpu"].get("none", []))
+    rows = []
+    for k in ("none", "ours", "libbpf-tools"):
+        if k in res["missing"]:
+            rows.append([k, res["missing"][k], "", "", "", ""])
+            continue
+        m = median(res["cpu"][k])
+        extra = res["ns_per_switch"].get(k)
+        rows.append([
+            {"none": "no tracing", "ours": "ours: runqlat", "libbpf-tools": "libbpf-tools runqlat"}[k],
+            ms(m), ms(median(res["times"][k])), f"{median(res['switches'][k]) or 0:,.0f}",
+            "–" if extra is None else f"**{extra:.0f} ns**", pct(spread(res["cpu"][k])),
+        ])
+    text = table(["tracing", f"CPU time ({n:,} round trips)", "wall time", "context switches",
+                  "extra per switch", "spread (CPU)"], rows)
+    c = res.get("ns_per_switch", {})
+    if "ours" in c and "libbpf-tools" in c:
+        text += f"\n\nRatio ours / libbpf-tools, extra CPU per context switch: **{ratio(c['ours'], c['libbpf-tools'])}**."
+    return text
+
+
 RENDER = {1: render_startup, 2: render_event_cost, 3: render_block_io, 4: render_memory, 5: render_size,
-          6: render_profile}
+          6: render_profile, 7: render_context_switch}
 
 
 # ---- targets ---------------------------------------------------------------------------------------------

@@ -122,8 +122,10 @@ impl Log2Hist {
         Log2Hist { slots, count: self.count.saturating_sub(earlier.count), sum: self.sum.saturating_sub(earlier.sum) }
     }
 
+    /// No event: no slot counted, and no count or sum (tools that count without slots, e.g. hardirqs' totals,
+    /// keep `slots` empty).
     pub fn is_empty(&self) -> bool {
-        self.slots.iter().all(|&n| n == 0)
+        self.count == 0 && self.sum == 0 && self.slots.iter().all(|&n| n == 0)
     }
 }
 

@@ -1,0 +1,161 @@
+//! runqlat: summarize run queue (scheduler) latency as a histogram (BCC's tool, CO-RE).
+//!
+//! Times each task from becoming runnable (woken, created, or preempted while runnable) to running on a CPU, in
+//! BPF, into log2 histograms kept in a kernel map: one, or per process (`-P`), thread (`-L`) or PID namespace
+//! (`--pidnss`). This front end prints them every interval in BCC's layout or as JSON lines.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::IntervalCount;
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Per, Report};
+
+const EXAMPLES: &str = "\
+examples:
+    runqlat            # summarize run queue latency as a histogram
+    runqlat 1 10       # print 1 second summaries, 10 times
+    runqlat -mT 1      # 1s summaries, milliseconds, and timestamps
+    runqlat -P         # show each PID separately
+    runqlat -p 185     # trace PID 185 only
+    runqlat -j 1       # print JSON lines, one per histogram per second";
+
+/// Summarize run queue (scheduler) latency as a histogram.
+#[derive(Debug, Parser)]
+#[command(name = "runqlat", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Millisecond histogram
+    #[arg(short = 'm', long)]
+    milliseconds: bool,
+    /// Print a histogram per process ID
+    #[arg(short = 'P', long, conflicts_with_all = ["tids", "pidnss"])]
+    pids: bool,
+    /// Print a histogram per PID namespace
+    #[arg(long, conflicts_with = "tids")]
+    pidnss: bool,
+    /// Print a histogram per thread ID
+    #[arg(short = 'L', long)]
+    tids: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
+    pid: Option<u32>,
+    /// JSON output: one object per histogram per interval
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    #[command(flatten)]
+    every: IntervalCount,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || runqlat(args))
+}
+
+fn per(args: &Args) -> Per {
+    if args.pids {
+        Per::Process
+    } else if args.tids {
+        Per::Thread
+    } else if args.pidnss {
+        Per::PidNamespace
+    } else {
+        Per::All
+    }
+}
+
+fn runqlat(args: Args) -> Result<()> {
+    if let Some(pid) = args.pid {
+        common::cli::require_process(pid)?;
+    }
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
+
+    let mut out = Output::new();
+    let mut report = Report::new(args.milliseconds, per(&args));
+    if !args.json {
+        use std::io::Write;
+        writeln!(out, "Tracing run queue latency... Hit Ctrl-C to end.")?;
+        out.flush()?;
+    }
+    let mut start_full = DropCounter::new("waits from the histograms", "too many runnable tasks for the start map");
+    let mut hists_full = DropCounter::new("waits from the histograms", "too many histograms");
+    run_intervals(&signals, args.every.interval(), args.every.count, |_| {
+        let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
+        if args.json {
+            report.write_json(&mut out, hists)?;
+        } else {
+            report.write_text(&mut out, hists, args.timestamp)?;
+        }
+        if let Some(bss) = skel.maps.bss_data.as_ref() {
+            start_full.check(&bss.start_map_full);
+            hists_full.check(&bss.hists_full);
+        }
+        Ok(())
+    })
+}
+
+/// Opens the BPF object, sets its options, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(args: &Args, btf: &KernelBtf, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.per = per(args) as u32;
+    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.millis = args.milliseconds;
+    // 5.18 added prev_state as sched_switch's fourth argument.
+    rodata.switch_has_state = btf.tracepoint_arity("sched_switch") == Some(4);
+    if per(args) != Per::All {
+        open.maps.hists.set_max_entries(bpf::consts::MAX_HISTS as u32)?;
+    }
+
+    let progs = &mut open.progs;
+    let tp_btf = mech == Attach::TpBtf;
+    progs.sched_wakeup_btf.set_autoload(tp_btf);
+    progs.sched_wakeup_new_btf.set_autoload(tp_btf);
+    progs.sched_switch_btf.set_autoload(tp_btf);
+    progs.sched_wakeup_raw.set_autoload(!tp_btf);
+    progs.sched_wakeup_new_raw.set_autoload(!tp_btf);
+    progs.sched_switch_raw.set_autoload(!tp_btf);
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+
+    let p = &skel.progs;
+    let wanted = if tp_btf {
+        [
+            (&p.sched_wakeup_btf, "sched_wakeup"),
+            (&p.sched_wakeup_new_btf, "sched_wakeup_new"),
+            (&p.sched_switch_btf, "sched_switch"),
+        ]
+    } else {
+        [
+            (&p.sched_wakeup_raw, "sched_wakeup"),
+            (&p.sched_wakeup_new_raw, "sched_wakeup_new"),
+            (&p.sched_switch_raw, "sched_switch"),
+        ]
+    };
+    let links = wanted
+        .into_iter()
+        .map(|(prog, name)| attach_tracepoint(prog, "sched", name, mech))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((skel, links))
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+/* runqlat: run queue latency, from a task becoming runnable (sched_wakeup, sched_wakeup_new, or preempted while
+ * still runnable at sched_switch) to its next sched_switch onto a CPU, as in-kernel log2 histograms.
+ *
+ * The tracepoints are attached as tp_btf where the kernel allows it, else as raw_tp; user space loads one set or
+ * the other. sched_switch gained a fourth argument, prev_state, in 5.18: user space reads the arity from BTF and
+ * sets switch_has_state; older kernels read the state from the task (`__state` since 5.14, `state` before).
+ * Histograms are cumulative and never cleared, so reading them at an interval loses no wait. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "bits.bpf.h"
+#include "maps.bpf.h"
+#include "runqlat.h"
+
+#define TASK_RUNNING 0
+
+/* 0: one histogram; 1: per process (-P); 2: per thread (-L); 3: per PID namespace (--pidnss). */
+const volatile __u32 per = 0;
+const volatile __u32 target_tgid = 0;
+const volatile bool millis = false;
+const volatile bool switch_has_state = false;
+
+/* Waits not timed because the start map was full; waits not counted because the hists map was full. */
+__u64 start_map_full = 0;
+__u64 hists_full = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_WAITING);
+	__type(key, __u32);
+	__type(value, __u64);
+} start SEC(".maps");
+
+/* One entry without -P/-L/--pidnss; user space sizes it otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+static const struct hist zero_hist;
+
+/* Makes the struct visible to the skeleton's generated `types` module. */
+struct hist _hist_type = {};
+
+/* task_struct's state was renamed __state in 5.14. */
+struct task_struct___o {
+	volatile long int state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	struct task_struct___o *old = (void *)t;
+
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ(old, state);
+}
+
+static __always_inline void trace_enqueue(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, pid);
+	__u64 ts;
+
+	if (!pid)
+		return;
+	if (target_tgid && BPF_CORE_READ(p, tgid) != target_tgid)
+		return;
+	ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&start, &pid, &ts, BPF_ANY))
+		__sync_fetch_and_add(&start_map_full, 1);
+}
+
+static __always_inline __u32 pid_namespace(struct task_struct *task)
+{
+	struct pid *pid = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct upid upid;
+
+	bpf_core_read(&upid, sizeof(upid), &pid->numbers[level]);
+	return BPF_CORE_READ(upid.ns, ns.inum);
+}
+
+static __always_inline int handle_switch(struct task_struct *prev, struct task_struct *next, long prev_state)
+{
+	struct hist *hist;
+	__u64 *tsp, slot, now;
+	__u32 pid, key = 0;
+	__s64 delta;
+
+	/* Preempted while runnable: waiting again from now. */
+	if (prev_state == TASK_RUNNING)
+		trace_enqueue(prev);
+
+	pid = BPF_CORE_READ(next, pid);
+	tsp = bpf_map_lookup_elem(&start, &pid);
+	if (!tsp)
+		return 0;
+	now = bpf_ktime_get_ns();
+	delta = (__s64)(now - *tsp);
+	if (delta < 0)
+		goto cleanup;
+
+	if (per == 1)
+		key = BPF_CORE_READ(next, tgid);
+	else if (per == 2)
+		key = pid;
+	else if (per == 3)
+		key = pid_namespace(next);
+	hist = bpf_map_lookup_or_try_init(&hists, &key, &zero_hist);
+	if (!hist) {
+		__sync_fetch_and_add(&hists_full, 1);
+		goto cleanup;
+	}
+	if (per && !hist->comm[0])
+		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), next->comm);
+
+	slot = log2l(millis ? (__u64)delta / 1000000U : (__u64)delta / 1000U);
+	if (slot >= MAX_SLOTS)
+		slot = MAX_SLOTS - 1;
+	__sync_fetch_and_add(&hist->slots[slot], 1);
+	__sync_fetch_and_add(&hist->count, 1);
+	__sync_fetch_and_add(&hist->sum_ns, delta);
+
+cleanup:
+	bpf_map_delete_elem(&start, &pid);
+	return 0;
+}
+
+/* (bool preempt, prev, next) before 5.18; (bool preempt, prev, next, unsigned int prev_state) since. */
+static __always_inline int on_switch(__u64 *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx[1];
+	struct task_struct *next = (struct task_struct *)ctx[2];
+	long state = switch_has_state ? (long)(unsigned int)ctx[3] : task_state(prev);
+
+	return handle_switch(prev, next, state);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+{
+	trace_enqueue(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
+{
+	trace_enqueue(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf)
+{
+	return on_switch(ctx);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
+{
+	trace_enqueue(p);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
+{
+	trace_enqueue(p);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw)
+{
+	return on_switch(ctx);
+}
+
+char LICENSE[] SEC("license") = "GPL";
