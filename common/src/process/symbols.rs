@@ -83,38 +83,59 @@ impl Symbolizer {
 
     /// Resolves kernel addresses, in order.
     pub fn kernel(&self, addrs: &[u64]) -> Vec<Option<Symbol>> {
-        let kernel = Kernel { vmlinux: MaybeDefault::None, debug_syms: false, ..Kernel::default() };
-        self.resolve(&Source::Kernel(kernel), addrs)
+        self.kernel_each(addrs).into_iter().map(Result::ok).collect()
     }
 
     /// Resolves user addresses of process `pid`, in order. A live process is read through `/proc/PID/map_files`
     /// (which works across mount namespaces); one that has exited through the maps saved by
     /// [`Symbolizer::remember_process`] and the files' paths.
     pub fn user(&self, pid: u32, addrs: &[u64]) -> Vec<Option<Symbol>> {
-        if pid == 0 || !(is_alive(pid) || self.remembered.contains(&pid)) {
-            return vec![None; addrs.len()];
+        self.user_each(pid, addrs).into_iter().map(Result::ok).collect()
+    }
+
+    /// Resolves `addrs` in one call; if that call fails as a whole (one address the symbolizer cannot handle,
+    /// a file it cannot read), each address on its own, so that one bad address costs only its own name.
+    /// Each address's result says why it has no name.
+    fn resolve_each(&self, source: &Source<'_>, addrs: &[u64]) -> Vec<Result<Symbol, String>> {
+        match self.inner.symbolize(source, Input::AbsAddr(addrs)) {
+            Ok(results) => results.into_iter().map(|r| symbol_of(r).ok_or_else(|| "no symbol".into())).collect(),
+            Err(_) if addrs.len() > 1 => {
+                addrs.iter().flat_map(|a| self.resolve_each(source, std::slice::from_ref(a))).collect()
+            }
+            Err(err) => vec![Err(format!("{err:#}")); addrs.len()],
+        }
+    }
+
+    /// Like [`Symbolizer::user`], with the reason for each address that has no name.
+    pub fn user_each(&self, pid: u32, addrs: &[u64]) -> Vec<Result<Symbol, String>> {
+        if pid == 0 {
+            return vec![Err("PID 0 has no user space".into()); addrs.len()];
+        }
+        let alive = is_alive(pid);
+        if !(alive || self.remembered.contains(&pid)) {
+            return vec![Err("the process exited before its memory maps were saved".into()); addrs.len()];
         }
         let mut process = Process::new(pid.into());
         process.perf_map = false;
-        process.map_files = is_alive(pid);
-        self.resolve(&Source::Process(process), addrs)
+        process.map_files = alive;
+        self.resolve_each(&Source::Process(process), addrs)
     }
 
-    fn resolve(&self, source: &Source<'_>, addrs: &[u64]) -> Vec<Option<Symbol>> {
-        let Ok(results) = self.inner.symbolize(source, Input::AbsAddr(addrs)) else {
-            return vec![None; addrs.len()];
-        };
-        results
-            .into_iter()
-            .map(|result| match result {
-                Symbolized::Sym(sym) => Some(Symbol {
-                    name: sym.name.into_owned(),
-                    offset: sym.offset as u64,
-                    module: sym.module.map(|m| m.to_string_lossy().into_owned()),
-                }),
-                Symbolized::Unknown(_) => None,
-            })
-            .collect()
+    /// Like [`Symbolizer::kernel`], with the reason for each address that has no name.
+    pub fn kernel_each(&self, addrs: &[u64]) -> Vec<Result<Symbol, String>> {
+        let kernel = Kernel { vmlinux: MaybeDefault::None, debug_syms: false, ..Kernel::default() };
+        self.resolve_each(&Source::Kernel(kernel), addrs)
+    }
+}
+
+fn symbol_of(result: Symbolized<'_>) -> Option<Symbol> {
+    match result {
+        Symbolized::Sym(sym) => Some(Symbol {
+            name: sym.name.into_owned(),
+            offset: sym.offset as u64,
+            module: sym.module.map(|m| m.to_string_lossy().into_owned()),
+        }),
+        Symbolized::Unknown(_) => None,
     }
 }
 
@@ -142,22 +163,25 @@ impl Batch {
         self.user.entry(pid).or_default().extend(addrs);
     }
 
-    /// Resolves everything: one symbolizer call for the kernel and one per process.
+    /// Resolves everything: one symbolizer call for the kernel and one per process (per address where a call fails
+    /// as a whole).
     pub fn resolve(self, symbolizer: &Symbolizer) -> Resolved {
         let mut resolved = Resolved::default();
         let kernel: Vec<u64> = self.kernel.into_iter().collect();
         if !kernel.is_empty() {
-            for (addr, sym) in kernel.iter().zip(symbolizer.kernel(&kernel)) {
-                if let Some(sym) = sym {
-                    resolved.kernel.insert(*addr, sym);
+            for (addr, sym) in kernel.iter().zip(symbolizer.kernel_each(&kernel)) {
+                match sym {
+                    Ok(sym) => drop(resolved.kernel.insert(*addr, sym)),
+                    Err(why) => resolved.unresolved.push((None, *addr, why)),
                 }
             }
         }
         for (pid, addrs) in self.user {
             let addrs: Vec<u64> = addrs.into_iter().collect();
-            for (addr, sym) in addrs.iter().zip(symbolizer.user(pid, &addrs)) {
-                if let Some(sym) = sym {
-                    resolved.user.insert((pid, *addr), sym);
+            for (addr, sym) in addrs.iter().zip(symbolizer.user_each(pid, &addrs)) {
+                match sym {
+                    Ok(sym) => drop(resolved.user.insert((pid, *addr), sym)),
+                    Err(why) => resolved.unresolved.push((Some(pid), *addr, why)),
                 }
             }
         }
@@ -170,6 +194,8 @@ impl Batch {
 pub struct Resolved {
     kernel: HashMap<u64, Symbol>,
     user: HashMap<(u32, u64), Symbol>,
+    /// Addresses without a name: process (None for the kernel), address, why.
+    unresolved: Vec<(Option<u32>, u64, String)>,
 }
 
 impl Resolved {
@@ -181,6 +207,16 @@ impl Resolved {
     /// The symbol at `addr` in process `pid`, if found.
     pub fn user(&self, pid: u32, addr: u64) -> Option<&Symbol> {
         self.user.get(&(pid, addr))
+    }
+
+    /// Says on stderr which addresses have no name and why (for `-v`).
+    pub fn report_unresolved(&self) {
+        for (pid, addr, why) in &self.unresolved {
+            match pid {
+                Some(pid) => eprintln!("cannot name address {addr:#x} of process {pid}: {why}"),
+                None => eprintln!("cannot name kernel address {addr:#x}: {why}"),
+            }
+        }
     }
 
     /// The kernel function's name at `addr`, or `[unknown]`.
@@ -241,5 +277,32 @@ mod tests {
         let symbolizer = Symbolizer::new();
         let addr = a_known_function as *const () as u64;
         assert_eq!(symbolizer.user(0, &[addr]), vec![None]);
+    }
+
+    #[test]
+    fn an_address_in_a_non_elf_file_costs_only_its_own_name() {
+        // A stack may hold a junk return address inside a mapped data file (locale-archive, say): blazesym fails
+        // the whole call for it. The other addresses of the batch must still be named.
+        let path = std::env::temp_dir().join(format!("symbols-not-elf-{}", std::process::id()));
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: a fresh private read-only mapping of a file we own, never dereferenced.
+        let map =
+            unsafe { libc::mmap(std::ptr::null_mut(), 8192, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
+        assert_ne!(map, libc::MAP_FAILED);
+        let getpid: unsafe extern "C" fn() -> libc::pid_t = libc::getpid;
+        let good = getpid as *const () as u64;
+        let pid = std::process::id();
+        let mut symbolizer = Symbolizer::new();
+        assert!(symbolizer.remember_process(pid));
+        let mut batch = Batch::new();
+        batch.add_user(pid, [good, map as u64 + 0x100]);
+        let resolved = batch.resolve(&symbolizer);
+        // SAFETY: unmapping what was mapped above.
+        unsafe { libc::munmap(map, 8192) };
+        let _ = std::fs::remove_file(&path);
+        assert!(resolved.user_name(pid, good).contains("getpid"), "{}", resolved.user_name(pid, good));
+        assert_eq!(resolved.user_name(pid, map as u64 + 0x100), UNKNOWN);
     }
 }

@@ -6,11 +6,8 @@
 //! folded lines, as JSON, and/or as an SVG flame graph.
 
 mod bpf;
-mod report;
-mod stacks;
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::path::PathBuf;
@@ -22,6 +19,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, object_storage};
 use common::attach::perf::{Rate, SamplingEvents};
+use common::output::stacks::{self, Collected, FlameGraph, Palette, Sample, StackTraces, Style};
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use common::run::{self, Signals};
@@ -29,8 +27,6 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::Style;
-use stacks::Collected;
 
 const EXAMPLES: &str = "\
 examples:
@@ -122,11 +118,7 @@ fn profile(args: Args) -> Result<()> {
         None => Rate::Frequency(args.frequency.unwrap_or(49)),
     };
     // Fail now, not after the profile, if the flame graph cannot be written.
-    let flamegraph = args
-        .flamegraph
-        .as_ref()
-        .map(|path| File::create(path).map(|f| (path, f)).with_context(|| format!("cannot create {}", path.display())))
-        .transpose()?;
+    let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.as_ref());
     let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
 
@@ -163,29 +155,34 @@ fn profile(args: Args) -> Result<()> {
     if !args.folded && !args.json {
         writeln!(out)?;
     }
-    let samples = stacks::read_samples(&skel.maps.counts, &skel.maps.stackmap, collected)?;
+    let samples = read_samples(&skel, collected)?;
     let missing = stacks::missing(&samples);
-    let named = stacks::symbolize(samples, &mut symbolizer);
+    let named = stacks::symbolize(samples, &mut symbolizer, args.verbose.on());
 
     let style =
         Style { delimited: args.delimited && collected.user && collected.kernel, annotate_kernel: args.annotations };
     match flamegraph {
-        Some((path, _)) if named.is_empty() => {
+        Some((_, path)) if named.is_empty() => {
             let _ = std::fs::remove_file(path);
             eprintln!("profile: no samples, so no flame graph written to {}", path.display())
         }
-        Some((path, file)) => {
-            report::write_flamegraph(file, &named, style, &format!("CPU stacks sampled at {context}"))
+        Some((file, path)) => {
+            let graph = FlameGraph {
+                title: format!("CPU stacks sampled at {context}"),
+                count_name: "samples".into(),
+                palette: Palette::Hot,
+            };
+            stacks::write_flamegraph(file, &named, style, &graph)
                 .with_context(|| format!("writing the flame graph to {}", path.display()))?
         }
         None => {}
     }
     if args.json {
-        report::write_json(&mut out, &named)?;
+        stacks::write_json(&mut out, &named, "count", false)?;
     } else if args.folded {
-        report::write_folded(&mut out, &named, style)?;
+        stacks::write_folded(&mut out, &named, style)?;
     } else {
-        report::write_multiline(&mut out, &named, style)?;
+        stacks::write_multiline(&mut out, &named, style)?;
     }
 
     warn_about_losses(&skel, missing);
@@ -217,10 +214,7 @@ fn sampling_context(args: &Args, rate: Rate) -> String {
 
 /// Warnings on stderr, as BCC prints them, for stacks and samples that could not be kept.
 fn warn_about_losses(skel: &BpfSkel<'_>, missing: stacks::Missing) {
-    if missing.stacks > 0 {
-        let hint = if missing.map_too_small { " Consider increasing --stack-storage-size." } else { "" };
-        eprintln!("WARNING: {} stack traces could not be displayed.{hint}", missing.stacks);
-    }
+    missing.warn();
     let Some(bss) = skel.maps.bss_data.as_ref() else { return };
     if bss.lost_samples > 0 {
         eprintln!(
@@ -234,6 +228,22 @@ fn warn_about_losses(skel: &BpfSkel<'_>, missing: stacks::Missing) {
             bss.lost_notices
         );
     }
+}
+
+unsafe impl plain::Plain for bpf::types::stack_key {}
+
+/// Reads every counted sample with its raw stack addresses.
+fn read_samples(skel: &BpfSkel<'_>, collected: Collected) -> Result<Vec<Sample<u64>>> {
+    let mut traces = StackTraces::new(&skel.maps.stackmap, collected);
+    let mut samples = Vec::new();
+    for (key, count) in common::attach::maps::hash_entries::<bpf::types::stack_key, u64>(&skel.maps.counts)? {
+        if count > 0 {
+            let comm = common::attach::maps::c_string(&key.comm);
+            let task = traces.task(key.pid, key.pid, comm, key.user_stack_id, key.kern_stack_id);
+            samples.push(Sample { task, waker: None, value: count });
+        }
+    }
+    Ok(samples)
 }
 
 /// Opens and loads the BPF object sized by the flags, fills the PID/TID filters, and attaches the sampling program

@@ -1,0 +1,571 @@
+//! Stack traces, shared by the stack tools (profile, offcputime, offwaketime, wakeuptime, stackcount): from the
+//! kernel's stack-trace map to named frames, and out as BCC's multi-line stacks, folded lines (`-f`), JSON lines
+//! (`--json`) and SVG flame graphs drawn by inferno (`--flamegraph FILE`).
+//!
+//! A tool counts (process, stacks) → value in BPF with stack ids from `bpf_get_stackid` (see
+//! `bpf/include/stacks.bpf.h`). At the end it reads them with [`StackTraces`] into [`Sample`]s of raw addresses,
+//! names every frame with [`symbolize`] (one batch through the run's one
+//! [`Symbolizer`](crate::process::symbols::Symbolizer), which saved the maps of processes as they were first seen so
+//! that exited ones are still named) and prints them with a [`Style`]. A sample may carry a second, "waker" side
+//! (offwaketime), printed after BCC's `--` separator and folded on top of the blocked stack.
+//!
+//! Multi-line stacks are printed kernel frames first (innermost first), then user frames, then `-    comm (pid)`
+//! and the value, least first so the largest ends next to the prompt, as BCC does. Folded lines go from the
+//! outermost user frame to the innermost kernel frame: `comm;main;outer_fn;hot_fn 42`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+use anyhow::Result;
+use libbpf_rs::{MapCore, MapFlags};
+use serde::Serialize;
+
+use crate::output::stdout::Output;
+use crate::process::symbols::{Batch, Symbolizer};
+
+pub const EFAULT: i32 = 14;
+pub const EEXIST: i32 = 17;
+pub const ENOMEM: i32 = 12;
+
+/// One side (user or kernel) of a stack, before or after naming.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Stack<T> {
+    /// Not collected (`-U` drops kernel stacks, `-K` user stacks).
+    Skipped,
+    /// There was no stack of this kind (user mode has no kernel stack; kernel threads no user stack).
+    Absent,
+    /// The stack was lost: stack map full or a hash collision (the stack id's error code).
+    Lost(i32),
+    /// Frames, innermost (leaf) first.
+    Frames(Vec<T>),
+}
+
+impl<T> Stack<T> {
+    pub fn has_frames(&self) -> bool {
+        matches!(self, Stack::Frames(_))
+    }
+}
+
+/// A frame after naming.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub addr: u64,
+    /// The function's name, or `[unknown]`.
+    pub name: String,
+    /// The address's offset into the function (0 when unknown).
+    pub offset: u64,
+    /// The file the function is in (user frames), when known.
+    pub module: Option<String>,
+}
+
+/// The stacks of one task: its process, command, user and kernel stacks.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Task<T> {
+    /// The process, whose memory maps name the user frames.
+    pub pid: u32,
+    /// The id printed after the command: the process (profile) or the thread (offcputime), as in BCC.
+    pub shown_id: u32,
+    pub comm: String,
+    pub user: Stack<T>,
+    pub kernel: Stack<T>,
+}
+
+/// A unique stack (and, for offwaketime, its waker's) with its value (samples, microseconds).
+#[derive(Debug, Clone)]
+pub struct Sample<T> {
+    pub task: Task<T>,
+    pub waker: Option<Task<T>>,
+    pub value: u64,
+}
+
+/// Which stacks were collected.
+#[derive(Debug, Clone, Copy)]
+pub struct Collected {
+    pub user: bool,
+    pub kernel: bool,
+}
+
+/// Stacks that could not be shown, as BCC counts them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Missing {
+    pub stacks: u64,
+    /// Some were lost to a full or colliding stack map: a bigger --stack-storage-size helps.
+    pub map_too_small: bool,
+}
+
+impl Missing {
+    /// BCC's warning, on stderr, if any stack could not be shown.
+    pub fn warn(&self) {
+        if self.stacks > 0 {
+            let hint = if self.map_too_small { " Consider increasing --stack-storage-size." } else { "" };
+            eprintln!("WARNING: {} stack traces could not be displayed.{hint}", self.stacks);
+        }
+    }
+}
+
+/// Reads stack traces from a BPF stack-trace map, each id once.
+pub struct StackTraces<'a, M: MapCore> {
+    map: &'a M,
+    collected: Collected,
+    cache: HashMap<i32, Option<Vec<u64>>>,
+}
+
+impl<'a, M: MapCore> StackTraces<'a, M> {
+    pub fn new(map: &'a M, collected: Collected) -> Self {
+        StackTraces { map, collected, cache: HashMap::new() }
+    }
+
+    fn trace(&mut self, id: i32) -> Option<Vec<u64>> {
+        let map = self.map;
+        self.cache
+            .entry(id)
+            .or_insert_with(|| {
+                let bytes = map.lookup(&(id as u32).to_ne_bytes(), MapFlags::ANY).ok().flatten()?;
+                Some(
+                    bytes
+                        .chunks_exact(8)
+                        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
+                        .take_while(|&a| a != 0)
+                        .collect(),
+                )
+            })
+            .clone()
+    }
+
+    fn stack(&mut self, wanted: bool, id: i32) -> Stack<u64> {
+        match id {
+            _ if !wanted => Stack::Skipped,
+            id if id == -EFAULT => Stack::Absent,
+            id if id < 0 => Stack::Lost(id),
+            id => self.trace(id).map_or(Stack::Lost(-ENOMEM), Stack::Frames),
+        }
+    }
+
+    /// The task with the stacks of these ids (a negative id: none, lost, or not collected).
+    pub fn task(&mut self, pid: u32, shown_id: u32, comm: String, user_stack_id: i32, kern_stack_id: i32) -> Task<u64> {
+        let user = self.stack(self.collected.user, user_stack_id);
+        let kernel = self.stack(self.collected.kernel, kern_stack_id);
+        Task { pid, shown_id, comm, user, kernel }
+    }
+}
+
+/// Counts the stacks that cannot be shown, as BCC does (one per lost side of each unique sample).
+pub fn missing(samples: &[Sample<u64>]) -> Missing {
+    let mut missing = Missing::default();
+    for sample in samples {
+        for task in std::iter::once(&sample.task).chain(&sample.waker) {
+            for stack in [&task.user, &task.kernel] {
+                if let Stack::Lost(err) = stack {
+                    missing.stacks += 1;
+                    missing.map_too_small |= *err == -EEXIST || *err == -ENOMEM;
+                }
+            }
+        }
+    }
+    missing
+}
+
+/// The address to look up for frame `i`: every frame but the innermost is a return address, which may already
+/// belong to the next function when the call was the caller's last instruction, so its call site is looked up.
+fn lookup_addr(i: usize, addr: u64) -> u64 {
+    if i == 0 {
+        addr
+    } else {
+        addr.saturating_sub(1)
+    }
+}
+
+/// Names every frame of every sample, resolving all addresses in one batch, and adds up samples that print the
+/// same; sorted by value, least first. With `verbose`, says on stderr which addresses could not be named.
+pub fn symbolize(samples: Vec<Sample<u64>>, symbolizer: &mut Symbolizer, verbose: bool) -> Vec<Sample<Frame>> {
+    let mut batch = Batch::new();
+    for sample in &samples {
+        for task in std::iter::once(&sample.task).chain(&sample.waker) {
+            if let Stack::Frames(addrs) = &task.user {
+                batch.add_user(task.pid, addrs.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
+            }
+            if let Stack::Frames(addrs) = &task.kernel {
+                batch.add_kernel(addrs.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
+            }
+        }
+    }
+    symbolizer.refresh_live();
+    let resolved = batch.resolve(symbolizer);
+    if verbose {
+        resolved.report_unresolved();
+    }
+    let name_task = |t: Task<u64>| Task {
+        user: name_stack(t.user, |a| resolved.user(t.pid, a)),
+        kernel: name_stack(t.kernel, |a| resolved.kernel(a)),
+        pid: t.pid,
+        shown_id: t.shown_id,
+        comm: t.comm,
+    };
+    let named =
+        samples.into_iter().map(|s| Sample { task: name_task(s.task), waker: s.waker.map(name_task), value: s.value });
+    merge_same_names(named)
+}
+
+fn name_stack<'r>(
+    stack: Stack<u64>,
+    symbol: impl Fn(u64) -> Option<&'r crate::process::symbols::Symbol>,
+) -> Stack<Frame> {
+    match stack {
+        Stack::Skipped => Stack::Skipped,
+        Stack::Absent => Stack::Absent,
+        Stack::Lost(e) => Stack::Lost(e),
+        Stack::Frames(addrs) => Stack::Frames(
+            addrs
+                .into_iter()
+                .enumerate()
+                .map(|(i, addr)| match symbol(lookup_addr(i, addr)) {
+                    Some(sym) => Frame {
+                        addr,
+                        name: sym.name.clone(),
+                        // The offset of the address itself, as BCC prints it, not of the call site looked up.
+                        offset: sym.offset + (addr - lookup_addr(i, addr)),
+                        module: sym.module.clone(),
+                    },
+                    None => Frame { addr, name: crate::process::symbols::UNKNOWN.into(), offset: 0, module: None },
+                })
+                .collect(),
+        ),
+    }
+}
+
+type NameKey = (u32, u32, String, Stack<String>, Stack<String>);
+
+fn names_of(task: &Task<Frame>) -> NameKey {
+    let names = |stack: &Stack<Frame>| match stack {
+        Stack::Skipped => Stack::Skipped,
+        Stack::Absent => Stack::Absent,
+        Stack::Lost(e) => Stack::Lost(*e),
+        Stack::Frames(frames) => Stack::Frames(frames.iter().map(|f| f.name.clone()).collect()),
+    };
+    (task.pid, task.shown_id, task.comm.clone(), names(&task.user), names(&task.kernel))
+}
+
+/// Adds up samples whose stacks differ only in addresses within the same functions (hot_fn+0x10, hot_fn+0x14),
+/// which print identically; the result is sorted by value, least first.
+fn merge_same_names(samples: impl IntoIterator<Item = Sample<Frame>>) -> Vec<Sample<Frame>> {
+    let mut index: HashMap<(NameKey, Option<NameKey>), usize> = HashMap::new();
+    let mut merged: Vec<Sample<Frame>> = Vec::new();
+    for sample in samples {
+        let key = (names_of(&sample.task), sample.waker.as_ref().map(names_of));
+        match index.get(&key) {
+            Some(&i) => merged[i].value += sample.value,
+            None => {
+                index.insert(key, merged.len());
+                merged.push(sample);
+            }
+        }
+    }
+    merged.sort_by_key(|s| s.value);
+    merged
+}
+
+/// How stacks are written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Style {
+    /// `-d`: a `--` (multi-line) or `-` (folded) between the kernel and user stacks.
+    pub delimited: bool,
+    /// `-a`: `_[k]` after kernel function names.
+    pub annotate_kernel: bool,
+}
+
+impl Style {
+    fn kernel_name(&self, frame: &Frame) -> String {
+        if self.annotate_kernel {
+            format!("{}_[k]", frame.name)
+        } else {
+            frame.name.clone()
+        }
+    }
+}
+
+fn write_task_frames(out: &mut Output, task: &Task<Frame>, style: Style, reversed: bool) -> Result<()> {
+    let mut lines = Vec::new();
+    match &task.kernel {
+        Stack::Lost(_) => lines.push("[Missed Kernel Stack]".to_string()),
+        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| style.kernel_name(f))),
+        Stack::Skipped | Stack::Absent => {}
+    }
+    if style.delimited && task.user.has_frames() && task.kernel.has_frames() {
+        lines.push("--".into());
+    }
+    match &task.user {
+        Stack::Lost(_) => lines.push("[Missed User Stack]".into()),
+        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| f.name.clone())),
+        Stack::Skipped | Stack::Absent => {}
+    }
+    if reversed {
+        lines.reverse();
+    }
+    for line in lines {
+        writeln!(out, "    {line}")?;
+    }
+    Ok(())
+}
+
+/// BCC's default output: one block per unique stack. A waker's stack (offwaketime) follows its name, innermost
+/// frame last, below BCC's `--` separator, as BCC prints it.
+pub fn write_multiline(out: &mut Output, samples: &[Sample<Frame>], style: Style) -> Result<()> {
+    for s in samples {
+        if let Some(waker) = &s.waker {
+            writeln!(out, "    {:<16} {} {}", "waker:", waker.comm, waker.pid)?;
+            write_task_frames(out, waker, style, true)?;
+            writeln!(out, "    {:<16}", "--")?;
+        }
+        write_task_frames(out, &s.task, style, false)?;
+        writeln!(out, "    {:<16} {} ({})", "-", s.task.comm, s.task.shown_id)?;
+        writeln!(out, "        {}\n", s.value)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn folded_frames(task: &Task<Frame>, style: Style, line: &mut Vec<String>) {
+    match &task.user {
+        Stack::Lost(_) => line.push("[Missed User Stack]".into()),
+        Stack::Frames(frames) => line.extend(frames.iter().rev().map(|f| f.name.clone())),
+        Stack::Skipped | Stack::Absent => {}
+    }
+    if style.delimited && task.user.has_frames() && task.kernel.has_frames() {
+        line.push("-".into());
+    }
+    match &task.kernel {
+        Stack::Lost(_) => line.push("[Missed Kernel Stack]".into()),
+        Stack::Frames(frames) => line.extend(frames.iter().rev().map(|f| style.kernel_name(f))),
+        Stack::Skipped | Stack::Absent => {}
+    }
+}
+
+/// The folded line of a sample, without its value: `comm;outer;...;leaf`, and for a waker (offwaketime, as BCC
+/// folds it) `comm;outer;...;leaf;--;waker leaf;...;waker outer;waker comm`.
+pub fn folded_stack(s: &Sample<Frame>, style: Style) -> String {
+    let mut line = vec![s.task.comm.clone()];
+    folded_frames(&s.task, style, &mut line);
+    if let Some(waker) = &s.waker {
+        line.push("--".into());
+        let mut waker_line = vec![waker.comm.clone()];
+        folded_frames(waker, style, &mut waker_line);
+        line.extend(waker_line.into_iter().rev());
+    }
+    line.join(";")
+}
+
+/// `-f`: one folded line per unique stack.
+pub fn write_folded(out: &mut Output, samples: &[Sample<Frame>], style: Style) -> Result<()> {
+    for s in samples {
+        writeln!(out, "{} {}", folded_stack(s, style), s.value)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct JsonFrame<'a> {
+    /// Hexadecimal (`0xffffffff81a2b3c4`): kernel addresses do not fit a JSON number exactly in most parsers.
+    addr: String,
+    name: &'a str,
+    offset: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    module: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonTask<'a> {
+    pid: u32,
+    /// The thread, for tools that count per thread (offcputime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    comm: &'a str,
+    /// Innermost first; always present, empty when not collected, absent or lost.
+    user_stack: Vec<JsonFrame<'a>>,
+    kernel_stack: Vec<JsonFrame<'a>>,
+    user_stack_lost: bool,
+    kernel_stack_lost: bool,
+}
+
+#[derive(Serialize)]
+struct JsonSample<'a> {
+    #[serde(flatten)]
+    task: JsonTask<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waker: Option<JsonTask<'a>>,
+}
+
+fn json_frames(stack: &Stack<Frame>) -> Vec<JsonFrame<'_>> {
+    match stack {
+        Stack::Frames(frames) => frames
+            .iter()
+            .map(|f| JsonFrame {
+                addr: format!("{:#x}", f.addr),
+                name: &f.name,
+                offset: f.offset,
+                module: f.module.as_deref(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn json_task(task: &Task<Frame>, per_thread: bool) -> JsonTask<'_> {
+    JsonTask {
+        pid: task.pid,
+        tid: per_thread.then_some(task.shown_id),
+        comm: &task.comm,
+        user_stack: json_frames(&task.user),
+        kernel_stack: json_frames(&task.kernel),
+        user_stack_lost: matches!(task.user, Stack::Lost(_)),
+        kernel_stack_lost: matches!(task.kernel, Stack::Lost(_)),
+    }
+}
+
+/// `--json`: one object per unique stack, its value under `value_name` (`count`, `total_us`); `per_thread` adds
+/// each task's `tid`.
+pub fn write_json(out: &mut Output, samples: &[Sample<Frame>], value_name: &str, per_thread: bool) -> Result<()> {
+    for s in samples {
+        let sample = JsonSample {
+            task: json_task(&s.task, per_thread),
+            waker: s.waker.as_ref().map(|w| json_task(w, per_thread)),
+        };
+        let mut value = serde_json::to_value(sample)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert(value_name.to_string(), s.value.into());
+        }
+        out.json_line(&value)?;
+    }
+    Ok(())
+}
+
+/// The colours of a flame graph.
+#[derive(Debug, Clone, Copy)]
+pub enum Palette {
+    /// On-CPU: the usual warm colours.
+    Hot,
+    /// Off-CPU: blue, as in the usual off-CPU flame graphs.
+    Io,
+    /// Wakeups and chains: aqua.
+    Wakeup,
+}
+
+/// How a flame graph is drawn: its title, the unit of the values, and its colours.
+#[derive(Debug, Clone)]
+pub struct FlameGraph {
+    pub title: String,
+    pub count_name: String,
+    pub palette: Palette,
+}
+
+/// `--flamegraph FILE`: an SVG flame graph of the folded stacks, written to `file`.
+pub fn write_flamegraph(file: File, samples: &[Sample<Frame>], style: Style, graph: &FlameGraph) -> Result<()> {
+    use inferno::flamegraph::color::{BasicPalette, Palette as InfernoPalette};
+    let lines: Vec<String> = samples.iter().map(|s| format!("{} {}", folded_stack(s, style), s.value)).collect();
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = graph.title.clone();
+    options.count_name = graph.count_name.clone();
+    options.colors = InfernoPalette::Basic(match graph.palette {
+        Palette::Hot => BasicPalette::Hot,
+        Palette::Io => BasicPalette::Io,
+        Palette::Wakeup => BasicPalette::Aqua,
+    });
+    let mut writer = BufWriter::new(file);
+    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut writer)?;
+    writer.flush()?;
+    Ok(())
+}
+
+/// Creates the flame graph's file now, so that a bad path fails before tracing, not after.
+pub fn create_flamegraph_file(path: Option<&std::path::Path>) -> Result<Option<File>> {
+    use anyhow::Context;
+    path.map(|path| File::create(path).with_context(|| format!("cannot create {}", path.display()))).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(names: &[&str]) -> Stack<Frame> {
+        Stack::Frames(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| Frame { addr: i as u64, name: n.to_string(), offset: 0, module: None })
+                .collect(),
+        )
+    }
+
+    fn task(user: Stack<Frame>, kernel: Stack<Frame>) -> Task<Frame> {
+        Task { pid: 7, shown_id: 7, comm: "spin".into(), user, kernel }
+    }
+
+    fn sample() -> Sample<Frame> {
+        Sample {
+            task: task(frames(&["hot_fn", "outer_fn", "main"]), frames(&["irqentry_exit", "asm_sysvec"])),
+            waker: None,
+            value: 5,
+        }
+    }
+
+    #[test]
+    fn folded_goes_from_outermost_user_to_innermost_kernel() {
+        let plain = Style { delimited: false, annotate_kernel: false };
+        assert_eq!(folded_stack(&sample(), plain), "spin;main;outer_fn;hot_fn;asm_sysvec;irqentry_exit");
+        let both = Style { delimited: true, annotate_kernel: true };
+        assert_eq!(folded_stack(&sample(), both), "spin;main;outer_fn;hot_fn;-;asm_sysvec_[k];irqentry_exit_[k]");
+        let mut lost = sample();
+        lost.task.kernel = Stack::Absent;
+        lost.task.user = Stack::Lost(-17);
+        assert_eq!(folded_stack(&lost, both), "spin;[Missed User Stack]");
+    }
+
+    #[test]
+    fn folded_waker_is_on_top_reversed() {
+        let mut s = sample();
+        s.task.kernel = Stack::Absent;
+        let mut waker = task(frames(&["write", "waker_fn", "main"]), Stack::Absent);
+        waker.comm = "w".into();
+        s.waker = Some(waker);
+        assert_eq!(folded_stack(&s, Style::default()), "spin;main;outer_fn;hot_fn;--;write;waker_fn;main;w");
+    }
+
+    fn raw(user: Stack<u64>, kernel: Stack<u64>) -> Sample<u64> {
+        Sample { task: Task { pid: 1, shown_id: 1, comm: "x".into(), user, kernel }, waker: None, value: 1 }
+    }
+
+    #[test]
+    fn missing_counts_lost_sides_only() {
+        let samples = vec![
+            raw(Stack::Frames(vec![1]), Stack::Absent),
+            raw(Stack::Lost(-EEXIST), Stack::Frames(vec![2])),
+            raw(Stack::Lost(-ENOMEM), Stack::Lost(-ENOMEM)),
+            raw(Stack::Skipped, Stack::Frames(vec![3])),
+        ];
+        assert_eq!(missing(&samples), Missing { stacks: 3, map_too_small: true });
+        assert_eq!(missing(&samples[..1]), Missing::default());
+    }
+
+    #[test]
+    fn stacks_with_the_same_names_are_merged() {
+        let frame = |addr, name: &str| Frame { addr, name: name.into(), offset: 0, module: None };
+        let s = |user: Vec<Frame>, value| Sample {
+            task: Task { pid: 1, shown_id: 1, comm: "x".into(), user: Stack::Frames(user), kernel: Stack::Absent },
+            waker: None,
+            value,
+        };
+        let merged = merge_same_names(vec![
+            s(vec![frame(0x10, "hot_fn"), frame(0x20, "main")], 5),
+            s(vec![frame(0x30, "main")], 2),
+            s(vec![frame(0x14, "hot_fn"), frame(0x20, "main")], 3),
+        ]);
+        assert_eq!(merged.iter().map(|m| m.value).collect::<Vec<_>>(), vec![2, 8]);
+    }
+
+    #[test]
+    fn return_addresses_are_looked_up_at_the_call() {
+        assert_eq!(lookup_addr(0, 0x1000), 0x1000);
+        assert_eq!(lookup_addr(1, 0x1000), 0xfff);
+    }
+}
