@@ -420,3 +420,40 @@ fn all_syscalls_and_mixed_categories_count_exactly() {
     let want = expect(&[("syscalls:sys_enter_getpid", HOT), ("sched:sched_process_exit", 1)]);
     assert_eq!(rows(&done.stdout), want, "{}", done.stdout);
 }
+
+/// Issue 23 item 11: `funccount PATTERN | head -1` ends once `head` has read the banner and gone, although
+/// nothing more would be written before Ctrl-C (no interval): stdout is watched while the tool waits.
+#[test]
+fn closed_pipe_ends_without_waiting_for_ctrl_c() {
+    let helper = Helper::standard();
+    let mut tool = Command::new(bin("funccount"))
+        .args(["-p", &helper.pid(), "t:syscalls:sys_enter_getpid"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(tool.stdout.take().unwrap());
+    let mut banner = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut banner).unwrap();
+    assert!(banner.contains(BANNER), "{banner}");
+    let ids = prog_ids_of(tool.id());
+    drop(reader);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = tool.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = tool.kill();
+            panic!("funccount kept running after its pipe closed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut tool.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    Finished { status, stdout: banner, stderr, prog_ids: ids }.assert_no_programs_left();
+    helper.go();
+}
