@@ -769,16 +769,23 @@ fn traces_a_musl_program() {
 fn a_static_program_gets_one_line_naming_the_flag() {
     let exe =
         build_c_helper("ghl-static", "#include <unistd.h>\nint main(void) { pause(); return 0; }\n", &["-static"]);
-    let mut child = Command::new(&exe).spawn().unwrap();
-    let pid = child.id();
+    // Killed when dropped, also when an assertion fails first.
+    struct KillOnDrop(Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = KillOnDrop(Command::new(&exe).spawn().unwrap());
+    let pid = child.0.id();
     let deadline = Instant::now() + WAIT;
     while !fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default().contains("ghl-static") {
         assert!(Instant::now() < deadline, "the static helper never started");
         thread::sleep(Duration::from_millis(10));
     }
     let done = run_tool(TOOL, &["-p", &pid.to_string()]);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     assert_eq!(done.status.code(), Some(1), "{done:?}");
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
     assert!(done.stderr.contains("no shared C library to probe"), "{}", done.stderr);
