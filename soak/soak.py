@@ -54,19 +54,17 @@ SPIN_DUTY = 0.15  # each spinner busy 15% of the time
 def paced(rate, stop, op):
     """Calls op() about `rate` times a second until stop is set; returns the number of calls that succeeded."""
     done = 0
-    tick = 0.01
-    per_tick = max(1, round(rate * tick))
+    interval = 1.0 / rate
     next_t = time.monotonic()
     while not stop.is_set():
-        for _ in range(per_tick):
-            if op():
-                done += 1
-        next_t += tick
+        if op():
+            done += 1
+        next_t += interval
         delay = next_t - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         elif delay < -1:
-            next_t = time.monotonic()  # fell behind (stopped, loaded machine): do not catch up in a burst
+            next_t = time.monotonic()  # fell behind (a loaded machine): do not catch up in a burst
     return done
 
 
@@ -175,6 +173,8 @@ def worker(kind, args):
         result["round_trips"] = paced(RATES["pingpong"], stop, trip)
         os.write(w1, b"x")
         os.waitpid(child, 0)
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    result["cpu_s"] = round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 2)
     print(json.dumps(result), flush=True)
 
 
@@ -756,8 +756,7 @@ def write_report(path, seconds, elapsed, instances, skipped, workers, truth, fau
     if new_pins:
         failed.append(f"new pins under /sys/fs/bpf: {new_pins}")
     tools_cpu = sum(l["cpu"] or 0 for i in instances for l in i.lives)
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    workload_cpu = ru.ru_utime + ru.ru_stime - tools_cpu
+    workload_cpu = sum(r.get("cpu_s", 0) for r in truth.values() if r) + (burst.result.get("cpu_s", 0) if burst else 0)
     n_progs = len(set().union(*(i.progs for i in instances))) if instances else 0
     n_links = len(set().union(*(i.links for i in instances))) if instances else 0
 
@@ -775,11 +774,13 @@ def write_report(path, seconds, elapsed, instances, skipped, workers, truth, fau
     for k, r in truth.items():
         if not r:
             continue
-        value = ", ".join(f"{a} {b}" for a, b in r.items() if a not in ("names", "pid"))
-        wl.append(f"| {k} | {names.get(k, 'CPU spinner, ' + str(int(SPIN_DUTY * 100)) + '% busy')} | {value} |")
+        value = ", ".join(f"{a} {b}" for a, b in r.items() if a not in ("names", "pid", "cpu_s"))
+        wl.append(f"| {k} | {names.get(k, 'CPU spinner, ' + str(int(SPIN_DUTY * 100)) + '% busy')} | {value} "
+                  f"| {r.get('cpu_s', '')} |")
     if burst and burst.result:
         wl.append(f"| tcp-burst | extra loopback connections while tcplife was stopped | "
-                  f"connections {burst.result['connections']}, port {burst.result['port']} |")
+                  f"connections {burst.result['connections']}, port {burst.result['port']} "
+                  f"| {burst.result.get('cpu_s', '')} |")
 
     lines = [
         "# Soak and fault test",
@@ -816,8 +817,8 @@ def write_report(path, seconds, elapsed, instances, skipped, workers, truth, fau
         f"used {workload_cpu:.1f} s of CPU in {elapsed:.0f} s ({workload_cpu / elapsed * 100:.0f}% of one CPU), "
         f"the tools {tools_cpu:.1f} s.",
         "",
-        "| Workload | What | Count |",
-        "|---|---|---|",
+        "| Workload | What | Count | CPU s |",
+        "|---|---|---|---|",
         *wl,
         "",
         "## Faults",
