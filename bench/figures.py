@@ -118,6 +118,7 @@ def startup_specs():
         # BPFTRACE_MAX_PROBES and took 63 s to exit here, so the anchor counts every syscall by number instead.
         ("funccount t:syscalls:* (720 tracepoints)", our("funccount", ["t:syscalls:*"]), bt(BT_ALL_SYSCALLS)),
         ("runqlat", our("runqlat"), c_tool("runqlat")),
+        ("softirqs", our("softirqs"), c_tool("softirqs")),
         ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
     ]
 

@@ -5,6 +5,7 @@
 //! [`perf`] opens perf events; [`ring_buffer`] polls ring buffers; [`maps`] reads maps into Rust values;
 //! [`kernel_functions`] lists the kernel functions that can be traced.
 
+pub mod btf_enums;
 pub mod features;
 pub mod kernel_functions;
 pub mod loader;

@@ -102,6 +102,24 @@ pub fn write_linear_hist(out: &mut impl Write, buckets: &[(u64, u64)], val_type:
     Ok(())
 }
 
+/// Writes BCC's per-name totals table (softirqs, hardirqs without `-d`): a header `NAME TOTAL_unit` and one row
+/// per name, largest value first (`"%-Ns %11s"` / `"%-Ns %11d"` in BCC, N = `name_width`).
+pub fn write_totals(
+    out: &mut impl Write,
+    name_header: &str,
+    name_width: usize,
+    value_header: &str,
+    rows: &[(String, u64)],
+) -> io::Result<()> {
+    writeln!(out, "{name_header:<name_width$} {value_header:>11}")?;
+    let mut sorted: Vec<&(String, u64)> = rows.iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    for (name, value) in sorted {
+        writeln!(out, "{name:<name_width$} {value:>11}")?;
+    }
+    Ok(())
+}
+
 /// A log2 histogram with its event count and value sum, as read from a BPF map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Log2Hist {
@@ -276,6 +294,21 @@ mod tests {
         assert_eq!(first, vec![("a", h(&[0, 1], 1, 5)), ("b", h(&[1, 2], 3, 30))]);
         let second = diff.update([("a", h(&[0, 1], 1, 5)), ("b", h(&[4, 2], 6, 45))]);
         assert_eq!(second, vec![("b", h(&[3, 0], 3, 15))]);
+    }
+
+    #[test]
+    fn totals_table_as_bcc_softirqs() {
+        let mut buf = Vec::new();
+        let rows = [("timer".to_string(), 120), ("net_rx".to_string(), 4511), ("rcu".to_string(), 7)];
+        write_totals(&mut buf, "SOFTIRQ", 16, "TOTAL_usecs", &rows).unwrap();
+        let expected = [
+            "SOFTIRQ          TOTAL_usecs\n",
+            "net_rx                  4511\n",
+            "timer                    120\n",
+            "rcu                        7\n",
+        ]
+        .concat();
+        assert_eq!(String::from_utf8(buf).unwrap(), expected);
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! softirqs against the kernel's own count: `/proc/softirqs` read around the run bounds what the tool must count
+//! (every event between the tool's attach and detach, and no more than happened from before its start to after
+//! its exit), while loopback TCP traffic raises NET_RX. The names are the rows of /proc/softirqs.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::thread;
+use std::time::Duration;
+
+use corebpf_tests::*;
+
+const BANNER: &str = "Tracing soft irq";
+
+/// /proc/softirqs: per vector name (as the kernel prints it, e.g. NET_RX), the count per CPU.
+fn proc_softirqs() -> BTreeMap<String, Vec<u64>> {
+    let text = std::fs::read_to_string("/proc/softirqs").unwrap();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, counts) = l.split_once(':')?;
+            Some((name.trim().to_string(), counts.split_whitespace().map(|c| c.parse().unwrap()).collect()))
+        })
+        .collect()
+}
+
+/// Count of a vector on `cpu`, or on all CPUs.
+fn on(snap: &BTreeMap<String, Vec<u64>>, name: &str, cpu: Option<usize>) -> u64 {
+    let counts = &snap[name];
+    cpu.map_or_else(|| counts.iter().sum(), |c| counts[c])
+}
+
+/// 3000 ping-pongs of 100 bytes over a loopback TCP connection (each delivery is a NET_RX softirq).
+fn loopback_traffic() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 100];
+        while s.read_exact(&mut buf).is_ok() {
+            s.write_all(&buf).unwrap();
+        }
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    let mut buf = [7u8; 100];
+    for _ in 0..3000 {
+        c.write_all(&buf).unwrap();
+        c.read_exact(&mut buf).unwrap();
+    }
+    drop(c);
+    server.join().unwrap();
+}
+
+/// The TOTAL_count table of a text report, summed over intervals: name → count.
+fn table_counts(text: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        if let (Some(name), Some(n), None) = (f.next(), f.next(), f.next()) {
+            if let Ok(n) = n.parse::<u64>() {
+                *counts.entry(name.to_string()).or_default() += n;
+            }
+        }
+    }
+    counts
+}
+
+/// Runs `softirqs args` around loopback traffic; returns the finished run and the bounds per vector:
+/// (events while surely attached, events from before start to after exit).
+fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, BTreeMap<String, (u64, u64)>) {
+    let before = proc_softirqs();
+    let mut run = Running::start_with_env("softirqs", args, env);
+    if args.contains(&"-j") {
+        // JSON prints no banner: wait until the programs are loaded and give the attach a moment.
+        for _ in 0..200 {
+            if prog_ids_of(run.pid()).len() >= 2 {
+                break;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        run.note_programs();
+        thread::sleep(Duration::from_millis(300));
+    } else {
+        run.wait_for_line(BANNER, Duration::from_secs(20));
+    }
+    let p0 = proc_softirqs();
+    loopback_traffic();
+    let p1 = proc_softirqs();
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    let after = proc_softirqs();
+    let bounds = before
+        .keys()
+        .map(|n| (n.to_lowercase(), (on(&p1, n, cpu) - on(&p0, n, cpu), on(&after, n, cpu) - on(&before, n, cpu))))
+        .collect();
+    (done, bounds)
+}
+
+fn assert_within(counts: &BTreeMap<String, u64>, bounds: &BTreeMap<String, (u64, u64)>, out: &str) {
+    for name in counts.keys() {
+        assert!(bounds.contains_key(name), "'{name}' is not a row of /proc/softirqs:\n{out}");
+    }
+    for (name, &(lo, hi)) in bounds {
+        let n = counts.get(name).copied().unwrap_or(0);
+        assert!(lo <= n && n <= hi, "{name}: counted {n}, /proc/softirqs says between {lo} and {hi}:\n{out}");
+    }
+    assert!(bounds["net_rx"].0 >= 1000, "loopback traffic raised only {:?} NET_RX", bounds["net_rx"]);
+}
+
+#[test]
+fn counts_match_proc_softirqs_and_loopback_raises_net_rx() {
+    let (done, bounds) = traced(&["-C"], &[], None);
+    assert!(done.stdout.contains("SOFTIRQ          TOTAL_count\n"), "{}", done.stdout);
+    assert_within(&table_counts(&done.stdout), &bounds, &done.stdout);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn one_cpu_only() {
+    let cpu = thread::available_parallelism().map(|n| n.get()).unwrap_or(1) - 1;
+    let (done, bounds) = traced(&["-C", "-c", &cpu.to_string(), "1"], &[], Some(cpu));
+    let counts = table_counts(&done.stdout);
+    for (name, &(lo, hi)) in &bounds {
+        let n = counts.get(name).copied().unwrap_or(0);
+        assert!(lo <= n && n <= hi, "{name} on CPU {cpu}: {n} not in [{lo}, {hi}]:\n{}", done.stdout);
+    }
+}
+
+#[test]
+fn raw_tp_fallback_counts_the_same() {
+    let (done, bounds) = traced(&["-C", "-v"], &[("COREBPF_ATTACH", "raw_tp")], None);
+    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+    assert_within(&table_counts(&done.stdout), &bounds, &done.stdout);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn json_histograms_hold_every_event_and_time() {
+    let (done, bounds) = traced(&["-j", "-d", "1"], &[], None);
+    let mut counts = BTreeMap::new();
+    for line in json_lines(&done.stdout) {
+        for v in line["softirqs"].as_array().unwrap() {
+            let count = v["count"].as_u64().unwrap();
+            let in_buckets: u64 = v["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+            assert_eq!(in_buckets, count, "{v}");
+            assert!(v["total_ns"].as_u64().unwrap() >= count * 100, "less than 100 ns per softirq: {v}");
+            *counts.entry(v["softirq"].as_str().unwrap().to_string()).or_insert(0) += count;
+        }
+    }
+    assert_within(&counts, &bounds, &done.stdout);
+}
+
+#[test]
+fn text_totals_and_histograms_as_bcc() {
+    let (done, _) = traced(&["-T"], &[], None);
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    assert!(lines[2].len() == 8 && lines[2].as_bytes()[2] == b':', "{}", done.stdout);
+    assert_eq!(lines[3], "SOFTIRQ          TOTAL_usecs", "{}", done.stdout);
+    assert!(lines.iter().any(|l| l.starts_with("net_rx ")), "{}", done.stdout);
+    let (done, _) = traced(&["-d", "-N"], &[], None);
+    let section = done.stdout.split("\nsoftirq = ").find(|s| s.starts_with("net_rx\n")).expect("net_rx section");
+    assert!(section.contains("     nsecs               : count     distribution"), "{}", done.stdout);
+    assert!(hist_total(section) >= 1000, "{}", done.stdout);
+}
+
+#[test]
+fn bad_input_and_closed_pipe() {
+    let done = run_tool("softirqs", &["-C", "-d"]);
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    let done = run_tool("softirqs", &["-C", "-N"]);
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    let done = run_tool("softirqs", &["-c", "4096"]);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} 1 | head -1", bin("softirqs").display()))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(BANNER));
+    assert!(out.status.success());
+}
+
+#[test]
+fn sigterm_prints_the_final_report() {
+    let mut run = Running::start("softirqs", &["-C"]);
+    run.wait_for_line(BANNER, Duration::from_secs(20));
+    loopback_traffic();
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    assert!(table_counts(&done.stdout).get("net_rx").copied().unwrap_or(0) >= 1000, "{}", done.stdout);
+    done.assert_no_programs_left();
+}
