@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types and limits shared by execsnoop.bpf.c and the Rust front end (through the skeleton's `types`/`consts`). */
+#ifndef __EXECSNOOP_H
+#define __EXECSNOOP_H
+
+#define TASK_COMM_LEN 16
+/* Bytes read of one argument (longer ones are cut, as BCC's ARGSIZE). */
+#define ARGSIZE 128
+/* Most arguments --max-args may ask for. */
+#define TOTAL_MAX_ARGS 60
+/* Room for the arguments, NUL-separated: at least TOTAL_MAX_ARGS * ARGSIZE, a power of two (masks bound reads). */
+#define ARGS_BUF 8192
+
+/* One exec: filled at sys_enter_execve(at) and completed at its exit, where a successful exec's argv is read again
+ * from the new program's memory (complete: the kernel has just written it there). The record sent through the ring
+ * buffer stops after args_size bytes of args. */
+struct event {
+	__u64 ts_ns;		/* bpf_ktime_get_ns() at return */
+	__u32 pid;		/* tgid */
+	__u32 ppid;		/* real_parent's tgid, read in the kernel (short-lived processes too) */
+	__u32 uid;
+	__u32 cpu;		/* CPU at return */
+	__s32 retval;
+	__u32 args_size;	/* bytes used in args */
+	__u8 truncated;		/* more arguments than --max-args (read at entry; user space counts the others) */
+	__u8 execveat;		/* the call was execveat (fexecve) */
+	__u8 _pad[6];
+	char comm[TASK_COMM_LEN];	/* at return: the new program's name after a successful exec */
+	char pcomm[TASK_COMM_LEN];	/* the parent's name */
+	char filename[ARGSIZE];	/* the path given to exec (empty for fexecve, or if its page was not in memory) */
+	char args[ARGS_BUF];	/* argv[0..], NUL-terminated, back to back */
+};
+
+#endif

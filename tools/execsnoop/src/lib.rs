@@ -1,0 +1,201 @@
+//! execsnoop: trace new processes via exec() syscalls (BCC's tool, CO-RE).
+//!
+//! The BPF side follows execve and execveat from entry to return in the calling thread, copies the file name and
+//! argv there, reads the parent PID and name from the task, and sends one record per exec through a ring buffer;
+//! UID, parent-PID and cgroup filters and the drop of failed execs run in the kernel. This front end applies the
+//! regular expressions of `-n` and `-l` (as BCC does, in user space), prints BCC's columns or JSON lines, and
+//! reports on stderr every exec the kernel side could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::parse_pid;
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+use regex_lite::Regex;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Exec, Printer, Style};
+
+const EXAMPLES: &str = "\
+examples:
+    execsnoop                      # trace all exec() syscalls
+    execsnoop -x                   # include failed exec()s
+    execsnoop -T                   # include time (HH:MM:SS)
+    execsnoop -P 181               # only trace new processes whose parent PID is 181
+    execsnoop -U                   # include UID
+    execsnoop -C                   # include CPU
+    execsnoop -M                   # include PCOMM
+    execsnoop -u 1000              # only trace UID 1000
+    execsnoop -u user              # get user UID and trace only them
+    execsnoop -t                   # include timestamps
+    execsnoop -q                   # add \"quotemarks\" around arguments
+    execsnoop -n main              # only print command lines containing \"main\"
+    execsnoop -l tpkg              # only print command where arguments contains \"tpkg\"
+    execsnoop -c /sys/fs/cgroup/system.slice  # only trace processes in this cgroup
+    execsnoop --json               # JSON lines, arguments as a list";
+
+/// Trace exec() syscalls.
+#[derive(Debug, Parser)]
+#[command(name = "execsnoop", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include time column on output (HH:MM:SS)
+    #[arg(short = 'T', long)]
+    time: bool,
+    /// Include timestamp on output
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Include failed exec()s
+    #[arg(short = 'x', long)]
+    fails: bool,
+    /// Trace this UID only (a number or a user name)
+    #[arg(short = 'u', long, value_name = "USER", value_parser = parse_uid)]
+    uid: Option<u32>,
+    /// Add quotemarks (") around arguments.
+    #[arg(short = 'q', long)]
+    quote: bool,
+    /// Only print commands matching this name (regex), any arg
+    #[arg(short = 'n', long, value_parser = parse_regex)]
+    name: Option<Regex>,
+    /// Only print commands where arg contains this line (regex)
+    #[arg(short = 'l', long, value_parser = parse_regex)]
+    line: Option<Regex>,
+    /// Print UID column
+    #[arg(short = 'U', long = "print-uid")]
+    print_uid: bool,
+    /// Print CPU column
+    #[arg(short = 'C', long = "print-cpu")]
+    print_cpu: bool,
+    /// Print parent command
+    #[arg(short = 'M', long = "print-pcomm")]
+    print_pcomm: bool,
+    /// Maximum number of arguments parsed and displayed, defaults to 20
+    #[arg(long = "max-args", value_name = "MAX_ARGS", default_value = "20", value_parser = parse_max_args)]
+    max_args: u32,
+    /// Trace this parent PID only
+    #[arg(short = 'P', long, value_name = "PPID", value_parser = parse_pid)]
+    ppid: Option<u32>,
+    /// Trace processes in this cgroup only
+    #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
+    cgroup: Option<PathBuf>,
+    /// JSON output: one object per exec, arguments as a list
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || execsnoop(args))
+}
+
+fn parse_regex(s: &str) -> Result<Regex, String> {
+    Regex::new(s).map_err(|e| format!("'{s}' is not a regular expression: {e}"))
+}
+
+fn parse_max_args(s: &str) -> Result<u32, String> {
+    let max = bpf::consts::TOTAL_MAX_ARGS;
+    match s.parse::<u32>() {
+        Ok(n @ 1..) if n as usize <= max => Ok(n),
+        _ => Err(format!("'{s}' is not a number of arguments from 1 to {max}")),
+    }
+}
+
+/// A UID given as a number or a user name (as BCC's `-u`).
+fn parse_uid(s: &str) -> Result<u32, String> {
+    if let Ok(uid) = s.parse::<u32>() {
+        return if uid == u32::MAX { Err(format!("'{s}' is not a UID")) } else { Ok(uid) };
+    }
+    match nix::unistd::User::from_name(s) {
+        Ok(Some(user)) => Ok(user.uid.as_raw()),
+        _ => Err(format!("no user named '{s}'")),
+    }
+}
+
+fn execsnoop(args: Args) -> Result<()> {
+    args.ppid.map(common::cli::require_process).transpose()?;
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+
+    let mut out = Output::new();
+    let mut printer = Printer::new(Style {
+        json: args.json,
+        clock: args.time,
+        timestamp: args.timestamp,
+        uid: args.print_uid,
+        cpu: args.print_cpu,
+        pcomm: args.print_pcomm,
+        quote: args.quote,
+    });
+    printer.write_header(&mut out)?;
+
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut lost = DropCounter::new("execs", "ring buffer full");
+    let mut untracked = DropCounter::new("execs", "too many in flight");
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.events,
+        || {
+            lost.check(&bss.lost);
+            untracked.check(&bss.inflight_full);
+            false
+        },
+        |data| {
+            let exec = Exec::from_bytes(data, args.max_args as usize);
+            if args.name.as_ref().is_some_and(|re| !re.is_match(&exec.comm))
+                || args.line.as_ref().is_some_and(|re| !re.is_match(&exec.args.join(" ")))
+            {
+                return Ok(());
+            }
+            Ok(printer.write(&mut out, &exec)?)
+        },
+    )?;
+    lost.check(&bss.lost);
+    untracked.check(&bss.inflight_full);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, loads it and attaches the four syscall tracepoints.
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.max_args = args.max_args;
+    rodata.filter_uid = args.uid.is_some();
+    rodata.target_uid = args.uid.unwrap_or(0);
+    rodata.filter_ppid = args.ppid.is_some();
+    rodata.target_ppid = args.ppid.unwrap_or(0);
+    rodata.filter_cgroup = cgroup.is_some();
+    rodata.fails = args.fails;
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    // The cgroup filter is in place before the first program is attached.
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+    let p = &skel.progs;
+    let links = [
+        (&p.execve_exit, "sys_exit_execve"),
+        (&p.execveat_exit, "sys_exit_execveat"),
+        (&p.execve_enter, "sys_enter_execve"),
+        (&p.execveat_enter, "sys_enter_execveat"),
+    ]
+    .into_iter()
+    .map(|(prog, name)| attach_tracepoint(prog, "syscalls", name, mech))
+    .collect::<Result<Vec<_>>>()?;
+    Ok((skel, links))
+}

@@ -1,0 +1,212 @@
+//! execsnoop's output: BCC's columns (`[TIME] [TIME(s)] [UID] COMM PID [PCOMM] PPID [CPU] RET ARGS`, the format
+//! strings of BCC's `tools/execsnoop.py`) or JSON lines with the arguments as a list.
+
+use std::io::{self, Write};
+
+use common::attach::maps::c_string;
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use serde::Serialize;
+
+use crate::bpf::{self, types::event};
+
+// SAFETY: a #[repr(C)] struct of integers and integer arrays; the BPF side sends it zero-initialised.
+unsafe impl plain::Plain for event {}
+
+/// One exec, decoded from the BPF record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Exec {
+    #[serde(skip)]
+    pub ts_ns: u64,
+    pub comm: String,
+    pub pid: u32,
+    pub ppid: u32,
+    pub pcomm: String,
+    pub uid: u32,
+    pub cpu: u32,
+    #[serde(rename = "ret")]
+    pub retval: i32,
+    /// The file name executed, then argv[1..].
+    pub args: Vec<String>,
+    /// More arguments were passed than --max-args.
+    pub truncated: bool,
+    pub syscall: &'static str,
+}
+
+impl Exec {
+    /// Decodes a record, which the BPF side cuts after its last argument: the path executed (argv[0] when none
+    /// was read), then argv[1..max_args], each cut at ARGSIZE - 1 bytes as BCC does.
+    pub fn from_bytes(data: &[u8], max_args: usize) -> Exec {
+        let mut e = Box::<event>::default();
+        // SAFETY: event is Plain (any bytes are a valid value).
+        let bytes = unsafe { plain::as_mut_bytes(&mut *e) };
+        let n = data.len().min(bytes.len());
+        bytes[..n].copy_from_slice(&data[..n]);
+        let used = (e.args_size as usize).min(e.args.len());
+        let raw: Vec<u8> = e.args[..used].iter().map(|&c| c as u8).collect();
+        let raw = raw.strip_suffix(&[0]).unwrap_or(&raw);
+        let cut = |a: &[u8]| String::from_utf8_lossy(&a[..a.len().min(bpf::consts::ARGSIZE - 1)]).into_owned();
+        let mut args: Vec<String> = if raw.is_empty() { Vec::new() } else { raw.split(|&b| b == 0).map(cut).collect() };
+        let truncated = e.truncated != 0 || args.len() > max_args;
+        args.truncate(max_args);
+        let filename = c_string(&e.filename);
+        match args.first_mut() {
+            Some(first) if !filename.is_empty() => *first = filename,
+            None if !filename.is_empty() => args.push(filename),
+            _ => {}
+        }
+        Exec {
+            ts_ns: e.ts_ns,
+            comm: c_string(&e.comm),
+            pid: e.pid,
+            ppid: e.ppid,
+            pcomm: c_string(&e.pcomm),
+            uid: e.uid,
+            cpu: e.cpu,
+            retval: e.retval,
+            args,
+            truncated,
+            syscall: if e.execveat != 0 { "execveat" } else { "execve" },
+        }
+    }
+
+    /// The ARGS column: arguments joined by spaces (quoted with -q), newlines shown as `\n`, ` ...` if cut.
+    fn args_text(&self, quote: bool) -> String {
+        let mut text = self
+            .args
+            .iter()
+            .map(|a| if quote { format!("\"{}\"", a.replace('"', "\\\"")) } else { a.clone() })
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace('\n', "\\n");
+        if self.truncated {
+            text.push_str(" ...");
+        }
+        text
+    }
+}
+
+/// Which columns to print.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Style {
+    pub json: bool,
+    /// `-T`: HH:MM:SS.
+    pub clock: bool,
+    /// `-t`: seconds since the tool started.
+    pub timestamp: bool,
+    pub uid: bool,
+    pub cpu: bool,
+    pub pcomm: bool,
+    pub quote: bool,
+}
+
+#[derive(Serialize)]
+struct JsonExec<'a> {
+    time: String,
+    ts: f64,
+    #[serde(flatten)]
+    exec: &'a Exec,
+}
+
+pub struct Printer {
+    style: Style,
+    start_ns: u64,
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of bpf_ktime_get_ns().
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Printer {
+    pub fn new(style: Style) -> Printer {
+        Printer { style, start_ns: monotonic_ns() }
+    }
+
+    pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
+        let s = self.style;
+        if s.json {
+            return Ok(());
+        }
+        let mut line = String::new();
+        if s.clock {
+            line += &format!("{:<9}", "TIME");
+        }
+        if s.timestamp {
+            line += &format!("{:<8}", "TIME(s)");
+        }
+        if s.uid {
+            line += &format!("{:<6}", "UID");
+        }
+        line += &format!("{:<16} {:<7} ", "COMM", "PID");
+        if s.pcomm {
+            line += &format!("{:<16} ", "PCOMM");
+        }
+        line += &format!("{:<7} ", "PPID");
+        if s.cpu {
+            line += &format!("{:<4} ", "CPU");
+        }
+        line += &format!("{:>3} {}", "RET", "ARGS");
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+
+    pub fn write(&mut self, out: &mut Output, e: &Exec) -> io::Result<()> {
+        let s = self.style;
+        let since = e.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+        if s.json {
+            return out.json_line(&JsonExec { time: clock_rfc3339(), ts: since, exec: e });
+        }
+        let mut line = String::new();
+        if s.clock {
+            line += &format!("{:<9}", clock_hms());
+        }
+        if s.timestamp {
+            line += &format!("{:<8.3}", since);
+        }
+        if s.uid {
+            line += &format!("{:<6}", e.uid);
+        }
+        line += &format!("{:<16} {:<7} ", e.comm, e.pid);
+        if s.pcomm {
+            line += &format!("{:<16} ", e.pcomm);
+        }
+        let ppid = if e.ppid > 0 { e.ppid.to_string() } else { "?".into() };
+        line += &format!("{ppid:<7} ");
+        if s.cpu {
+            line += &format!("{:<4} ", e.cpu);
+        }
+        line += &format!("{:>3} {}", e.retval, e.args_text(s.quote));
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(args: &[&str], truncated: bool) -> Exec {
+        Exec {
+            ts_ns: 0,
+            comm: "true".into(),
+            pid: 1,
+            ppid: 0,
+            pcomm: String::new(),
+            uid: 0,
+            cpu: 0,
+            retval: 0,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            truncated,
+            syscall: "execve",
+        }
+    }
+
+    #[test]
+    fn args_are_joined_quoted_and_marked_when_cut() {
+        assert_eq!(exec(&["/bin/echo", "a b", "c\nd"], false).args_text(false), "/bin/echo a b c\\nd");
+        assert_eq!(exec(&["/bin/echo", "say \"hi\""], true).args_text(true), "\"/bin/echo\" \"say \\\"hi\\\"\" ...");
+    }
+}
