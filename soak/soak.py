@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """soak/soak.py: the soak and fault test (`make soak`, issue 22).
 
-Starts every tool in tools/* at once (JSON output to files in target/soak/), runs a mixed, rate-capped workload
-for SOAK_SECONDS (default 600) that counts its own ground truth, injects faults (SIGSTOP/SIGCONT, SIGKILL and
-restart, a tiny stack map, a process exiting mid-lookup, a cgroup removed while in use), stops every tool with
-SIGINT and writes docs/soak.md (SOAK_REPORT to write elsewhere). Exits 1 if any check fails: a tool crashed,
-hung, panicked, left a BPF program or link loaded, grew its RSS by more than 10% after the warm-up (the first 20%
-of its run), or reported fewer events plus losses than the workload made.
+Starts every tool in tools/* at once (JSON output to files in SOAK_OUT, default target/soak/), runs a mixed,
+rate-capped workload for SOAK_SECONDS (default 600) that counts its own ground truth, injects faults (SIGSTOP and
+SIGCONT, SIGKILL and restart, a tiny stack map, processes exiting mid-lookup, a cgroup removed while in use), stops
+every tool with SIGINT and writes docs/soak.md (SOAK_REPORT to write elsewhere). Exits 1 if any check fails: a
+tool crashed, hung, panicked, left a BPF program or link loaded, grew its RSS by more than 10% after the warm-up
+(the first 20% of its run), or reported fewer events plus losses than the workload made.
 
 As root, with the release binaries in target/release (soak/run.sh builds them). `soak.py worker KIND ...` is
 one workload process (started by the driver; it waits for "go" on stdin, works until stdin closes, then prints
@@ -30,7 +30,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release")
-OUT = os.path.join(ROOT, "target", "soak")
+OUT = os.environ.get("SOAK_OUT", os.path.join(ROOT, "target", "soak"))
 
 # Workload rates (operations per second), capped: two cores are shared with other work.
 RATES = {
@@ -512,6 +512,9 @@ def main():
             ("gethostlatency (killed, restarted)", ["-j"], "killed"),
         ],
         "profile": [("profile --stack-storage-size 16", ["-j", "--stack-storage-size", "16"], "tiny-map")],
+        "funclatency": [("funclatency c:getpid", ["-j", "-p", str(workers["getpid"].proc.pid), "c:getpid"], "getpid-hist")],
+        "tcpconnect": [("tcpconnect", ["-j"], "connect")],
+        "execsnoop": [("execsnoop", ["-j"], "exec")],
     }
     instances = []
     for t in tools:
@@ -610,7 +613,7 @@ def main():
         if w.result is None:
             w.stop()
             w.collect()
-        truth[k] = w.result
+        truth[k] = dict(w.result, pid=w.proc.pid)
     time.sleep(2.0)  # the tools drain what the last operations produced
     for inst in instances:
         inst.sample(time.monotonic())
@@ -658,6 +661,22 @@ def check_instance(inst, truth, burst, seconds):
         seen = sum(1 for r in records if r.get("lport") in ports or r.get("rport") in ports)
         lost = stderr_sum(err_text, r"lost (\d+) sessions") + stderr_sum(err_text, r"missed (\d+) sessions")
         what = "sessions on the workload's ports vs 2 x connections made"
+    elif inst.role == "connect":
+        ports = {truth["tcp"]["port"]} | ({burst.result["port"]} if burst and burst.result else set())
+        want = truth["tcp"]["connections"] + (burst.result.get("connections", 0) if burst and burst.result else 0)
+        seen = sum(1 for r in records if r.get("rport") in ports)
+        lost = stderr_sum(err_text, r"lost (\d+)")
+        what = "connects to the workload's ports vs connections made"
+    elif inst.role == "exec":
+        want = truth["exec"]["execs"]
+        seen = sum(1 for r in records if r.get("ppid") == truth["exec"]["pid"] and r.get("comm") == "true")
+        lost = stderr_sum(err_text, r"lost (\d+)")
+        what = "execs of /bin/true by the worker's children vs execs made"
+    elif inst.role == "getpid-hist":
+        want = truth["getpid"]["calls"]
+        seen = sum(r.get("count", 0) for r in records)
+        lost = 0
+        what = "getpid() calls timed for the worker's PID vs calls it made"
     elif inst.role == "getpid":
         want = truth["getpid"]["calls"]
         seen = sum(c.get("count", 0) for r in records for c in r.get("counts", []) if c.get("func") == "getpid")
@@ -685,7 +704,7 @@ def check_instance(inst, truth, burst, seconds):
             bad_json = 0
     if want is not None:
         checks.append(("events + lost >= ground truth", f"{seen} + {lost} vs {want}", seen + lost >= want))
-    if inst.role in ("stopped", "getpid", "dns"):
+    if inst.role in ("stopped", "getpid", "dns", "connect", "exec", "getpid-hist"):
         # Filtered to the workload's own PID or ports: more than it made would be duplicates.
         checks.append(("events <= ground truth (no duplicates)", f"{seen} vs {want}", seen <= want))
     # Exit: SIGINT ends every tool with status 0; the killed life ended by our SIGKILL.
@@ -722,7 +741,6 @@ def check_instance(inst, truth, burst, seconds):
 
 def write_report(path, seconds, elapsed, instances, skipped, workers, truth, faults, notes, left_p, left_l,
                  new_pins, burst, exiters, cgroup):
-    truth["dns"]["pid"] = workers["dns"].proc.pid
     failed = [n for n in notes if n.startswith("FAIL")]
     rows, details = [], []
     for inst in instances:
