@@ -13,3 +13,27 @@ fn funccount_counts_every_vfs_read_of_one_process() {
     let forced = std::env::var("COREBPF_ATTACH").ok();
     funccount_counts_vfs_read_exactly(forced.as_deref(), READS);
 }
+
+/// funclatency times every vfs_read of one process: exactly READS calls in its histogram.
+#[test]
+fn funclatency_times_every_vfs_read_of_one_process() {
+    use corebpf_tests::scenario::Reader;
+    use corebpf_tests::{hist_total, Running};
+    use std::time::Duration;
+
+    let forced = std::env::var("COREBPF_ATTACH").ok();
+    let mut reader = Reader::spawn(READS);
+    let pid = reader.pid().to_string();
+    let mut run = Running::start("funclatency", &["-v", "-p", &pid, "vfs_read"]);
+    run.wait_for_line("Tracing", Duration::from_secs(120));
+    reader.go();
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(60));
+    done.assert_success();
+    if let Some(mech) = forced {
+        assert!(done.stderr.contains(&format!("attached with {mech}")), "not attached with {mech}:\n{}", done.stderr);
+    }
+    assert_eq!(hist_total(&done.stdout), READS as u64, "{}\nstderr:\n{}", done.stdout, done.stderr);
+    assert!(done.stdout.contains(&format!("count: {READS}")), "{}", done.stdout);
+    done.assert_no_programs_left();
+}

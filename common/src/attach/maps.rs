@@ -59,9 +59,14 @@ impl DropCounter {
     /// Reads the counter (a `u64` in the skeleton's live `.bss`) and reports what was dropped since the last
     /// call. Returns the total so far.
     pub fn check(&mut self, counter: &u64) -> u64 {
-        // SAFETY: `counter` points into the skeleton's memory-mapped .bss, an aligned u64 that the kernel updates
+        self.check_all([counter])
+    }
+
+    /// [`DropCounter::check`] for a count kept in several objects' `.bss` (one object per attach site).
+    pub fn check_all<'a>(&mut self, counters: impl IntoIterator<Item = &'a u64>) -> u64 {
+        // SAFETY: each counter points into a skeleton's memory-mapped .bss, an aligned u64 that the kernel updates
         // concurrently: it must be read as volatile, not as a plain Rust value.
-        let total = unsafe { std::ptr::read_volatile(counter) };
+        let total: u64 = counters.into_iter().map(|c| unsafe { std::ptr::read_volatile(c) }).sum();
         if total > self.reported {
             eprintln!("{}: lost {} {} ({})", crate::tool::invoked_name(), total - self.reported, self.what, self.why);
             self.reported = total;

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by funclatency.bpf.c and the Rust side (through the skeleton's generated `types`). */
+#ifndef __FUNCLATENCY_H
+#define __FUNCLATENCY_H
+
+/* log2 slots of a latency in the histogram's unit: 2^64 covers any. */
+#define MAX_SLOTS 64
+/* Threads timed at once (calls in flight); more are counted as not timed. */
+#define MAX_THREADS 10240
+/* fentry/fexit attaches one object per function: above this many functions, kprobe_multi or kprobes. */
+#define MAX_FENTRY_FUNCS 8
+
+/* Cumulative since start; user space prints the difference between two reads. */
+struct hist {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 slots[MAX_SLOTS];
+};
+
+/* A call in flight: the thread, and with -l its nesting depth. */
+struct start_key {
+	__u32 tid;
+	__u32 depth;
+};
+
+#endif

@@ -1,0 +1,137 @@
+//! funclatency: time kernel or user functions and print their latency as a histogram (BCC's tool, CO-RE).
+//!
+//! The pattern is resolved as funccount's (`common::process::targets`): kernel functions, `lib:func` or
+//! `/path:func` user functions, globs or `-r` regexes. An entry and a return program time each call in BPF into
+//! cumulative log2 histograms (one per function with `-F`); this front end prints each interval's difference in
+//! BCC's layout, or JSON lines. Attaching is in [`attach`], printing in [`report`].
+
+mod attach;
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::output::stdout::Output;
+use common::process::targets::{resolve, Kind};
+use common::run::{self, run_intervals, Signals, Tick};
+
+use report::{Report, Unit};
+
+const EXAMPLES: &str = "\
+examples:
+    funclatency do_sys_open       # time the do_sys_open() kernel function
+    funclatency c:read            # time the read() C library function
+    funclatency -u vfs_read       # time vfs_read(), in microseconds
+    funclatency -m do_nanosleep   # time do_nanosleep(), in milliseconds
+    funclatency -i 2 -d 10 c:open # output every 2 seconds, for duration 10s
+    funclatency -mTi 5 vfs_read   # output every 5 seconds, with timestamps
+    funclatency -p 181 vfs_read   # time process 181 only
+    funclatency 'vfs_fstat*'      # time both vfs_fstat() and vfs_fstatat()
+    funclatency 'c:*printf'       # time the *printf family of functions
+    funclatency -F 'vfs_r*'       # show one histogram per matched function
+    funclatency -l 3 -p 181 a.out:walk  # the outermost 3 levels of a recursive function";
+
+/// Time functions and print latency as a histogram.
+#[derive(Debug, Parser)]
+#[command(name = "funclatency", version, after_help = EXAMPLES)]
+struct Args {
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Summary interval, in seconds
+    #[arg(short = 'i', long, value_parser = parse_interval_secs)]
+    interval: Option<u64>,
+    /// Total duration of trace, in seconds
+    #[arg(short = 'd', long, value_parser = parse_interval_secs)]
+    duration: Option<u64>,
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Microsecond histogram
+    #[arg(short = 'u', long = "microseconds", conflicts_with = "milliseconds")]
+    microseconds: bool,
+    /// Millisecond histogram
+    #[arg(short = 'm', long = "milliseconds")]
+    milliseconds: bool,
+    /// Show a separate histogram per function
+    #[arg(short = 'F', long = "function")]
+    per_function: bool,
+    /// Use regular expressions. Default is "*" wildcards only.
+    #[arg(short = 'r', long = "regexp")]
+    regexp: bool,
+    /// Set the level of nested or recursive functions (default: only the innermost calls are timed)
+    #[arg(short = 'l', long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    level: Option<u32>,
+    /// JSON output: one object per histogram per interval
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// Search expression for functions
+    pattern: String,
+}
+
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Fentry, Attach::KprobeMulti, Attach::Kprobe, Attach::UprobeMulti, Attach::Uprobe]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || funclatency(args))
+}
+
+fn funclatency(args: Args) -> Result<()> {
+    if let Some(pid) = args.pid {
+        require_process(pid)?;
+    }
+    let target = resolve(&args.pattern, args.regexp, args.pid)?;
+    if matches!(target.kind, Kind::Tracepoint | Kind::Usdt { .. }) {
+        bail!(
+            "'{}' names {}: funclatency times functions (kernel, or lib:func)",
+            args.pattern,
+            target_noun(&target.kind)
+        );
+    }
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+    let unit = Unit::from_flags(args.microseconds, args.milliseconds);
+    let options = attach::Options {
+        pid: args.pid,
+        level: args.level.unwrap_or(0),
+        per_function: args.per_function,
+        ns_per_unit: unit.ns_per_unit(),
+    };
+    let attached = attach::attach(&target, &options, &btf, args.verbose.on())?;
+
+    let mut out = Output::new();
+    let names: Vec<String> = target.matches.iter().map(|m| m.name.clone()).collect();
+    let mut report = Report::new(unit, names, args.per_function, args.timestamp, args.json);
+    if !args.json {
+        use std::io::Write;
+        writeln!(out, "Tracing {} functions for \"{}\"... Hit Ctrl-C to end.", target.matches.len(), args.pattern)?;
+        out.flush()?;
+    }
+    let interval = args.interval.or(args.duration);
+    let count = args.duration.zip(interval).map(|(d, i)| d.div_ceil(i));
+    let mut untimed = DropCounter::new("calls from the histograms", "too many calls in flight");
+    run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
+        report.write(&mut out, attached.histograms()?, tick == Tick::Last)?;
+        untimed.check_all(attached.untimed());
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn target_noun(kind: &Kind) -> &'static str {
+    match kind {
+        Kind::Tracepoint => "tracepoints",
+        Kind::Usdt { .. } => "USDT probes",
+        _ => "functions",
+    }
+}
