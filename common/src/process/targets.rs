@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
 use crate::attach::kernel_functions::traceable_functions;
 use crate::process::elf::{find_binary, usdt_probes, ElfSymbols};
 use crate::process::pattern::Pattern;
+use anyhow::{bail, Context, Result};
 
 /// BCC's limit on the number of probes one pattern may attach.
 pub const MAX_MATCHES: usize = 1000;
