@@ -119,6 +119,7 @@ def startup_specs():
         ("funccount t:syscalls:* (720 tracepoints)", our("funccount", ["t:syscalls:*"]), bt(BT_ALL_SYSCALLS)),
         ("runqlat", our("runqlat"), c_tool("runqlat")),
         ("softirqs", our("softirqs"), c_tool("softirqs")),
+        ("hardirqs", our("hardirqs"), c_tool("hardirqs")),
         ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
     ]
 

@@ -1,0 +1,185 @@
+//! hardirqs against the kernel's own count: `/proc/interrupts` read around the run bounds what the tool must count
+//! per handler name, while O_DIRECT writes make the disk interrupt. The names are the handlers /proc/interrupts
+//! lists.
+
+use std::collections::BTreeMap;
+use std::thread;
+use std::time::Duration;
+
+use corebpf_tests::*;
+
+const BANNER: &str = "Tracing hard irq";
+
+/// /proc/interrupts' numbered lines with one handler: handler name → count per CPU (summed over lines that share
+/// a name, as the tool keys by name).
+fn proc_interrupts() -> BTreeMap<String, Vec<u64>> {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap();
+    let ncpu = text.lines().next().unwrap().split_whitespace().count();
+    let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < ncpu + 4 || f[0].trim_end_matches(':').parse::<u32>().is_err() {
+            continue;
+        }
+        let actions = f[ncpu + 3..].join(" ");
+        if actions.contains(", ") {
+            continue; // shared line: its count is not one handler's
+        }
+        let counts: Vec<u64> = f[1..=ncpu].iter().map(|c| c.parse().unwrap()).collect();
+        let e = out.entry(actions).or_insert_with(|| vec![0; ncpu]);
+        for (a, b) in e.iter_mut().zip(counts) {
+            *a += b;
+        }
+    }
+    out
+}
+
+fn on(snap: &BTreeMap<String, Vec<u64>>, name: &str, cpu: Option<usize>) -> u64 {
+    snap.get(name).map_or(0, |c| cpu.map_or_else(|| c.iter().sum(), |i| c[i]))
+}
+
+/// The TOTAL_count table of a text report, summed over intervals: name → count.
+fn table_counts(text: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        if let (Some(name), Some(n), None) = (f.next(), f.next(), f.next()) {
+            if let Ok(n) = n.parse::<u64>() {
+                *counts.entry(name.to_string()).or_default() += n;
+            }
+        }
+    }
+    counts
+}
+
+/// Runs `hardirqs args` around 600 O_DIRECT writes; returns the finished run and, per handler name, the bounds
+/// (interrupts while surely attached, interrupts from before start to after exit).
+fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, BTreeMap<String, (u64, u64)>) {
+    let before = proc_interrupts();
+    let mut run = Running::start_with_env("hardirqs", args, env);
+    if args.contains(&"-j") {
+        for _ in 0..200 {
+            if prog_ids_of(run.pid()).len() >= 2 {
+                break;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        run.note_programs();
+        thread::sleep(Duration::from_millis(300));
+    } else {
+        run.wait_for_line(BANNER, Duration::from_secs(20));
+    }
+    let p0 = proc_interrupts();
+    let file = ScratchFile::new("hardirqs");
+    direct_writes(&file.0, 600);
+    let p1 = proc_interrupts();
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    let after = proc_interrupts();
+    let bounds = after
+        .keys()
+        .map(|n| (n.clone(), (on(&p1, n, cpu) - on(&p0, n, cpu), on(&after, n, cpu) - on(&before, n, cpu))))
+        .collect();
+    (done, bounds)
+}
+
+/// Every handler that interrupted while the tool was attached is counted, no more than /proc/interrupts says
+/// (an edge interrupt that arrives while its handler runs is counted once and handled in the same loop, so allow
+/// 2% either way), and the disk's handler saw the writes.
+fn assert_within(counts: &BTreeMap<String, u64>, bounds: &BTreeMap<String, (u64, u64)>, out: &str) {
+    for (name, &(lo, hi)) in bounds {
+        let n = counts.get(name).copied().unwrap_or(0);
+        assert!(
+            n + lo / 50 + 2 >= lo && n <= hi + hi / 50 + 2,
+            "{name}: counted {n}, /proc/interrupts: [{lo}, {hi}]:\n{out}"
+        );
+    }
+    let busiest = bounds.iter().max_by_key(|(_, b)| b.0).map(|(n, b)| (n.clone(), b.0)).unwrap();
+    assert!(busiest.1 >= 300, "600 O_DIRECT writes raised no interrupt line by 300: {bounds:?}");
+    assert!(counts.contains_key(&busiest.0), "the disk's handler {} is missing:\n{out}", busiest.0);
+}
+
+#[test]
+fn counts_match_proc_interrupts_under_block_io() {
+    let (done, bounds) = traced(&["-C"], &[], None);
+    assert!(done.stdout.contains("HARDIRQ                    TOTAL_count\n"), "{}", done.stdout);
+    assert_within(&table_counts(&done.stdout), &bounds, &done.stdout);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn one_cpu_only() {
+    let n = thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    for cpu in 0..n {
+        let (done, bounds) = traced(&["-C", "-c", &cpu.to_string()], &[], Some(cpu));
+        let counts = table_counts(&done.stdout);
+        for (name, &(lo, hi)) in &bounds {
+            let c = counts.get(name).copied().unwrap_or(0);
+            assert!(
+                c + lo / 50 + 2 >= lo && c <= hi + hi / 50 + 2,
+                "{name} on CPU {cpu}: {c} not in [{lo}, {hi}]:\n{}",
+                done.stdout
+            );
+        }
+    }
+}
+
+#[test]
+fn raw_tp_fallback_counts_the_same() {
+    let (done, bounds) = traced(&["-C", "-v"], &[("COREBPF_ATTACH", "raw_tp")], None);
+    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+    assert_within(&table_counts(&done.stdout), &bounds, &done.stdout);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn json_histograms_hold_every_event_and_time() {
+    let (done, bounds) = traced(&["-j", "-d", "1"], &[], None);
+    let mut counts = BTreeMap::new();
+    for line in json_lines(&done.stdout) {
+        for v in line["hardirqs"].as_array().unwrap() {
+            let count = v["count"].as_u64().unwrap();
+            let in_buckets: u64 = v["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+            assert_eq!(in_buckets, count, "{v}");
+            assert!(v["total_ns"].as_u64().unwrap() >= count * 100, "less than 100 ns per interrupt: {v}");
+            *counts.entry(v["hardirq"].as_str().unwrap().to_string()).or_insert(0) += count;
+        }
+    }
+    assert_within(&counts, &bounds, &done.stdout);
+}
+
+#[test]
+fn text_totals_and_histograms_as_bcc() {
+    let (done, bounds) = traced(&["-T"], &[], None);
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    assert!(lines[2].len() == 8 && lines[2].as_bytes()[2] == b':', "{}", done.stdout);
+    assert_eq!(lines[3], "HARDIRQ                    TOTAL_usecs", "{}", done.stdout);
+    let disk = bounds.iter().max_by_key(|(_, b)| b.0).unwrap().0.clone();
+    assert!(lines.iter().any(|l| l.starts_with(&format!("{disk} "))), "no {disk} row:\n{}", done.stdout);
+    let (done, bounds) = traced(&["-d", "-N"], &[], None);
+    let disk = bounds.iter().max_by_key(|(_, b)| b.0).unwrap().0.clone();
+    let section = done
+        .stdout
+        .split("\nhardirq = ")
+        .find(|s| s.starts_with(&format!("{disk}\n")))
+        .unwrap_or_else(|| panic!("no {disk} section:\n{}", done.stdout));
+    assert!(section.contains("     nsecs               : count     distribution"), "{}", done.stdout);
+    assert!(hist_total(section) >= 300, "{}", done.stdout);
+}
+
+#[test]
+fn bad_input_and_closed_pipe() {
+    let done = run_tool("hardirqs", &["-C", "-d"]);
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    let done = run_tool("hardirqs", &["-c", "4096"]);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} 1 | head -1", bin("hardirqs").display()))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(BANNER));
+    assert!(out.status.success());
+}

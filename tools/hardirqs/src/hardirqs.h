@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by hardirqs.bpf.c and the Rust side (through the skeleton's generated `types`). */
+#ifndef __HARDIRQS_H
+#define __HARDIRQS_H
+
+/* 2^32 units (usecs, or nsecs with -N) and more go in the last slot. */
+#define MAX_SLOTS 32
+/* Handler names as BCC keeps them (irqaction->name, truncated). */
+#define IRQ_NAME_LEN 32
+/* Distinct handler names counted; events of more are counted as lost. */
+#define MAX_NAMES 1024
+
+struct irq_key {
+	char name[IRQ_NAME_LEN];
+};
+
+/* Per handler name, cumulative since start; user space prints the difference between two reads. */
+struct hist {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 slots[MAX_SLOTS];
+};
+
+#endif
