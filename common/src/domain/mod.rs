@@ -1,6 +1,7 @@
 //! Helpers for one subject each: [`blockdev`] (disks, partitions, request flags), [`cgroup`] (cgroup v2
-//! filters), [`net`] (socket addresses and ports from BPF records).
+//! filters), [`net`] (socket addresses and ports from BPF records), [`tcp`] (TCP states and flags as BCC names them).
 
 pub mod blockdev;
 pub mod cgroup;
 pub mod net;
+pub mod tcp;

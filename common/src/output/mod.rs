@@ -2,5 +2,6 @@
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
 
 pub mod hist;
+pub mod metrics;
 pub mod stacks;
 pub mod stdout;

@@ -36,6 +36,7 @@ examples:
     biolatency -F                 # show I/O flags separately
     biolatency -DF                # a histogram per disk and set of flags
     biolatency -j                 # print JSON lines
+    biolatency --prometheus :9435 # serve Prometheus metrics on 127.0.0.1:9435
     biolatency -e                 # show extension summary (total, average)
     biolatency -d sdc             # trace sdc only
     biolatency -c /sys/fs/cgroup/system.slice  # trace I/O issued from this cgroup only";
@@ -71,6 +72,13 @@ struct Args {
     /// Trace I/O issued by tasks in this cgroup only
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
+    /// Serve the histograms as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given) instead of
+    /// printing them
+    #[arg(long, value_name = "ADDR:PORT", value_parser = common::output::metrics::parse_listen, conflicts_with = "json")]
+    prometheus: Option<std::net::SocketAddr>,
+    /// With --prometheus: the most label sets per metric; later ones are summed into one series labelled "other"
+    #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES)]
+    max_series: usize,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
@@ -103,19 +111,26 @@ fn biolatency(args: Args) -> Result<()> {
         args.disks,
         args.extension,
     );
-    if !args.json {
+    if let Some(listen) = args.prometheus {
+        common::output::metrics::serve("biolatency", listen, args.max_series, &signals, |snapshot| {
+            report.metrics(snapshot, common::attach::maps::hash_entries(&skel.maps.hists)?);
+            Ok(())
+        })?;
+    } else if !args.json {
         use std::io::Write;
         writeln!(out, "Tracing block device I/O... Hit Ctrl-C to end.")?;
         out.flush()?;
     }
-    run_intervals(&signals, args.every.interval(), args.every.count, |_| {
-        let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
-        if args.json {
-            report.write_json(&mut out, hists)
-        } else {
-            report.write_text(&mut out, hists, args.timestamp)
-        }
-    })?;
+    if args.prometheus.is_none() {
+        run_intervals(&signals, args.every.interval(), args.every.count, |_| {
+            let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
+            if args.json {
+                report.write_json(&mut out, hists)
+            } else {
+                report.write_text(&mut out, hists, args.timestamp)
+            }
+        })?;
+    }
 
     if let Some(bss) = skel.maps.bss_data.as_ref() {
         DropCounter::new("I/Os from the histograms", "too many in flight for the start map").check(&bss.start_map_full);

@@ -147,3 +147,38 @@ impl Report {
         Ok(())
     }
 }
+
+impl Report {
+    /// `--prometheus`: the cumulative histograms as `corebpf_biolatency_io_latency_seconds`, labelled by `disk`
+    /// with -D and `flags` with -F (one unlabelled series otherwise, present before the first I/O).
+    pub fn metrics(&self, snapshot: &mut common::output::metrics::Snapshot, entries: Vec<(hist_key, hist)>) {
+        use common::output::metrics::{log2_buckets_seconds, HistogramValue};
+        const HELP: &str = "Block device I/O latency (BCC log2 buckets)";
+        let mut labels: Vec<&'static str> = Vec::new();
+        if self.per_disk {
+            labels.push("disk");
+        }
+        if self.flag_names.is_some() {
+            labels.push("flags");
+        }
+        let mut series = Vec::new();
+        for (k, h) in entries {
+            let key = (k.dev, k.cmd_flags);
+            let values: Vec<String> =
+                self.disk_name(key).map(str::to_string).into_iter().chain(self.flags_name(key)).collect();
+            series.push((values, h.slots.to_vec(), h.sum_ns));
+        }
+        if series.is_empty() && labels.is_empty() {
+            series.push((Vec::new(), vec![0; crate::bpf::consts::MAX_SLOTS], 0));
+        }
+        for (values, slots, sum_ns) in series {
+            // The +Inf bucket is the count: both from the same read of the slots.
+            let value = HistogramValue {
+                sum: sum_ns as f64 / 1e9,
+                count: slots.iter().sum(),
+                buckets: log2_buckets_seconds(&slots, self.units.ns_per_unit),
+            };
+            snapshot.histogram_seconds("io_latency", HELP, &labels, values, value);
+        }
+    }
+}

@@ -7,7 +7,6 @@
 mod attach;
 mod bpf;
 mod report;
-mod syscalls;
 mod targets;
 
 use std::ffi::OsString;
@@ -41,7 +40,11 @@ examples:
     funccount -p 185 go:os.*      # count all \"os.*\" calls in libgo, PID 185
     funccount ./test:read*        # count \"read*\" calls in the ./test binary
     funccount -c 1 'vfs_*'        # count vfs calls on CPU 1 only
-    funccount -D 'c:str*'         # show what would be attached, and how";
+    funccount -D 'c:str*'         # show what would be attached, and how
+    funccount --prometheus :9435 'vfs_*'  # serve the counts as Prometheus metrics";
+
+/// `--prometheus`: `corebpf_funccount_calls_total{function="..."}`, one series per match.
+const CALLS_HELP: &str = "Calls of each matched function, tracepoint or probe";
 
 /// Count functions, tracepoints, and USDT probes.
 #[derive(Debug, Parser)]
@@ -71,6 +74,13 @@ struct Args {
     /// JSON output: one object per interval
     #[arg(short = 'j', long)]
     json: bool,
+    /// Serve the counts as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given) instead of
+    /// printing them
+    #[arg(long, value_name = "ADDR:PORT", value_parser = common::output::metrics::parse_listen, conflicts_with = "json")]
+    prometheus: Option<std::net::SocketAddr>,
+    /// With --prometheus: the most label sets per metric; later ones are summed into one series labelled "other"
+    #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES)]
+    max_series: usize,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// Search expression for events: func, p::func, t:category:event, lib:func, p:lib:func, /path:func,
@@ -103,6 +113,16 @@ fn funccount(args: Args) -> Result<()> {
     let (attached, _mech) = attach::attach(&target, filters, &btf, args.verbose.on())?;
     report_failures(&attached);
 
+    if let Some(listen) = args.prometheus {
+        return common::output::metrics::serve("funccount", listen, args.max_series, &signals, |snapshot| {
+            let totals = attached.totals(target.matches.len())?;
+            snapshot.declare_counter("calls", CALLS_HELP, &["function"]);
+            for (m, total) in target.matches.iter().zip(totals) {
+                snapshot.counter("calls", CALLS_HELP, &["function"], vec![m.name.clone()], total);
+            }
+            Ok(())
+        });
+    }
     let mut out = Output::new();
     let attached_count = target.matches.len() - attached.failed.len();
     if !args.json {
