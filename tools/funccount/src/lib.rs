@@ -7,6 +7,7 @@
 mod attach;
 mod bpf;
 mod report;
+mod syscalls;
 mod targets;
 
 use std::ffi::OsString;
