@@ -22,6 +22,7 @@ import lib  # noqa: E402
 import notes  # noqa: E402
 import report  # noqa: E402
 import snoop  # noqa: E402
+import offcpu  # noqa: E402
 
 
 class Config:
@@ -56,6 +57,12 @@ FIGURES.append((8, "cost per traced exec, open and syscall", snoop.fig_snoop_cos
 notes.TITLES[8] = snoop.TITLE
 notes.METHOD[8] = snoop.METHOD
 report.RENDER[8] = snoop.render
+
+# Figure 11 (offcputime's cost per context switch) lives in offcpu.py.
+FIGURES.append((11, "cost per context switch: offcputime", offcpu.fig_offcpu_cost))
+notes.TITLES[11] = offcpu.TITLE
+notes.METHOD[11] = offcpu.METHOD
+report.RENDER[11] = offcpu.render
 
 
 def main():

@@ -234,6 +234,36 @@ fn name_stack<'r>(
     }
 }
 
+/// True for the kernel frames of the tracing machinery itself (the BPF program and the tracepoint's calls into it),
+/// which a stack taken in a tracepoint program has innermost.
+fn is_tracing_frame(name: &str) -> bool {
+    name.starts_with("bpf_prog_")
+        || name.starts_with("bpf_trace_run")
+        || name.starts_with("__bpf_trace_")
+        || name.starts_with("__traceiter_")
+        || name == "bpf_get_stackid"
+        || name.starts_with("bpf_get_stackid_")
+}
+
+/// Drops the tracing machinery's innermost kernel frames (see [`is_tracing_frame`]) from every task, so that a
+/// stack taken in a tracepoint ends where the traced code was (`__schedule`), as BCC's kprobe stacks do.
+pub fn drop_tracing_frames(samples: Vec<Sample<Frame>>) -> Vec<Sample<Frame>> {
+    let trim = |task: &mut Task<Frame>| {
+        if let Stack::Frames(frames) = &mut task.kernel {
+            let n = frames.iter().take_while(|f| is_tracing_frame(&f.name)).count();
+            frames.drain(..n);
+        }
+    };
+    let trimmed = samples.into_iter().map(|mut s| {
+        trim(&mut s.task);
+        if let Some(w) = &mut s.waker {
+            trim(w);
+        }
+        s
+    });
+    merge_same_names(trimmed)
+}
+
 type NameKey = (u32, u32, String, Stack<String>, Stack<String>);
 
 fn names_of(task: &Task<Frame>) -> NameKey {
@@ -248,7 +278,7 @@ fn names_of(task: &Task<Frame>) -> NameKey {
 
 /// Adds up samples whose stacks differ only in addresses within the same functions (hot_fn+0x10, hot_fn+0x14),
 /// which print identically; the result is sorted by value, least first.
-fn merge_same_names(samples: impl IntoIterator<Item = Sample<Frame>>) -> Vec<Sample<Frame>> {
+pub fn merge_same_names(samples: impl IntoIterator<Item = Sample<Frame>>) -> Vec<Sample<Frame>> {
     let mut index: HashMap<(NameKey, Option<NameKey>), usize> = HashMap::new();
     let mut merged: Vec<Sample<Frame>> = Vec::new();
     for sample in samples {
@@ -272,12 +302,22 @@ pub struct Style {
     pub delimited: bool,
     /// `-a`: `_[k]` after kernel function names.
     pub annotate_kernel: bool,
+    /// `-s`: `name+0x1f` (BCC's show_offset) in multi-line output.
+    pub offsets: bool,
 }
 
 impl Style {
     fn kernel_name(&self, frame: &Frame) -> String {
         if self.annotate_kernel {
-            format!("{}_[k]", frame.name)
+            format!("{}_[k]", self.user_name(frame))
+        } else {
+            self.user_name(frame)
+        }
+    }
+
+    fn user_name(&self, frame: &Frame) -> String {
+        if self.offsets && frame.name != crate::process::symbols::UNKNOWN {
+            format!("{}+{:#x}", frame.name, frame.offset)
         } else {
             frame.name.clone()
         }
@@ -296,7 +336,7 @@ fn write_task_frames(out: &mut Output, task: &Task<Frame>, style: Style, reverse
     }
     match &task.user {
         Stack::Lost(_) => lines.push("[Missed User Stack]".into()),
-        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| f.name.clone())),
+        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| style.user_name(f))),
         Stack::Skipped | Stack::Absent => {}
     }
     if reversed {
@@ -328,7 +368,7 @@ pub fn write_multiline(out: &mut Output, samples: &[Sample<Frame>], style: Style
 fn folded_frames(task: &Task<Frame>, style: Style, line: &mut Vec<String>) {
     match &task.user {
         Stack::Lost(_) => line.push("[Missed User Stack]".into()),
-        Stack::Frames(frames) => line.extend(frames.iter().rev().map(|f| f.name.clone())),
+        Stack::Frames(frames) => line.extend(frames.iter().rev().map(|f| style.user_name(f))),
         Stack::Skipped | Stack::Absent => {}
     }
     if style.delimited && task.user.has_frames() && task.kernel.has_frames() {
@@ -511,9 +551,9 @@ mod tests {
 
     #[test]
     fn folded_goes_from_outermost_user_to_innermost_kernel() {
-        let plain = Style { delimited: false, annotate_kernel: false };
+        let plain = Style { delimited: false, annotate_kernel: false, offsets: false };
         assert_eq!(folded_stack(&sample(), plain), "spin;main;outer_fn;hot_fn;asm_sysvec;irqentry_exit");
-        let both = Style { delimited: true, annotate_kernel: true };
+        let both = Style { delimited: true, annotate_kernel: true, offsets: false };
         assert_eq!(folded_stack(&sample(), both), "spin;main;outer_fn;hot_fn;-;asm_sysvec_[k];irqentry_exit_[k]");
         let mut lost = sample();
         lost.task.kernel = Stack::Absent;

@@ -159,8 +159,11 @@ fn profile(args: Args) -> Result<()> {
     let missing = stacks::missing(&samples);
     let named = stacks::symbolize(samples, &mut symbolizer, args.verbose.on());
 
-    let style =
-        Style { delimited: args.delimited && collected.user && collected.kernel, annotate_kernel: args.annotations };
+    let style = Style {
+        delimited: args.delimited && collected.user && collected.kernel,
+        annotate_kernel: args.annotations,
+        offsets: false,
+    };
     match flamegraph {
         Some((_, path)) if named.is_empty() => {
             let _ = std::fs::remove_file(path);

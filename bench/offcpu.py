@@ -1,0 +1,82 @@
+"""Figure 11: the cost per context switch of offcputime (a stamp and two stack lookups at every switch-out, a sum
+at every switch-in), against libbpf-tools' offcputime and a bpftrace one-liner doing the same work, on perf's pipe
+ping-pong pinned to one CPU (every switch is between the two processes, and the tracers' programs run on their CPU
+time). Extra per switch = (median traced CPU - median untraced) / context switches.
+"""
+
+from figures import BT_READY, bt, c_tool, our, orders, pipe_pingpong, run_traced
+from lib import BenchError, median, spread
+import report
+
+TITLE = "Cost per context switch: offcputime"
+
+METHOD = """
+`perf bench sched pipe -l n` pinned to CPU 0 (two processes exchanging one byte through two pipes, 2n context
+switches), run untraced and under each tracer tracing every thread with user and kernel stacks: ours
+(`offcputime`), libbpf-tools' `offcputime`, and a bpftrace one-liner that does the same in the kernel (time and
+both stacks of the thread switched out, a sum per stack pair at switch-in). The workload's CPU time (its own and
+its children's) includes the BPF programs run in its context. *Extra per switch* = (median CPU traced − untraced)
+/ context switches counted in /proc/stat. {cfg.repeat} rounds.
+"""
+
+BT_OFFCPU = (BT_READY + "tracepoint:sched:sched_switch { @t[args.prev_pid] = nsecs; @k[args.prev_pid] = kstack; "
+             "@u[args.prev_pid] = ustack; $s = @t[args.next_pid]; if ($s) { "
+             "@[@k[args.next_pid], @u[args.next_pid], args.next_comm] = sum((nsecs - $s) / 1000); "
+             "delete(@t[args.next_pid]); } }")
+
+
+def fig_offcpu_cost(cfg):
+    n = cfg.pingpongs
+    # libbpf-tools' offcputime prints nothing until it ends, so the bench cannot tell when it has attached.
+    theirs = c_tool("offcputime")
+    theirs.argv, theirs.missing = None, "prints no banner: attach time unknown"
+    contenders = [("none", None), ("ours", our("offcputime")), ("libbpf-tools", theirs), ("bpftrace", bt(BT_OFFCPU))]
+    res = {"n": n, "times": {k: [] for k, _ in contenders}, "cpu": {k: [] for k, _ in contenders},
+           "switches": {k: [] for k, _ in contenders}, "missing": {}}
+    for k, c in contenders:
+        if c is not None and c.argv is None:
+            res["missing"][k] = c.missing
+    active = [(k, c) for k, c in contenders if k not in res["missing"]]
+    try:
+        pipe_pingpong(n // 10)  # warm-up
+        for rep in range(cfg.repeat):
+            for k, c in orders(active, rep):
+                (secs, cpu, switches), _ = run_traced(c, lambda: pipe_pingpong(n))
+                res["times"][k].append(secs)
+                res["cpu"][k].append(cpu)
+                res["switches"][k].append(switches)
+    except BenchError as e:
+        res["error"] = str(e)
+    base = median(res["cpu"]["none"])
+    res["ns_per_switch"] = {}
+    for k, _ in active:
+        m, sw = median(res["cpu"][k]), median(res["switches"][k])
+        if k != "none" and m is not None and base and sw:
+            res["ns_per_switch"][k] = (m - base) / sw * 1e9
+    return res
+
+
+def render(res):
+    n = res["n"]
+    names = {"none": "no tracing", "ours": "ours: offcputime", "libbpf-tools": "libbpf-tools offcputime",
+             "bpftrace": "bpftrace one-liner"}
+    rows = []
+    for k in names:
+        if k in res["missing"]:
+            rows.append([names[k], res["missing"][k], "", "", "", ""])
+            continue
+        m = median(res["cpu"][k])
+        extra = res["ns_per_switch"].get(k)
+        rows.append([
+            names[k], report.ms(m), report.ms(median(res["times"][k])), f"{median(res['switches'][k]) or 0:,.0f}",
+            "–" if extra is None else f"**{extra:.0f} ns**", report.pct(spread(res["cpu"][k])),
+        ])
+    text = report.table(["tracing", f"CPU time ({n:,} round trips)", "wall time", "context switches",
+                         "extra per switch", "spread (CPU)"], rows)
+    c = res.get("ns_per_switch", {})
+    for anchor in ("libbpf-tools", "bpftrace"):
+        if "ours" in c and anchor in c and c[anchor] > 0:
+            text += f"\n\nRatio ours / {anchor}, extra CPU per context switch: **{report.ratio(c['ours'], c[anchor])}**."
+    if "error" in res:
+        text += f"\n\n**Error:** {res['error']}"
+    return text

@@ -1,0 +1,366 @@
+//! offcputime against a helper whose blocking is known: after a "go" byte on stdin it blocks K times for T ms in
+//! `main -> helper_sleep_outer -> helper_sleep` (a raw nanosleep system call made from helper_sleep itself, so the
+//! user stack's innermost frame is helper_sleep whatever the C library's frame pointers). The tests check the total
+//! time under that stack against K*T, the filters (-m/-M, -u/-k, -U/-K, --state), the folded, JSON and flame graph
+//! forms, a helper that exits before the tool prints, and bad input.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::thread;
+use std::time::Duration;
+
+use corebpf_tests::*;
+
+const HELPER: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* nanosleep(2) made here, not in the C library, so that this function is the innermost user frame. */
+static inline __attribute__((always_inline)) long raw_nanosleep(const struct timespec *ts)
+{
+	long ret;
+#if defined(__x86_64__)
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(35), "D"(ts), "S"(0) : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = 101;
+	register long x0 __asm__("x0") = (long)ts;
+	register long x1 __asm__("x1") = 0;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+	ret = x0;
+#else
+	ret = nanosleep(ts, NULL);
+#endif
+	return ret;
+}
+
+__attribute__((noinline)) void helper_sleep(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	raw_nanosleep(&ts);
+}
+
+__attribute__((noinline)) void helper_sleep_outer(int k, long ms)
+{
+	for (int i = 0; i < k; i++)
+		helper_sleep(ms);
+}
+
+/* helper K MS [linger]: waits for a byte on stdin, blocks K times for MS ms, prints how long that took, then (with
+ * linger) waits for stdin to close before exiting. */
+int main(int argc, char **argv)
+{
+	char c;
+	int k = argc > 1 ? atoi(argv[1]) : 10;
+	long ms = argc > 2 ? atol(argv[2]) : 20;
+	struct timespec t0, t1;
+	if (read(0, &c, 1) != 1)
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	helper_sleep_outer(k, ms);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* The wall time of the blocks, in microseconds: an upper bound of their time off CPU. */
+	printf("%ld\n", (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	fflush(stdout);
+	if (argc > 3)
+		while (read(0, &c, 1) > 0)
+			;
+	return 0;
+}
+"#;
+
+fn helper_exe() -> PathBuf {
+    build_c_helper("offcpu-sleep", HELPER, &["-fno-omit-frame-pointer", "-O1", "-g"])
+}
+
+/// A helper waiting for its "go", killed and reaped when dropped.
+struct Helper {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// The blocks' wall time, in microseconds, as the helper measured it (after [`Helper::wait`]).
+    wall_us: u64,
+    k: u64,
+    ms: u64,
+}
+
+impl Helper {
+    fn start(k: u32, ms: u32, linger: bool) -> Helper {
+        let mut cmd = Command::new(helper_exe());
+        cmd.args([k.to_string(), ms.to_string()]).stdin(Stdio::piped()).stdout(Stdio::piped());
+        if linger {
+            cmd.arg("linger");
+        }
+        let mut child = cmd.spawn().expect("starting the helper");
+        let stdin = child.stdin.take();
+        Helper { child, stdin, wall_us: 0, k: k.into(), ms: ms.into() }
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// The helper's command name: its file name cut to 15 bytes (read from the file, not /proc, which may still
+    /// show the test's thread until the exec).
+    fn comm(&self) -> String {
+        let name = helper_exe().file_name().unwrap().to_string_lossy().into_owned();
+        name[..name.len().min(15)].to_string()
+    }
+
+    fn go(&mut self) {
+        self.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+    }
+
+    /// Waits for the helper to finish its K blocks and exit (closing stdin ends a lingering one).
+    fn wait(&mut self) {
+        self.stdin = None;
+        let mut out = String::new();
+        std::io::Read::read_to_string(self.child.stdout.as_mut().unwrap(), &mut out).unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "helper: {status}");
+        self.wall_us = out.trim().parse().unwrap_or_else(|_| panic!("helper printed {out:?}"));
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const BANNER: &str = "Tracing off-CPU time (us)";
+
+/// Starts offcputime with `args`, waits until it traces (its banner, or its programs when it prints no banner),
+/// lets the helper block K times and exit, then stops the tool with Ctrl-C.
+fn trace(args: &[&str], helper: &mut Helper, banner: bool) -> Finished {
+    let mut tool = Running::start("offcputime", args);
+    if banner {
+        tool.wait_for_line(BANNER, Duration::from_secs(30));
+    } else {
+        wait_for_programs(&mut tool);
+    }
+    helper.go();
+    helper.wait();
+    tool.signal(libc::SIGINT);
+    let done = tool.finish(Duration::from_secs(60));
+    done.assert_success();
+    done
+}
+
+/// Without a banner (-f, --json), the tool traces once it holds its program and its link: wait for the program,
+/// then for the tool to settle past attaching (the link follows the load at once).
+fn wait_for_programs(tool: &mut Running) {
+    for _ in 0..300 {
+        if !prog_ids_of(tool.pid()).is_empty() {
+            tool.note_programs();
+            thread::sleep(Duration::from_millis(300));
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    panic!("offcputime loaded no program within 6 s");
+}
+
+/// Folded lines as (frames after the command name, total).
+fn folded(stdout: &str) -> Vec<(String, Vec<String>, u64)> {
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (stack, total) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a folded line: {l}"));
+            let mut frames = stack.split(';').map(str::to_string);
+            let comm = frames.next().unwrap();
+            (comm, frames.collect(), total.parse().unwrap_or_else(|_| panic!("no total in: {l}")))
+        })
+        .collect()
+}
+
+/// The time folded under `main -> helper_sleep_outer -> helper_sleep`, in microseconds.
+fn helper_sleep_time(lines: &[(String, Vec<String>, u64)]) -> u64 {
+    lines
+        .iter()
+        .filter(|(_, frames, _)| {
+            frames.windows(3).any(|w| w[0] == "main" && w[1] == "helper_sleep_outer" && w[2] == "helper_sleep")
+        })
+        .map(|(_, _, total)| total)
+        .sum()
+}
+
+/// The helper's blocks took at least K*T off CPU, and at most their wall time as the helper measured it (a thread
+/// woken on a busy machine waits for a CPU too: that wait is off CPU, so the total can exceed K*T).
+fn assert_blocked(actual: u64, helper: &Helper, what: &str, output: &str) {
+    let least = helper.k * helper.ms * 1000;
+    let most = helper.wall_us + helper.wall_us / 100;
+    assert!(
+        actual * 100 >= least * 99 && actual <= most,
+        "{what}: {actual} us off CPU, expected from K*T = {least} us to the helper's wall time {} us:\n{output}",
+        helper.wall_us
+    );
+}
+
+#[test]
+fn folded_total_under_the_blocking_functions_is_k_times_t() {
+    let mut helper = Helper::start(20, 25, false);
+    let done = trace(&["-p", &helper.pid(), "-f"], &mut helper, false);
+    let lines = folded(&done.stdout);
+    assert_blocked(helper_sleep_time(&lines), &helper, "time in helper_sleep", &done.stdout);
+    // The kernel part follows the user part: the blocked stack ends in the scheduler.
+    let line = lines.iter().find(|(_, f, _)| f.iter().any(|n| n == "helper_sleep")).unwrap();
+    assert!(line.1.last().is_some_and(|f| f.contains("schedule")), "{:?}", line.1);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn multiline_output_is_bccs_layout() {
+    let mut helper = Helper::start(10, 20, false);
+    let comm = helper.comm();
+    let pid = helper.pid();
+    let done = trace(&["-p", &pid], &mut helper, true);
+    assert!(
+        done.stdout.starts_with(&format!("{BANNER} of PIDs {pid} by user + kernel stack... Hit Ctrl-C to end.")),
+        "{}",
+        done.stdout
+    );
+    // helper_sleep, helper_sleep_outer and main in that order, then "-  comm (tid)" and the total.
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    let at = lines.iter().position(|l| l.trim() == "helper_sleep").unwrap_or_else(|| panic!("{}", done.stdout));
+    assert_eq!(lines[at + 1].trim(), "helper_sleep_outer", "{}", done.stdout);
+    assert_eq!(lines[at + 2].trim(), "main", "{}", done.stdout);
+    let dash = lines[at..].iter().position(|l| l.trim_start().starts_with("- ")).unwrap() + at;
+    assert_eq!(lines[dash], format!("    {:<16} {comm} ({pid})", "-"));
+    let total: u64 = lines[dash + 1].trim().parse().unwrap();
+    assert_blocked(total, &helper, "total of the helper_sleep stack", &done.stdout);
+}
+
+#[test]
+fn min_and_max_block_time_filter() {
+    // Blocks of 20 ms (more on a busy machine, waiting for a CPU): -m 500000 (0.5 s) keeps none of them, -M 10000
+    // (10 ms) none either, -m 10000 all.
+    for (args, kept) in [(&["-m", "500000"][..], false), (&["-M", "10000"][..], false), (&["-m", "10000"][..], true)] {
+        let mut helper = Helper::start(10, 20, false);
+        let pid = helper.pid();
+        let mut all = vec!["-p", &pid, "-f"];
+        all.extend(args);
+        let done = trace(&all, &mut helper, false);
+        let time = helper_sleep_time(&folded(&done.stdout));
+        if kept {
+            assert_blocked(time, &helper, &format!("{args:?}"), &done.stdout);
+        } else {
+            assert_eq!(time, 0, "{args:?} kept blocks of 20 ms:\n{}", done.stdout);
+        }
+    }
+}
+
+#[test]
+fn user_and_kernel_stacks_only() {
+    let kernel = |name: &str| name.starts_with("__") || name.contains("schedule") || name.contains("syscall");
+    let mut helper = Helper::start(5, 20, false);
+    let done = trace(&["-p", &helper.pid(), "-f", "-U"], &mut helper, false);
+    let lines = folded(&done.stdout);
+    let line = lines.iter().find(|(_, f, _)| f.iter().any(|n| n == "helper_sleep")).expect("no helper_sleep stack");
+    assert_eq!(line.1.last().unwrap(), "helper_sleep", "-U shows kernel frames: {:?}", line.1);
+
+    let mut helper = Helper::start(5, 20, false);
+    let done = trace(&["-p", &helper.pid(), "-f", "-K"], &mut helper, false);
+    let lines = folded(&done.stdout);
+    assert!(!lines.is_empty());
+    for (_, frames, _) in &lines {
+        assert!(!frames.iter().any(|f| f.starts_with("helper_") || f == "main"), "-K shows user frames: {frames:?}");
+        assert!(frames.iter().any(|f| kernel(f)), "{frames:?}");
+    }
+}
+
+#[test]
+fn state_filter() {
+    // nanosleep sleeps interruptibly (TASK_INTERRUPTIBLE, 1): --state 1 keeps it, --state 2 does not.
+    for (state, kept) in [("1", true), ("2", false)] {
+        let mut helper = Helper::start(10, 20, false);
+        let done = trace(&["-p", &helper.pid(), "-f", "--state", state], &mut helper, false);
+        let time = helper_sleep_time(&folded(&done.stdout));
+        if kept {
+            assert_blocked(time, &helper, &format!("--state {state}"), &done.stdout);
+        } else {
+            assert_eq!(time, 0, "--state {state} kept interruptible sleeps:\n{}", done.stdout);
+        }
+    }
+}
+
+#[test]
+fn user_and_kernel_threads_only() {
+    // -k: kernel threads only, so never the helper and never a user stack.
+    let mut helper = Helper::start(10, 20, false);
+    let comm = helper.comm();
+    let done = trace(&["-k", "-f", "-K"], &mut helper, false);
+    let lines = folded(&done.stdout);
+    assert!(!lines.is_empty(), "no kernel thread blocked at all");
+    assert!(lines.iter().all(|(c, _, _)| *c != comm), "-k shows the helper:\n{}", done.stdout);
+    // -u: user threads only; the helper is there (named by its command, as it is the only one with that name).
+    let mut helper = Helper::start(10, 20, false);
+    // All user threads of a busy machine: a bigger stack map, so that the helper's stacks are not lost to a collision.
+    let done = trace(&["-u", "-f", "--stack-storage-size", "32768"], &mut helper, false);
+    let lines: Vec<_> = folded(&done.stdout).into_iter().filter(|(c, _, _)| *c == comm).collect();
+    let mine: String = lines.iter().map(|(c, f, t)| format!("{c};{} {t}\n", f.join(";"))).collect();
+    assert_blocked(helper_sleep_time(&lines), &helper, "-u time in helper_sleep", &format!("{mine}{}", done.stderr));
+}
+
+#[test]
+fn json_and_flamegraph() {
+    let svg = ScratchFile::new("offcputime.svg");
+    let mut helper = Helper::start(10, 20, false);
+    let pid = helper.pid();
+    let done = trace(&["-p", &pid, "--json", "--flamegraph", svg.0.to_str().unwrap()], &mut helper, false);
+    let mut time = 0;
+    for s in json_lines(&done.stdout) {
+        assert_eq!(s["pid"].as_u64().unwrap().to_string(), pid, "{s}");
+        assert!(s["kernel_stack"].is_array() && s["user_stack"].is_array(), "{s}");
+        let names: Vec<&str> = s["user_stack"].as_array().unwrap().iter().filter_map(|f| f["name"].as_str()).collect();
+        if names.starts_with(&["helper_sleep", "helper_sleep_outer", "main"]) {
+            time += s["total_us"].as_u64().unwrap();
+        }
+    }
+    assert_blocked(time, &helper, "JSON total under helper_sleep", &done.stdout);
+    let svg = std::fs::read_to_string(&svg.0).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"), "not an SVG");
+    assert!(svg.contains("Off-CPU Time Flame Graph"), "no title");
+    assert!(svg.contains(">helper_sleep (") && svg.contains(">helper_sleep_outer ("), "helper frames missing");
+}
+
+#[test]
+fn a_helper_that_exits_first_is_still_named() {
+    // The helper exits (trace() waits for it) before the tool reads and names its stacks.
+    let mut helper = Helper::start(10, 20, false);
+    let pid = helper.pid();
+    let done = trace(&["-p", &pid, "-f", "-U"], &mut helper, false);
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    assert_blocked(helper_sleep_time(&folded(&done.stdout)), &helper, "time of the exited helper", &done.stdout);
+}
+
+#[test]
+fn duration_ends_the_trace() {
+    let done = Running::start("offcputime", &["-k", "1"]).finish(Duration::from_secs(30));
+    done.assert_success();
+    assert!(done.stdout.starts_with(&format!("{BANNER} of kernel threads by user + kernel stack for 1 secs.")));
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn bad_input_is_refused() {
+    let cases: [(&[&str], i32, &str); 8] = [
+        (&["-p", "999999999"], 1, "no process with PID 999999999"),
+        (&["-t", "999999999"], 1, "no process with PID 999999999"),
+        (&["-p", "1", "-t", "1"], 2, "cannot be used with"),
+        (&["-u", "-k"], 2, "cannot be used with"),
+        (&["-U", "-K"], 2, "cannot be used with"),
+        (&["-m", "100", "-M", "10"], 2, "-M 10 is below -m 100"),
+        (&["-k", "-U"], 2, "doesn't make sense"),
+        (&["--flamegraph", "/nonexistent/dir/off.svg", "1"], 1, "cannot create /nonexistent/dir/off.svg"),
+    ];
+    for (args, code, message) in cases {
+        let done = run_tool("offcputime", args);
+        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
+        assert!(done.stderr.contains(message), "{args:?}: {}", done.stderr);
+        assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
+    }
+}
