@@ -32,6 +32,9 @@ DIRECT_FILE = ("/var/tmp" if _ON_ROOT else "") + "/corebpf-bench-direct.dat"
 # after every probe is attached (strace: the "ready" write follows the tracepoint's PERF_EVENT_IOC_ENABLE).
 BT_READY = 'BEGIN { printf("ready\\n"); } '
 BT_FUNCCOUNT = BT_READY + "tracepoint:syscalls:sys_enter_write { @ = count(); }"
+# TCP_CLOSE = 7 -> TCP_SYN_SENT = 2: an active open (tcpconnect's tracepoint path).
+BT_TCPCONNECT = (BT_READY + "tracepoint:sock:inet_sock_set_state /args->oldstate == 7 && args->newstate == 2/ "
+                 "{ printf(\"%d %s %d\\n\", pid, comm, args->dport); }")
 BT_ALL_SYSCALLS = BT_READY + "tracepoint:raw_syscalls:sys_enter, tracepoint:raw_syscalls:sys_exit { @[probe, args->id] = count(); }"
 
 
@@ -111,6 +114,8 @@ def startup_specs():
     return [
         ("biolatency", our("biolatency"), c_tool("biolatency")),
         ("tcplife", our("tcplife", ready="^PID"), c_tool("tcplife", ready="^PID")),
+        # libbpf-tools' tcpconnect needs kprobes or fentry (neither works here): bpftrace on the same tracepoint.
+        ("tcpconnect", our("tcpconnect"), bt(BT_TCPCONNECT)),
         ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
         ("funccount t:syscalls:sys_enter_write", our("funccount", ["t:syscalls:sys_enter_write"]),
          bt(BT_FUNCCOUNT)),

@@ -36,6 +36,14 @@ impl Family {
         }
     }
 
+    /// `"ipv4"` or `"ipv6"`: the `family` field of every network tool's JSON records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::V4 => "ipv4",
+            Family::V6 => "ipv6",
+        }
+    }
+
     /// `4` or `6`, as in BCC's `IP` column.
     pub fn version(self) -> u8 {
         match self {
@@ -76,5 +84,6 @@ mod tests {
         assert_eq!(Family::V4.af(), AF_INET);
         assert_eq!(Family::V6.version(), 6);
         assert_eq!(Family::from_af(0), None);
+        assert_eq!(Family::V4.name(), "ipv4");
     }
 }

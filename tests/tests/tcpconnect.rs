@@ -1,0 +1,339 @@
+//! tcpconnect against real loopback connects made by this test process (std::net) and by a bash process
+//! (/dev/tcp), each to a listener on a fresh port of its own: every connect is reported once, from the right
+//! PID and comm, with the right local and destination ports; -p, -P and -4/-6 keep only theirs; -c counts
+//! equal the connects made. Tests run concurrently, so each looks only at its own ports.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use corebpf_tests::*;
+use serde_json::Value;
+
+const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
+const BANNER: &str = "Tracing connect";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Starts tcpconnect with text output and waits for its banner (printed once everything is attached).
+fn start(args: &[&str]) -> Running {
+    start_with_env(args, &[])
+}
+
+fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut run = Running::start_with_env("tcpconnect", args, env);
+    run.wait_for_line(BANNER, WAIT);
+    run
+}
+
+fn stop(run: Running) -> Finished {
+    run.signal(libc::SIGINT);
+    let done = run.finish(WAIT);
+    done.assert_success();
+    done
+}
+
+/// A connect from this process, accepted at once (so that the listener's queue holds nothing of ours):
+/// (local port, both ends, kept open).
+fn connect(listener: &TcpListener) -> (u16, (TcpStream, TcpStream)) {
+    let s = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    (s.local_addr().unwrap().port(), (s, server))
+}
+
+fn listener(ip: IpAddr) -> (TcpListener, u16) {
+    let l = TcpListener::bind((ip, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}
+
+/// This thread's comm, as the kernel shows it (the test harness names threads after tests).
+fn thread_comm() -> String {
+    std::fs::read_to_string("/proc/thread-self/comm").unwrap().trim_end().to_string()
+}
+
+/// A bash process that connects to 127.0.0.1:`port` and waits to be told to exit; returns (pid, local port).
+fn bash_connect(listener: &TcpListener) -> (u32, u16) {
+    let port = listener.local_addr().unwrap().port();
+    let mut child = Command::new("bash")
+        .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{port}; printf x >&3; exec 3>&-")])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("bash");
+    let (mut s, peer) = listener.accept().unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"x");
+    let pid = child.id();
+    child.wait().unwrap();
+    (pid, peer.port())
+}
+
+/// Text rows `-L` prints: (PID, COMM, IP, SADDR, LPORT, DADDR, DPORT), COMM read between the PID and the IP.
+fn rows(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 7 || f[0].parse::<u32>().is_err() {
+                return None;
+            }
+            let t = &f[f.len() - 5..];
+            let comm = f[1..f.len() - 5].join(" ");
+            Some([f[0].to_string(), comm].into_iter().chain(t.iter().map(|s| s.to_string())).collect())
+        })
+        .collect()
+}
+
+#[test]
+fn every_connect_once_with_its_pid_comm_and_ports() {
+    let (l4, p4) = listener(V4);
+    let (l6, p6) = listener(V6);
+    let mut run = start(&["-L", "-P", &format!("{p4},{p6}")]);
+    let mut ours = Vec::new();
+    let mut keep = Vec::new();
+    for _ in 0..5 {
+        for l in [&l4, &l6] {
+            let (lport, s) = connect(l);
+            ours.push((lport, l.local_addr().unwrap()));
+            keep.push(s);
+        }
+    }
+    let (bash_pid, bash_lport) = bash_connect(&l4);
+    run.wait_for_line(&format!(" {bash_lport} "), WAIT);
+    for (lport, _) in &ours {
+        run.wait_for_line(&format!(" {lport} "), WAIT);
+    }
+    let done = stop(run);
+    let rows = rows(&done.stdout);
+    let me = std::process::id().to_string();
+    let comm = thread_comm();
+    let mut expected: usize = 0;
+    for (lport, dst) in &ours {
+        let hits: Vec<_> = rows.iter().filter(|r| r[4] == lport.to_string()).collect();
+        assert_eq!(hits.len(), 1, "local port {lport}:\n{}", done.stdout);
+        let r = hits[0];
+        let ip = dst.ip().to_string();
+        let version = if dst.is_ipv4() { "4" } else { "6" };
+        assert_eq!(
+            r,
+            &vec![
+                me.clone(),
+                comm.chars().take(12).collect(),
+                version.into(),
+                ip.clone(),
+                lport.to_string(),
+                ip,
+                dst.port().to_string()
+            ]
+        );
+        expected += 1;
+    }
+    let hits: Vec<_> = rows.iter().filter(|r| r[4] == bash_lport.to_string()).collect();
+    assert_eq!(hits.len(), 1, "{}", done.stdout);
+    assert_eq!(hits[0][0], bash_pid.to_string());
+    assert_eq!(hits[0][1], "bash");
+    assert_eq!(hits[0][6], p4.to_string());
+    expected += 1;
+    // Nothing else: -P kept only these two ports, and no connect was reported twice.
+    assert_eq!(rows.len(), expected, "{}", done.stdout);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn pid_and_port_filters_keep_only_theirs() {
+    let (la, pa) = listener(V4);
+    let (lb, pb) = listener(V4);
+    let me = std::process::id().to_string();
+    let mut run = start(&["-L", "-p", &me, "-P", &pa.to_string()]);
+    let (_bash, bash_lport) = bash_connect(&la);
+    let (other_port, _s1) = connect(&lb);
+    let (lport, _s2) = connect(&la);
+    run.wait_for_line(&format!(" {lport} "), WAIT);
+    let done = stop(run);
+    let rows = rows(&done.stdout);
+    assert_eq!(rows.len(), 1, "{}", done.stdout);
+    assert_eq!(rows[0][0], me);
+    assert_eq!(rows[0][4], lport.to_string());
+    assert!(!done.stdout.contains(&format!(" {bash_lport} ")), "{}", done.stdout);
+    assert!(!done.stdout.contains(&format!(" {other_port} ")), "{}", done.stdout);
+    let _ = pb;
+}
+
+#[test]
+fn count_mode_counts_each_flow() {
+    let (la, pa) = listener(V4);
+    let (lb, pb) = listener(V6);
+    let run = start(&["-c", "-P", &format!("{pa},{pb}")]);
+    let mut keep = Vec::new();
+    for _ in 0..3 {
+        keep.push(connect(&la));
+    }
+    for _ in 0..2 {
+        keep.push(connect(&lb));
+    }
+    let (_bash, _) = bash_connect(&la);
+    let done = stop(run);
+    let table: Vec<Vec<&str>> = done
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("LADDR"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        table,
+        vec![vec!["127.0.0.1", "127.0.0.1", &pa.to_string()[..], "4"], vec!["::1", "::1", &pb.to_string()[..], "2"]],
+        "{}",
+        done.stdout
+    );
+    done.assert_no_programs_left();
+}
+
+/// JSON records of `stdout`.
+fn records(stdout: &str) -> Vec<Value> {
+    json_lines(stdout)
+}
+
+fn has_links(pid: u32, n: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
+    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count() >= n
+}
+
+#[test]
+fn json_and_family_filter() {
+    let (l4, p4) = listener(V4);
+    let (l6, p6) = listener(V6);
+    let mut run = Running::start("tcpconnect", &["--json", "-6", "-P", &format!("{p4},{p6}")]);
+    let deadline = Instant::now() + WAIT;
+    while !has_links(run.pid(), 2) {
+        assert!(Instant::now() < deadline, "tcpconnect did not attach");
+        thread::sleep(Duration::from_millis(20));
+    }
+    run.note_programs();
+    let (v4port, _a) = connect(&l4);
+    let (v6port, _b) = connect(&l6);
+    run.wait_for_line(&format!("\"lport\":{v6port},"), WAIT);
+    let done = stop(run);
+    let recs = records(&done.stdout);
+    assert_eq!(recs.len(), 1, "{}", done.stdout);
+    let r = &recs[0];
+    assert_eq!(r["pid"], std::process::id());
+    assert_eq!(r["uid"], 0);
+    assert_eq!(r["comm"], thread_comm());
+    assert_eq!(r["family"], "ipv6");
+    assert_eq!(r["laddr"], "::1");
+    assert_eq!(r["lport"], v6port);
+    assert_eq!(r["raddr"], "::1");
+    assert_eq!(r["rport"], p6);
+    assert!(!done.stdout.contains(&v4port.to_string()) || v4port == p6);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn raw_tp_and_tracepoint_fallbacks() {
+    for mech in ["raw_tp", "tracepoint"] {
+        let (l, p) = listener(V4);
+        let mut run = start_with_env(&["-L", "-v", "-P", &p.to_string()], &[("COREBPF_ATTACH", mech)]);
+        let (lport, _s) = connect(&l);
+        run.wait_for_line(&format!(" {lport} "), WAIT);
+        let done = stop(run);
+        assert!(done.stderr.contains(&format!("attached with {mech}")), "{}", done.stderr);
+        assert_eq!(rows(&done.stdout).len(), 1, "{}", done.stdout);
+        done.assert_no_programs_left();
+    }
+}
+
+/// A non-blocking connect to a listener whose queue is full stays in SYN_SENT: it is still reported at once
+/// (when connect() returns EINPROGRESS), with its local port.
+#[test]
+fn a_connect_that_is_not_answered_is_reported_at_once() {
+    // SAFETY: plain socket calls on descriptors this test owns.
+    unsafe {
+        let srv = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as u16;
+        addr.sin_addr.s_addr = u32::from(Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        assert_eq!(libc::bind(srv, &addr as *const _ as *const libc::sockaddr, len), 0);
+        assert_eq!(libc::listen(srv, 0), 0);
+        let mut len2 = len;
+        libc::getsockname(srv, &mut addr as *mut _ as *mut libc::sockaddr, &mut len2);
+        let port = u16::from_be(addr.sin_port);
+        // Fill the accept queue (backlog 0 holds one connection), so further SYNs are dropped.
+        let fill = TcpStream::connect((V4, port)).unwrap();
+        let mut run = start(&["-L", "-P", &port.to_string()]);
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
+        let r = libc::connect(fd, &addr as *const _ as *const libc::sockaddr, len);
+        assert_eq!(r, -1);
+        let mut local: libc::sockaddr_in = std::mem::zeroed();
+        let mut llen = len;
+        libc::getsockname(fd, &mut local as *mut _ as *mut libc::sockaddr, &mut llen);
+        let lport = u16::from_be(local.sin_port);
+        run.wait_for_line(&format!(" {lport} "), WAIT);
+        let done = stop(run);
+        let rows = rows(&done.stdout);
+        assert_eq!(rows.len(), 1, "{}", done.stdout);
+        assert_eq!(rows[0][4], lport.to_string());
+        libc::close(fd);
+        libc::close(srv);
+        drop(fill);
+    }
+}
+
+#[test]
+fn sigterm_and_closed_pipe_end_cleanly() {
+    let (l, p) = listener(V4);
+    let run = start(&["-P", &p.to_string()]);
+    let _s = connect(&l);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(WAIT);
+    done.assert_success();
+    assert!(done.stderr.is_empty(), "{}", done.stderr);
+    done.assert_no_programs_left();
+
+    // `tcpconnect | head -1`: the banner is read, the pipe closes, the tool ends quietly.
+    let mut child = Command::new(bin("tcpconnect")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    assert!(first.starts_with(BANNER), "{first}");
+    let ids = prog_ids_of(child.id());
+    drop(reader);
+    let deadline = Instant::now() + WAIT;
+    let mut keep = HashMap::new();
+    let status = loop {
+        let (lport, s) = connect(&l);
+        keep.insert(lport, s);
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "tcpconnect kept running after its pipe closed");
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    for (args, what, code) in [
+        (&["-P", "80,x"][..], "'x' is not a port", 2),
+        (&["-u", "x"][..], "invalid value", 2),
+        (&["-4", "-6"][..], "cannot be used with", 2),
+        (&["--cgroup", "/tmp"][..], "not a cgroup v2 directory", 1),
+        (&["-p", "999999999"][..], "", 1),
+    ] {
+        let done = run_tool("tcpconnect", args);
+        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
+        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
+        assert_eq!(done.stderr.trim_end().lines().count(), 1, "{args:?}: {}", done.stderr);
+        let _ = std::io::stdout().flush();
+    }
+}

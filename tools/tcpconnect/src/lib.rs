@@ -1,0 +1,210 @@
+//! tcpconnect: trace TCP connects (BCC's tool, CO-RE).
+//!
+//! The BPF side sees each active open (fexit or kretprobe of `tcp_v4_connect`/`tcp_v6_connect` where the kernel
+//! allows it, else `sock:inet_sock_set_state` CLOSE -> SYN_SENT completed at connect()'s return), filters on PID,
+//! UID, cgroup, family and destination port, and sends one record per connect through a ring buffer, or counts
+//! connects per flow with `-c`. This front end prints BCC's columns or JSON lines.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_pid, parse_port_list};
+use common::domain::net::{AF_INET, AF_INET6};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use bpf::consts::MAX_PORTS;
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Connect, Printer, Style};
+
+const EXAMPLES: &str = "\
+examples:
+    tcpconnect           # trace all TCP connect()s
+    tcpconnect -t        # include timestamps
+    tcpconnect -p 181    # only trace PID 181
+    tcpconnect -P 80     # only trace port 80
+    tcpconnect -P 80,81  # only trace port 80 and 81
+    tcpconnect -4        # only trace IPv4 family
+    tcpconnect -6        # only trace IPv6 family
+    tcpconnect -U        # include UID
+    tcpconnect -u 1000   # only trace UID 1000
+    tcpconnect -c        # count connects per src ip and dest ip/port
+    tcpconnect -L        # include LPORT while printing outputs
+    tcpconnect --cgroup /sys/fs/cgroup/system.slice  # only trace this cgroup
+    tcpconnect --json    # JSON lines";
+
+/// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
+type Ports = Vec<u16>;
+
+/// Trace TCP connects
+#[derive(Debug, Parser)]
+#[command(name = "tcpconnect", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include timestamp on output
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Comma-separated list of destination ports to trace.
+    #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
+    port: Option<Ports>,
+    /// Trace IPv4 family only
+    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// Trace IPv6 family only
+    #[arg(short = '6', long)]
+    ipv6: bool,
+    /// Include LPORT on output
+    #[arg(short = 'L', long = "lport")]
+    lport: bool,
+    /// Include UID on output
+    #[arg(short = 'U', long = "print-uid")]
+    print_uid: bool,
+    /// Trace this UID only
+    #[arg(short = 'u', long, value_parser = clap::value_parser!(u32))]
+    uid: Option<u32>,
+    /// Count connects per src ip and dest ip/port
+    #[arg(short = 'c', long)]
+    count: bool,
+    /// Trace connects from tasks in this cgroup only (a cgroup v2 directory)
+    #[arg(long = "cgroup", value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+    /// JSON output: one object per connect (per flow with -c)
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || tcpconnect(args))
+}
+
+fn tcpconnect(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    if args.port.as_ref().is_some_and(|p| p.len() > MAX_PORTS) {
+        bail!("-P lists more than {MAX_PORTS} ports");
+    }
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let signals = Signals::install()?;
+    let preferred = [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
+    let ((skel, _links), _mech) =
+        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+
+    let mut printer =
+        Printer::new(Style { json: args.json, timestamp: args.timestamp, lport: args.lport, uid: args.print_uid });
+    let mut out = Output::new();
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if !args.json {
+        println!("Tracing connect ... Hit Ctrl-C to end");
+    }
+    if args.count {
+        let mut flows_full = DropCounter::new("flows", "flow map full");
+        signals.sleep_until(None);
+        if signals.stdout_gone() {
+            return Ok(());
+        }
+        let flows = common::attach::maps::hash_entries::<bpf::types::flow, u64>(&skel.maps.flows)?;
+        report::write_counts(&mut out, args.json, &flows)?;
+        flows_full.check(&bss.flows_full);
+        return Ok(());
+    }
+
+    printer.write_header(&mut out)?;
+    let mut lost = DropCounter::new("connects", "ring buffer full");
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.events,
+        || {
+            lost.check(&bss.lost);
+            false
+        },
+        |data| {
+            let event: bpf::types::event = common::attach::maps::from_bytes(data);
+            match Connect::from_event(&event) {
+                Some(c) => Ok(printer.write(&mut out, &c)?),
+                None => Ok(()),
+            }
+        },
+    )?;
+    lost.check(&bss.lost);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_uid = args.uid.unwrap_or(0);
+    rodata.filter_uid = args.uid.is_some();
+    rodata.target_family = match (args.ipv4, args.ipv6) {
+        (true, _) => AF_INET,
+        (_, true) => AF_INET6,
+        _ => 0,
+    };
+    rodata.filter_port = args.port.is_some();
+    rodata.filter_cgroup = cgroup.is_some();
+    rodata.count = args.count;
+
+    let progs = &mut open.progs;
+    let tracepoints = matches!(mech, Attach::TpBtf | Attach::RawTp | Attach::Tracepoint);
+    progs.set_state_btf.set_autoload(mech == Attach::TpBtf);
+    progs.set_state_raw.set_autoload(mech == Attach::RawTp);
+    progs.set_state_tp.set_autoload(mech == Attach::Tracepoint);
+    progs.connect_exit.set_autoload(tracepoints);
+    progs.v4_connect_fexit.set_autoload(mech == Attach::Fentry);
+    progs.v6_connect_fexit.set_autoload(mech == Attach::Fentry);
+    progs.connect_entry.set_autoload(mech == Attach::Kprobe);
+    progs.connect_ret.set_autoload(mech == Attach::Kprobe);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+
+    // Filters are in place before anything is attached, so no connect slips past an empty filter.
+    for port in args.port.iter().flatten() {
+        skel.maps.ports.update(&port.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the port filter")?;
+    }
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+
+    let p = &skel.progs;
+    let mut links = Vec::new();
+    match mech {
+        Attach::Fentry => {
+            links.push(p.v4_connect_fexit.attach().context("attaching to tcp_v4_connect (fexit)")?);
+            links.push(p.v6_connect_fexit.attach().context("attaching to tcp_v6_connect (fexit)")?);
+        }
+        Attach::Kprobe => {
+            for func in ["tcp_v4_connect", "tcp_v6_connect"] {
+                links.push(p.connect_entry.attach_kprobe(false, func).with_context(|| format!("kprobe {func}"))?);
+                links.push(p.connect_ret.attach_kprobe(true, func).with_context(|| format!("kretprobe {func}"))?);
+            }
+        }
+        _ => {
+            let prog = match mech {
+                Attach::TpBtf => &p.set_state_btf,
+                Attach::RawTp => &p.set_state_raw,
+                _ => &p.set_state_tp,
+            };
+            // connect()'s return first, so that no connect is left waiting for it.
+            links.push(attach_tracepoint(&p.connect_exit, "syscalls", "sys_exit_connect", Attach::Tracepoint)?);
+            links.push(attach_tracepoint(prog, "sock", "inet_sock_set_state", mech)?);
+        }
+    }
+    Ok((skel, links))
+}

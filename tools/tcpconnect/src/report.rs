@@ -1,0 +1,208 @@
+//! tcpconnect's output: BCC's columns (`[TIME(s)] [UID] PID COMM IP SADDR [LPORT] DADDR DPORT`), BCC's `-c`
+//! table (`LADDR RADDR RPORT CONNECTS`), or JSON lines with tcplife's field names.
+
+use std::io::{self, Write};
+use std::net::IpAddr;
+
+use common::attach::maps::c_string;
+use common::domain::net::{ip_addr, Family};
+use common::output::stdout::{clock_rfc3339, Output};
+use serde::Serialize;
+
+use crate::bpf::types::{event, flow};
+
+// SAFETY: #[repr(C)] structs of integers and integer arrays, with no padding the BPF side leaves unset.
+unsafe impl plain::Plain for event {}
+unsafe impl plain::Plain for flow {}
+
+/// One connect, decoded from the BPF record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Connect {
+    pub ts_ns: u64,
+    pub pid: u32,
+    pub uid: u32,
+    pub comm: String,
+    pub family: Family,
+    pub laddr: IpAddr,
+    pub lport: u16,
+    pub raddr: IpAddr,
+    pub rport: u16,
+}
+
+impl Connect {
+    /// Decodes a record; `None` for a family other than IPv4/IPv6 (which the BPF side never sends).
+    pub fn from_event(e: &event) -> Option<Connect> {
+        Some(Connect {
+            ts_ns: e.ts_ns,
+            pid: e.pid,
+            uid: e.uid,
+            comm: c_string(&e.comm),
+            family: Family::from_af(e.family)?,
+            laddr: ip_addr(e.family, &e.saddr)?,
+            lport: e.lport,
+            raddr: ip_addr(e.family, &e.daddr)?,
+            rport: e.dport,
+        })
+    }
+}
+
+/// Which optional columns to print.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub json: bool,
+    /// `-t`: seconds since the first connect.
+    pub timestamp: bool,
+    /// `-L`: the local port.
+    pub lport: bool,
+    /// `-U`: the UID.
+    pub uid: bool,
+}
+
+#[derive(Serialize)]
+struct JsonConnect<'a> {
+    timestamp: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_s: Option<f64>,
+    pid: u32,
+    uid: u32,
+    comm: &'a str,
+    family: &'static str,
+    laddr: String,
+    lport: u16,
+    raddr: String,
+    rport: u16,
+}
+
+#[derive(Serialize)]
+struct JsonFlow {
+    family: &'static str,
+    laddr: String,
+    raddr: String,
+    rport: u16,
+    connects: u64,
+}
+
+/// Prints the header and one line per connect, flushing each.
+pub struct Printer {
+    style: Style,
+    first_ts_ns: Option<u64>,
+}
+
+impl Printer {
+    pub fn new(style: Style) -> Self {
+        Printer { style, first_ts_ns: None }
+    }
+
+    /// The column header (nothing for JSON).
+    pub fn write_header(&self, out: &mut Output) -> io::Result<()> {
+        if self.style.json {
+            return Ok(());
+        }
+        let mut line = String::new();
+        if self.style.timestamp {
+            line += &format!("{:<9}", "TIME(s)");
+        }
+        if self.style.uid {
+            line += &format!("{:<6}", "UID");
+        }
+        line += &self.columns(["PID", "COMM", "IP", "SADDR", "LPORT", "DADDR", "DPORT"].map(String::from));
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+
+    /// Prints one connect.
+    pub fn write(&mut self, out: &mut Output, c: &Connect) -> io::Result<()> {
+        let first = *self.first_ts_ns.get_or_insert(c.ts_ns);
+        // BCC: (ts_us - first_ts_us) / 1e6.
+        let since_first = (c.ts_ns / 1000).saturating_sub(first / 1000) as f64 / 1e6;
+        if self.style.json {
+            return out.json_line(&JsonConnect {
+                timestamp: clock_rfc3339(),
+                time_s: self.style.timestamp.then_some(since_first),
+                pid: c.pid,
+                uid: c.uid,
+                comm: &c.comm,
+                family: c.family.name(),
+                laddr: c.laddr.to_string(),
+                lport: c.lport,
+                raddr: c.raddr.to_string(),
+                rport: c.rport,
+            });
+        }
+        let mut line = String::new();
+        if self.style.timestamp {
+            line += &format!("{since_first:<9.3}");
+        }
+        if self.style.uid {
+            line += &format!("{:<6}", c.uid);
+        }
+        line += &self.columns([
+            c.pid.to_string(),
+            c.comm.clone(),
+            c.family.version().to_string(),
+            c.laddr.to_string(),
+            c.lport.to_string(),
+            c.raddr.to_string(),
+            c.rport.to_string(),
+        ]);
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+
+    /// BCC's `%-7s %-12.12s %-2s %-16s [%-6s] %-16s %-6s`.
+    fn columns(&self, c: [String; 7]) -> String {
+        let [pid, comm, ip, saddr, lport, daddr, dport] = c;
+        let lport = if self.style.lport { format!("{lport:<6} ") } else { String::new() };
+        format!("{pid:<7} {comm:<12.12} {ip:<2} {saddr:<16} {lport}{daddr:<16} {dport:<6}").trim_end().to_string()
+    }
+}
+
+/// The `-c` table at exit: BCC's `LADDR RADDR RPORT CONNECTS`, IPv4 flows then IPv6, most connects first.
+pub fn write_counts(out: &mut Output, json: bool, flows: &[(flow, u64)]) -> io::Result<()> {
+    let mut rows: Vec<(Family, IpAddr, IpAddr, u16, u64)> = flows
+        .iter()
+        .filter_map(|(k, n)| {
+            Some((Family::from_af(k.family)?, ip_addr(k.family, &k.saddr)?, ip_addr(k.family, &k.daddr)?, k.dport, *n))
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.0.version(), std::cmp::Reverse(r.4), r.1, r.2, r.3));
+    if !json {
+        writeln!(out, "\n{:<25} {:<25} {:<20} {:<10}", "LADDR", "RADDR", "RPORT", "CONNECTS")?;
+    }
+    for (family, laddr, raddr, rport, n) in rows {
+        if json {
+            out.json_line(&JsonFlow {
+                family: family.name(),
+                laddr: laddr.to_string(),
+                raddr: raddr.to_string(),
+                rport,
+                connects: n,
+            })?;
+        } else {
+            writeln!(out, "{:<25} {:<25} {:<20} {:<10}", laddr.to_string(), raddr.to_string(), rport, n)?;
+        }
+    }
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn style(lport: bool) -> Style {
+        Style { json: false, timestamp: false, lport, uid: false }
+    }
+
+    #[test]
+    fn columns_match_bcc() {
+        let p = Printer::new(style(false));
+        let h = p.columns(["PID", "COMM", "IP", "SADDR", "LPORT", "DADDR", "DPORT"].map(String::from));
+        assert_eq!(h, "PID     COMM         IP SADDR            DADDR            DPORT");
+        let p = Printer::new(style(true));
+        let h = p.columns(["PID", "COMM", "IP", "SADDR", "LPORT", "DADDR", "DPORT"].map(String::from));
+        assert_eq!(h, "PID     COMM         IP SADDR            LPORT  DADDR            DPORT");
+        let row =
+            p.columns(["1479", "telnet-with-long", "4", "127.0.0.1", "50000", "127.0.0.1", "23"].map(String::from));
+        assert_eq!(row, "1479    telnet-with- 4  127.0.0.1        50000  127.0.0.1        23");
+    }
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tcpconnect: one record per active TCP open (connect()), or a count per flow with -c.
+ *
+ * Two ways in. Where the kernel lets BPF trace its functions, the return of tcp_v4_connect/tcp_v6_connect
+ * (fexit, else kprobe + kretprobe, as BCC): a return of 0 is a connect attempt, with the local port assigned.
+ * Elsewhere (this needs no kprobes), sock:inet_sock_set_state: the change CLOSE -> SYN_SENT is made by
+ * tcp_v4/v6_connect itself, in the connecting task, so the task (PID, UID, comm, cgroup) is current there; the
+ * local port is only assigned after that change, so the record is sent at the first later moment it is known:
+ * when the connect() system call returns (syscalls:sys_exit_connect, which also covers non-blocking connects to a
+ * host that never answers) or at the socket's next state change (ESTABLISHED or CLOSE, for connects made
+ * without connect(): TCP Fast Open's sendto, io_uring, the kernel's own). Filters run here; records go through a
+ * ring buffer and failed reservations are counted in `lost`. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "sock.bpf.h"
+#include "tcpconnect.h"
+
+const volatile __u32 target_pid = 0;
+const volatile __u32 target_uid = 0;
+const volatile bool filter_uid = false;
+const volatile __u16 target_family = 0;
+const volatile bool filter_port = false;
+const volatile bool filter_cgroup = false;
+const volatile bool count = false;
+
+/* Connects not reported: the ring buffer was full. */
+__u64 lost = 0;
+/* Flows not counted: the flow map was full. */
+__u64 flows_full = 0;
+
+struct event _event_type = {};
+struct flow _flow_type = {};
+
+/* Who started a connect, kept from SYN_SENT until the local port is known. */
+struct opener {
+	__u64 ts_ns;
+	__u32 pid;
+	__u32 uid;
+	char comm[TASK_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct sock *);
+	__type(value, struct opener);
+} openers SEC(".maps");
+
+/* The socket each thread is connecting (tracepoint path: for sys_exit_connect; kprobe path: for kretprobe). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct sock *);
+} connecting SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u16);
+	__type(value, __u8);
+} ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} cgroup_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FLOWS);
+	__type(key, struct flow);
+	__type(value, __u64);
+} flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+/* The filters on the current task and the socket's family and destination port. */
+static __always_inline bool wanted(struct sock *sk, __u32 *pid, __u32 *uid)
+{
+	__u16 family, dport;
+
+	*pid = bpf_get_current_pid_tgid() >> 32;
+	if (target_pid && *pid != target_pid)
+		return false;
+	*uid = (__u32)bpf_get_current_uid_gid();
+	if (filter_uid && *uid != target_uid)
+		return false;
+	family = sk_family(sk);
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	if (target_family && family != target_family)
+		return false;
+	dport = sk_rport(sk);
+	if (filter_port && !bpf_map_lookup_elem(&ports, &dport))
+		return false;
+	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+		return false;
+	return true;
+}
+
+static __always_inline void report(struct sock *sk, struct opener *o)
+{
+	__u16 family = sk_family(sk);
+	struct event *e;
+
+	if (count) {
+		struct flow key = {};
+		__u64 zero = 0, *n;
+
+		key.family = family;
+		key.dport = sk_rport(sk);
+		sk_addrs(sk, family, key.saddr, key.daddr);
+		n = bpf_map_lookup_elem(&flows, &key);
+		if (!n) {
+			bpf_map_update_elem(&flows, &key, &zero, BPF_NOEXIST);
+			n = bpf_map_lookup_elem(&flows, &key);
+		}
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			__sync_fetch_and_add(&flows_full, 1);
+		return;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = o->ts_ns;
+	e->pid = o->pid;
+	e->uid = o->uid;
+	e->family = family;
+	e->lport = sk_lport(sk);
+	e->dport = sk_rport(sk);
+	sk_addrs(sk, family, e->saddr, e->daddr);
+	__builtin_memcpy(e->comm, o->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The current task as the opener of a connect. */
+static __always_inline bool current_opener(struct sock *sk, struct opener *o)
+{
+	if (!wanted(sk, &o->pid, &o->uid))
+		return false;
+	o->ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(o->comm, sizeof(o->comm));
+	return true;
+}
+
+/* Sends the record of a socket waiting for its local port, once. */
+static __always_inline void flush(struct sock *sk)
+{
+	struct opener *o = bpf_map_lookup_elem(&openers, &sk);
+
+	if (!o)
+		return;
+	report(sk, o);
+	bpf_map_delete_elem(&openers, &sk);
+}
+
+/* --- tracepoint path --- */
+
+static __always_inline int set_state(struct sock *sk, int oldstate, int newstate)
+{
+	struct opener o = {};
+	__u32 tid;
+
+	if (!sk_is_tcp(sk))
+		return 0;
+	if (oldstate != TCP_CLOSE || newstate != TCP_SYN_SENT) {
+		flush(sk);
+		return 0;
+	}
+	if (!current_opener(sk, &o))
+		return 0;
+	bpf_map_update_elem(&openers, &sk, &o, BPF_ANY);
+	tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_update_elem(&connecting, &tid, &sk, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(set_state_btf, struct sock *sk, int oldstate, int newstate)
+{
+	return set_state(sk, oldstate, newstate);
+}
+
+SEC("raw_tp/inet_sock_set_state")
+int BPF_PROG(set_state_raw, struct sock *sk, int oldstate, int newstate)
+{
+	return set_state(sk, oldstate, newstate);
+}
+
+SEC("tracepoint/sock/inet_sock_set_state")
+int set_state_tp(struct trace_event_raw_inet_sock_set_state *args)
+{
+	return set_state((struct sock *)args->skaddr, args->oldstate, args->newstate);
+}
+
+SEC("tracepoint/syscalls/sys_exit_connect")
+int connect_exit(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sock **skp = bpf_map_lookup_elem(&connecting, &tid);
+	struct sock *sk;
+
+	if (!skp)
+		return 0;
+	sk = *skp;
+	bpf_map_delete_elem(&connecting, &tid);
+	flush(sk);
+	return 0;
+}
+
+/* --- kernel function paths --- */
+
+static __always_inline int connect_return(struct sock *sk, int ret)
+{
+	struct opener o = {};
+
+	if (ret || !current_opener(sk, &o))
+		return 0;
+	report(sk, &o);
+	return 0;
+}
+
+SEC("fexit/tcp_v4_connect")
+int BPF_PROG(v4_connect_fexit, struct sock *sk, struct sockaddr *uaddr, int addr_len, int ret)
+{
+	return connect_return(sk, ret);
+}
+
+SEC("fexit/tcp_v6_connect")
+int BPF_PROG(v6_connect_fexit, struct sock *sk, struct sockaddr *uaddr, int addr_len, int ret)
+{
+	return connect_return(sk, ret);
+}
+
+SEC("kprobe/tcp_v4_connect")
+int BPF_KPROBE(connect_entry, struct sock *sk)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_update_elem(&connecting, &tid, &sk, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/tcp_v4_connect")
+int BPF_KRETPROBE(connect_ret, int ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sock **skp = bpf_map_lookup_elem(&connecting, &tid);
+	struct sock *sk;
+
+	if (!skp)
+		return 0;
+	sk = *skp;
+	bpf_map_delete_elem(&connecting, &tid);
+	return connect_return(sk, ret);
+}
+
+char LICENSE[] SEC("license") = "GPL";
