@@ -22,6 +22,7 @@ import lib  # noqa: E402
 import notes  # noqa: E402
 import report  # noqa: E402
 import snoop  # noqa: E402
+import offcpu  # noqa: E402
 import netcost  # noqa: E402
 
 
@@ -63,6 +64,12 @@ FIGURES.append((10, "cost per TCP connection", netcost.fig_net_cost))
 notes.TITLES[10] = netcost.TITLE
 notes.METHOD[10] = netcost.METHOD
 report.RENDER[10] = netcost.render
+
+# Figure 11 (offcputime's cost per context switch) lives in offcpu.py.
+FIGURES.append((11, "cost per context switch: offcputime", offcpu.fig_offcpu_cost))
+notes.TITLES[11] = offcpu.TITLE
+notes.METHOD[11] = offcpu.METHOD
+report.RENDER[11] = offcpu.render
 
 
 def main():
