@@ -125,6 +125,7 @@ def startup_specs():
         ("runqlat", our("runqlat"), c_tool("runqlat")),
         ("softirqs", our("softirqs"), c_tool("softirqs")),
         ("hardirqs", our("hardirqs"), c_tool("hardirqs")),
+        ("cpudist", our("cpudist"), c_tool("cpudist")),
         ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
     ]
 

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+/* cpudist: the time tasks spend on a CPU per slice (from being switched in to being switched out), or with -O
+ * off it (from switched out to switched in again), as in-kernel log2 histograms, from sched_switch alone.
+ *
+ * sched_switch is attached as tp_btf where the kernel allows it, else as raw_tp; user space loads one or the
+ * other. Its task arguments (prev, next) are the same on every kernel. Histograms are cumulative and never
+ * cleared, so reading them at an interval loses no slice. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "bits.bpf.h"
+#include "maps.bpf.h"
+#include "cpudist.h"
+
+/* 0: one histogram; 1: per process (-P); 2: per thread (-L). */
+const volatile __u32 per = 0;
+const volatile __u32 target_tgid = 0;
+const volatile bool millis = false;
+const volatile bool offcpu = false;
+const volatile bool include_idle = false;
+
+/* Slices not timed because the start map was full, or not counted because the hists map was full. */
+__u64 start_map_full = 0;
+__u64 hists_full = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TASKS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct start_key);
+	__type(value, __u64);
+} start SEC(".maps");
+
+/* One entry without -P/-L; user space sizes it otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+static const struct hist zero_hist;
+
+/* Makes the structs visible to the skeleton's generated `types` module. */
+struct hist _hist_type = {};
+struct start_key _start_key_type = {};
+
+/* The task's start key, or false if the task is not traced. */
+static __always_inline bool task_key(struct task_struct *t, __u32 cpu, struct start_key *key)
+{
+	__u32 pid = BPF_CORE_READ(t, pid);
+
+	if (target_tgid && BPF_CORE_READ(t, tgid) != target_tgid)
+		return false;
+	if (!pid && !include_idle)
+		return false;
+	key->pid = pid;
+	key->cpu = pid ? 0xffffffff : cpu;
+	return true;
+}
+
+static __always_inline void store_start(struct task_struct *t, __u32 cpu, __u64 ts)
+{
+	struct start_key key;
+
+	if (!task_key(t, cpu, &key))
+		return;
+	if (bpf_map_update_elem(&start, &key, &ts, BPF_ANY))
+		__sync_fetch_and_add(&start_map_full, 1);
+}
+
+static __always_inline void update_hist(struct task_struct *t, __u32 cpu, __u64 ts)
+{
+	struct start_key key;
+	struct hist *hist;
+	__u64 *tsp, delta, slot;
+	__u32 hkey = 0;
+
+	if (!task_key(t, cpu, &key))
+		return;
+	tsp = bpf_map_lookup_elem(&start, &key);
+	if (!tsp)
+		return;
+	if (ts < *tsp)
+		goto cleanup;
+	delta = ts - *tsp;
+
+	if (per == 1)
+		hkey = BPF_CORE_READ(t, tgid);
+	else if (per == 2)
+		hkey = key.pid;
+	hist = bpf_map_lookup_or_try_init(&hists, &hkey, &zero_hist);
+	if (!hist) {
+		__sync_fetch_and_add(&hists_full, 1);
+		goto cleanup;
+	}
+	if (per && !hist->comm[0])
+		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), t->comm);
+	slot = log2l(millis ? delta / 1000000U : delta / 1000U);
+	if (slot >= MAX_SLOTS)
+		slot = MAX_SLOTS - 1;
+	__sync_fetch_and_add(&hist->slots[slot], 1);
+	__sync_fetch_and_add(&hist->count, 1);
+	__sync_fetch_and_add(&hist->sum_ns, delta);
+cleanup:
+	bpf_map_delete_elem(&start, &key);
+}
+
+/* (bool preempt, prev, next[, prev_state]): prev and next are the same arguments on every kernel. */
+static __always_inline int on_switch(__u64 *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx[1];
+	struct task_struct *next = (struct task_struct *)ctx[2];
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 ts = bpf_ktime_get_ns();
+
+	if (offcpu) {
+		store_start(prev, cpu, ts);
+		update_hist(next, cpu, ts);
+	} else {
+		update_hist(prev, cpu, ts);
+		store_start(next, cpu, ts);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf)
+{
+	return on_switch(ctx);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw)
+{
+	return on_switch(ctx);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by cpudist.bpf.c and the Rust side (through the skeleton's generated `types`). */
+#ifndef __CPUDIST_H
+#define __CPUDIST_H
+
+/* 2^32 usecs is over an hour: enough slots for any slice. */
+#define MAX_SLOTS 32
+#define TASK_COMM_LEN 16
+/* Tasks whose slice start is kept at once (the start map); slices of more are counted as lost. */
+#define MAX_TASKS 32768
+/* Histograms at most with -P or -L. */
+#define MAX_HISTS 10240
+
+/* Where a slice starts: a task by PID, or with -I a CPU's idle task (pid 0, its CPU). */
+struct start_key {
+	__u32 pid;
+	__u32 cpu;
+};
+
+/* Cumulative since start; user space prints the difference between two reads. Keyed by a u32: 0 for the one
+ * histogram, else the process or thread. */
+struct hist {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 slots[MAX_SLOTS];
+	char comm[TASK_COMM_LEN];
+};
+
+#endif

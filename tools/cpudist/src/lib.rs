@@ -1,0 +1,147 @@
+//! cpudist: summarize on- and off-CPU time per task as a histogram (BCC's tool, CO-RE).
+//!
+//! Times each slice a task spends on a CPU (or with `-O` off it) from sched_switch alone, in BPF, into log2
+//! histograms kept in a kernel map: one, or per process (`-P`) or thread (`-L`). This front end prints them every
+//! interval in BCC's layout or as JSON lines.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::IntervalCount;
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Per, Report};
+
+const EXAMPLES: &str = "\
+examples:
+    cpudist              # summarize on-CPU time as a histogram
+    cpudist -O           # summarize off-CPU time as a histogram
+    cpudist 1 10         # print 1 second summaries, 10 times
+    cpudist -mT 1        # 1s summaries, milliseconds, and timestamps
+    cpudist -P           # show each PID separately
+    cpudist -p 185       # trace PID 185 only
+    cpudist -I           # include CPU idle time
+    cpudist -e           # show extension summary (average/total/count)
+    cpudist -j 1         # print JSON lines, one per histogram per second";
+
+/// Summarize on- and off-CPU time per task as a histogram.
+#[derive(Debug, Parser)]
+#[command(name = "cpudist", version, after_help = EXAMPLES)]
+struct Args {
+    /// Measure off-CPU time
+    #[arg(short = 'O', long)]
+    offcpu: bool,
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Millisecond histogram
+    #[arg(short = 'm', long)]
+    milliseconds: bool,
+    /// Print a histogram per process ID
+    #[arg(short = 'P', long, conflicts_with = "tids")]
+    pids: bool,
+    /// Print a histogram per thread ID
+    #[arg(short = 'L', long)]
+    tids: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
+    pid: Option<u32>,
+    /// Include CPU idle time
+    #[arg(short = 'I', long)]
+    include_idle: bool,
+    /// Show extension summary (average/total/count)
+    #[arg(short = 'e', long)]
+    extension: bool,
+    /// JSON output: one object per histogram per interval
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    #[command(flatten)]
+    every: IntervalCount,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || cpudist(args))
+}
+
+fn per(args: &Args) -> Per {
+    if args.pids {
+        Per::Process
+    } else if args.tids {
+        Per::Thread
+    } else {
+        Per::All
+    }
+}
+
+fn cpudist(args: Args) -> Result<()> {
+    if let Some(pid) = args.pid {
+        common::cli::require_process(pid)?;
+    }
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut out = Output::new();
+    let mut report = Report::new(args.milliseconds, per(&args), args.extension);
+    if !args.json {
+        use std::io::Write;
+        writeln!(out, "Tracing {}-CPU time... Hit Ctrl-C to end.", if args.offcpu { "off" } else { "on" })?;
+        out.flush()?;
+    }
+    let mut start_full = DropCounter::new("slices from the histograms", "too many tasks for the start map");
+    let mut hists_full = DropCounter::new("slices from the histograms", "too many histograms");
+    run_intervals(&signals, args.every.interval(), args.every.count, |_| {
+        let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
+        if args.json {
+            report.write_json(&mut out, hists)?;
+        } else {
+            report.write_text(&mut out, hists, args.timestamp)?;
+        }
+        if let Some(bss) = skel.maps.bss_data.as_ref() {
+            start_full.check(&bss.start_map_full);
+            hists_full.check(&bss.hists_full);
+        }
+        Ok(())
+    })
+}
+
+/// Opens the BPF object, sets its options, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.per = per(args) as u32;
+    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.millis = args.milliseconds;
+    rodata.offcpu = args.offcpu;
+    rodata.include_idle = args.include_idle;
+    if per(args) != Per::All {
+        open.maps.hists.set_max_entries(bpf::consts::MAX_HISTS as u32)?;
+    }
+
+    let progs = &mut open.progs;
+    let tp_btf = mech == Attach::TpBtf;
+    progs.sched_switch_btf.set_autoload(tp_btf);
+    progs.sched_switch_raw.set_autoload(!tp_btf);
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+
+    let prog = if tp_btf { &skel.progs.sched_switch_btf } else { &skel.progs.sched_switch_raw };
+    let links = vec![attach_tracepoint(prog, "sched", "sched_switch", mech)?];
+    Ok((skel, links))
+}
