@@ -22,6 +22,7 @@ import lib  # noqa: E402
 import notes  # noqa: E402
 import report  # noqa: E402
 import snoop  # noqa: E402
+import netbytes  # noqa: E402
 import offcpu  # noqa: E402
 import netcost  # noqa: E402
 
@@ -58,6 +59,12 @@ FIGURES.append((8, "cost per traced exec, open and syscall", snoop.fig_snoop_cos
 notes.TITLES[8] = snoop.TITLE
 notes.METHOD[8] = snoop.METHOD
 report.RENDER[8] = snoop.render
+
+# Figure 12 (tcplife per connection and per MB, tcpdrop per drop) lives in netbytes.py.
+FIGURES.append((12, "cost per TCP connection, MB and drop: tcplife, tcpdrop", netbytes.fig_netbytes_cost))
+notes.TITLES[12] = netbytes.TITLE
+notes.METHOD[12] = netbytes.METHOD
+report.RENDER[12] = netbytes.render
 
 # Figure 10 (the network event tools: tcpconnect, ...) lives in netcost.py.
 FIGURES.append((10, "cost per TCP connection", netcost.fig_net_cost))

@@ -36,6 +36,8 @@ BT_FUNCCOUNT = BT_READY + "tracepoint:syscalls:sys_enter_write { @ = count(); }"
 BT_TCPCONNECT = (BT_READY + "tracepoint:sock:inet_sock_set_state /args->oldstate == 7 && args->newstate == 2/ "
                  "{ printf(\"%d %s %d\\n\", pid, comm, args->dport); }")
 BT_ALL_SYSCALLS = BT_READY + "tracepoint:raw_syscalls:sys_enter, tracepoint:raw_syscalls:sys_exit { @[probe, args->id] = count(); }"
+# tcpdrop has no libbpf-tools port: bpftrace on the same tracepoint, each drop printed with its kernel stack.
+BT_TCPDROP = BT_READY + "tracepoint:skb:kfree_skb /args->reason > 2/ { printf(\"%d %d %s\\n\", pid, args->reason, kstack); }"
 
 
 def ours(name):
@@ -114,6 +116,7 @@ def startup_specs():
     return [
         ("biolatency", our("biolatency"), c_tool("biolatency")),
         ("tcplife", our("tcplife", ready="^PID"), c_tool("tcplife", ready="^PID")),
+        ("tcpdrop", our("tcpdrop", ready="^TIME"), bt(BT_TCPDROP)),
         # libbpf-tools' tcpconnect needs kprobes or fentry (neither works here): bpftrace on the same tracepoint.
         ("tcpconnect", our("tcpconnect"), bt(BT_TCPCONNECT)),
         ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
