@@ -19,10 +19,10 @@ its children's) includes the BPF programs run in its context. *Extra per switch*
 / context switches counted in /proc/stat. {cfg.repeat} rounds.
 """
 
-BT_OFFCPU = (BT_READY + "tracepoint:sched:sched_switch { @t[args.prev_pid] = nsecs; @k[args.prev_pid] = kstack; "
-             "@u[args.prev_pid] = ustack; $s = @t[args.next_pid]; if ($s) { "
-             "@[@k[args.next_pid], @u[args.next_pid], args.next_comm] = sum((nsecs - $s) / 1000); "
-             "delete(@t[args.next_pid]); } }")
+BT_OFFCPU = (BT_READY + "tracepoint:sched:sched_switch { @t[args->prev_pid] = nsecs; @k[args->prev_pid] = kstack; "
+             "@u[args->prev_pid] = ustack; $s = @t[args->next_pid]; if ($s) { "
+             "@[@k[args->next_pid], @u[args->next_pid], args->next_comm] = sum((nsecs - $s) / 1000); "
+             "delete(@t[args->next_pid]); } }")
 
 
 def fig_offcpu_cost(cfg):
