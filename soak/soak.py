@@ -283,6 +283,16 @@ def still_loaded(progs, links, wait=5.0):
         time.sleep(0.2)
 
 
+def recursion_misses():
+    """Program ID -> runs the kernel skipped because a program of the tool was already running on that CPU (a
+    tracepoint hit from an interrupt while the program ran), from bpftool; empty without bpftool."""
+    try:
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, timeout=30).stdout
+        return {p["id"]: p.get("recursion_misses", 0) for p in json.loads(out or "[]")}
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {}
+
+
 def pins():
     found = set()
     for dirpath, dirnames, filenames in os.walk("/sys/fs/bpf"):
@@ -618,6 +628,9 @@ def main():
     for inst in instances:
         inst.sample(time.monotonic())
     end = time.monotonic()
+    misses = recursion_misses()
+    for inst in instances:
+        inst.misses = sum(misses.get(i, 0) for i in bpf_ids_of(inst.pid)[0]) if misses else None
     for inst in instances:
         inst.stop()
     elapsed = end - t0
@@ -759,6 +772,9 @@ def write_report(path, seconds, elapsed, instances, skipped, workers, truth, fau
         details.append(f"- Counted: {fig['what']}.")
         for name, value, ok in checks:
             details.append(f"- {'ok' if ok else '**FAIL**'}: {name}: {value}")
+        if getattr(inst, "misses", None):
+            details.append(f"- runs of its programs the kernel skipped (recursion_misses, bpftool): {inst.misses} "
+                           "(events neither seen nor counted as lost by the tool)")
         if fig["bad_json"]:
             details.append(f"- {fig['bad_json']} stdout lines that are not JSON")
         err_lines = [l for l in fig["stderr"].splitlines() if l.strip()]
