@@ -37,3 +37,33 @@ fn funclatency_times_every_vfs_read_of_one_process() {
     assert!(done.stdout.contains(&format!("count: {READS}")), "{}", done.stdout);
     done.assert_no_programs_left();
 }
+
+/// stackcount counts every vfs_read of one process by kernel stack: exactly READS in all, through read(2).
+#[test]
+fn stackcount_counts_every_vfs_read_of_one_process() {
+    use corebpf_tests::scenario::Reader;
+    use corebpf_tests::Running;
+    use std::time::Duration;
+
+    let forced = std::env::var("COREBPF_ATTACH").ok();
+    let mut reader = Reader::spawn(READS);
+    let pid = reader.pid().to_string();
+    let mut run = Running::start("stackcount", &["-v", "-K", "-p", &pid, "vfs_read"]);
+    run.wait_for_line("Tracing", Duration::from_secs(120));
+    reader.go();
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(60));
+    done.assert_success();
+    if let Some(mech) = forced {
+        assert!(done.stderr.contains(&format!("attached with {mech}")), "not attached with {mech}:\n{}", done.stderr);
+    }
+    // Each stack ends with its count; the counts add up to the reads.
+    let total: u64 = done
+        .stdout
+        .split("\n\n")
+        .filter_map(|block| block.lines().filter(|l| !l.trim().is_empty()).last()?.trim().parse::<u64>().ok())
+        .sum();
+    assert_eq!(total, READS as u64, "{}\nstderr:\n{}", done.stdout, done.stderr);
+    assert!(done.stdout.contains("ksys_read") || done.stdout.contains("__x64_sys_read"), "{}", done.stdout);
+    done.assert_no_programs_left();
+}

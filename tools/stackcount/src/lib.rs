@@ -1,0 +1,196 @@
+//! stackcount: count events and the stack traces that led to them (BCC's tool, CO-RE).
+//!
+//! The pattern is resolved as funccount's (`common::process::targets`): kernel functions, `t:category:event`
+//! tracepoints, `lib:func` user functions, `u:lib:probe` USDT probes. The BPF side counts each event per
+//! (process, command, user stack, kernel stack) in the kernel ([`attach`]); this front end names the frames with
+//! the shared stack machinery (`common::output::stacks`) and prints them in BCC's layout, folded, as JSON or as a
+//! flame graph ([`report`]).
+
+mod attach;
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::maps::DropCounter;
+use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::output::stacks::{self, Collected};
+use common::output::stdout::Output;
+use common::process::symbols::Symbolizer;
+use common::process::targets::resolve;
+use common::run::{self, Signals};
+
+use report::{Layout, Report};
+
+const EXAMPLES: &str = "\
+examples:
+    stackcount submit_bio         # count kernel stack traces for submit_bio
+    stackcount -d ip_output       # include a user/kernel stack delimiter
+    stackcount -s ip_output       # show symbol offsets
+    stackcount -sv ip_output      # show offsets and raw addresses (verbose)
+    stackcount 'tcp_send*'        # count stacks for funcs matching tcp_send*
+    stackcount -r '^tcp_send.*'   # same as above, using regular expressions
+    stackcount -Ti 5 ip_output    # output every 5 seconds, with timestamps
+    stackcount -p 185 ip_output   # count ip_output stacks for PID 185 only
+    stackcount -c 1 put_prev_entity   # count put_prev_entity stacks for CPU 1 only
+    stackcount -p 185 c:malloc    # count stacks for malloc in PID 185
+    stackcount t:sched:sched_fork # count stacks for sched_fork tracepoint
+    stackcount -p 185 u:node:*    # count stacks for all USDT probes in node
+    stackcount -K t:sched:sched_switch   # kernel stacks only
+    stackcount -U t:sched:sched_switch   # user stacks only
+    stackcount -f t:sched:sched_switch --flamegraph sw.svg  # folded, and a flame graph";
+
+/// Count events and their stack traces.
+#[derive(Debug, Parser)]
+#[command(name = "stackcount", version, after_help = EXAMPLES)]
+struct Args {
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Trace this CPU only
+    #[arg(short = 'c', long, value_parser = clap::value_parser!(u32).range(0..4096))]
+    cpu: Option<u32>,
+    /// Summary interval, seconds
+    #[arg(short = 'i', long, value_parser = parse_interval_secs)]
+    interval: Option<u64>,
+    /// Total duration of trace, seconds
+    #[arg(short = 'D', long, value_parser = parse_interval_secs)]
+    duration: Option<u64>,
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Use regular expressions. Default is "*" wildcards only.
+    #[arg(short = 'r', long = "regexp")]
+    regexp: bool,
+    /// Show address offsets
+    #[arg(short = 's', long = "offset")]
+    offset: bool,
+    /// Display stacks separately for each process
+    #[arg(short = 'P', long = "perpid")]
+    per_pid: bool,
+    /// Kernel stack only
+    #[arg(short = 'K', long = "kernel-stacks-only", conflicts_with = "user_stacks_only")]
+    kernel_stacks_only: bool,
+    /// User stack only
+    #[arg(short = 'U', long = "user-stacks-only")]
+    user_stacks_only: bool,
+    /// Show raw addresses (repeat for libbpf's debug messages)
+    #[arg(id = "verbose", short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Insert delimiter between kernel/user stacks
+    #[arg(short = 'd', long = "delimited")]
+    delimited: bool,
+    /// Output folded format
+    #[arg(short = 'f', long = "folded")]
+    folded: bool,
+    /// JSON output: one object per stack per interval
+    #[arg(short = 'j', long, conflicts_with = "folded")]
+    json: bool,
+    /// Also write an SVG flame graph of the counted stacks to FILE
+    #[arg(long, value_name = "FILE")]
+    flamegraph: Option<PathBuf>,
+    /// Stack traces kept at once (BPF stack-trace map entries)
+    #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    stack_storage_size: u32,
+    /// Distinct stacks counted at once (BPF hash map entries)
+    #[arg(long, default_value_t = 10240, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    hash_storage_size: u32,
+    /// Search expression for events
+    pattern: String,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(
+    main,
+    [Attach::Fentry, Attach::KprobeMulti, Attach::Kprobe, Attach::Tracepoint, Attach::UprobeMulti, Attach::Uprobe]
+);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    let verbose = common::cli::Verbose { level: args.verbose.saturating_sub(1) };
+    run::bpf_main(verbose, || stackcount(args))
+}
+
+fn stackcount(args: Args) -> Result<()> {
+    if let Some(pid) = args.pid {
+        require_process(pid)?;
+    }
+    let target = resolve(&args.pattern, args.regexp, args.pid)?;
+    let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.clone());
+    let signals = Signals::install()?;
+    let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
+    let options = attach::Options {
+        pid: args.pid,
+        cpu: args.cpu,
+        user_stacks: collected.user,
+        kernel_stacks: collected.kernel,
+        stack_storage_size: args.stack_storage_size,
+        hash_storage_size: args.hash_storage_size,
+    };
+    let mut attached = attach::attach(&target, &options, args.verbose > 0)?;
+
+    let mut out = Output::new();
+    let layout = Layout {
+        // -p implies per-process counting, as in BCC (but the process line is left out: it is the one asked for).
+        per_pid: args.per_pid || args.pid.is_some(),
+        show_process: args.per_pid && args.pid.is_none(),
+        timestamp: args.timestamp,
+        raw_addresses: args.verbose > 0,
+        folded: args.folded,
+        json: args.json,
+        style: stacks::Style {
+            delimited: args.delimited && collected.user && collected.kernel,
+            annotate_kernel: false,
+            offsets: args.offset,
+        },
+    };
+    let mut report = Report::new(layout, collected);
+    if !args.folded && !args.json {
+        use std::io::Write;
+        writeln!(out, "Tracing {} functions for \"{}\"... Hit Ctrl-C to end.", target.matches.len(), args.pattern)?;
+        out.flush()?;
+    }
+
+    // Each process's memory maps are saved when it is first counted, so it is named even if it exits.
+    let mut symbolizer = Symbolizer::new();
+    let interval = args.interval.or(args.duration).map(Duration::from_secs);
+    let reports = args.duration.zip(args.interval.or(args.duration)).map(|(d, i)| d.div_ceil(i));
+    let mut losses = DropCounter::new("events", "the counts map was full; try a bigger --hash-storage-size");
+    let start = Instant::now();
+    let mut done = 0u32;
+    loop {
+        let deadline = interval.and_then(|i| start.checked_add(i.checked_mul(done.saturating_add(1))?));
+        common::attach::ring_buffer::poll_ring_buffer(
+            &signals,
+            &attached.maps().maps.new_pids,
+            || deadline.is_some_and(|d| Instant::now() >= d),
+            |data| {
+                if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
+                    symbolizer.remember_process(pid);
+                }
+                Ok(())
+            },
+        )?;
+        done = done.saturating_add(1);
+        let last = signals.stopped() || interval.is_none() || reports.is_some_and(|n| u64::from(done) >= n);
+        if last {
+            attached.detach(); // a consistent snapshot, and the probes gone before the report
+        }
+        let named = report.interval(attached.maps(), &mut symbolizer, args.verbose > 0)?;
+        report.write(&mut out, &named, last)?;
+        if let Some(bss) = attached.maps().maps.bss_data.as_ref() {
+            losses.check(&bss.lost_counts);
+        }
+        if last {
+            if let Some((file, path)) = flamegraph {
+                report.write_flamegraph(attached.maps(), &mut symbolizer, file, &path, &args.pattern)?;
+            }
+            return Ok(());
+        }
+    }
+}

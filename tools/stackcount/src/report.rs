@@ -1,0 +1,199 @@
+//! stackcount's output: each interval's new counts per stack, in BCC's layout (kernel frames then user frames,
+//! two spaces in, `    --` between them with -d, `    comm [pid]` with -P, then the count), folded (-f), as JSON
+//! lines, and at the end a flame graph of everything counted.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use common::attach::maps::{c_string, hash_entries};
+use common::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Stack, StackTraces, Style};
+use common::output::stdout::{clock_hms, Output};
+use common::process::symbols::Symbolizer;
+
+use crate::bpf::types::stack_key;
+use crate::bpf::BpfSkel;
+
+// SAFETY: a plain C struct of integers and chars, generated from stackcount.h.
+unsafe impl plain::Plain for stack_key {}
+
+/// How stacks are printed.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// Stacks of different processes apart (-P, or -p).
+    pub per_pid: bool,
+    /// The `    comm [pid]` line (-P without -p, as BCC).
+    pub show_process: bool,
+    pub timestamp: bool,
+    /// -v: each frame's address before its name.
+    pub raw_addresses: bool,
+    pub folded: bool,
+    pub json: bool,
+    pub style: Style,
+}
+
+type Key = (u32, i32, i32, [u8; 16]);
+
+pub struct Report {
+    layout: Layout,
+    collected: Collected,
+    previous: HashMap<Key, u64>,
+    /// Stacks lost to a full or colliding stack map, per interval as BCC warns.
+    missing: stacks::Missing,
+}
+
+impl Report {
+    pub fn new(layout: Layout, collected: Collected) -> Self {
+        Report { layout, collected, previous: HashMap::new(), missing: stacks::Missing::default() }
+    }
+
+    /// Reads the cumulative counts, and names the stacks counted since the last call.
+    pub fn interval(
+        &mut self,
+        skel: &BpfSkel<'_>,
+        symbolizer: &mut Symbolizer,
+        verbose: bool,
+    ) -> Result<Vec<Sample<Frame>>> {
+        let samples = self.read(skel, true)?;
+        self.missing = stacks::missing(&samples);
+        Ok(self.name(samples, symbolizer, verbose))
+    }
+
+    /// The samples of the map: what was added since the last read (`since_last`), or everything so far.
+    fn read(&mut self, skel: &BpfSkel<'_>, since_last: bool) -> Result<Vec<Sample<u64>>> {
+        let mut traces = StackTraces::new(&skel.maps.stackmap, self.collected);
+        let mut samples = Vec::new();
+        for (k, total) in hash_entries::<stack_key, u64>(&skel.maps.counts).context("reading the counts")? {
+            let key: Key = (k.pid, k.user_stack_id, k.kern_stack_id, k.comm.map(|c| c as u8));
+            let value = if since_last {
+                let before = self.previous.insert(key, total).unwrap_or(0);
+                total.saturating_sub(before)
+            } else {
+                total
+            };
+            if value > 0 {
+                let task = traces.task(k.pid, k.pid, c_string(&k.comm), k.user_stack_id, k.kern_stack_id);
+                samples.push(Sample { task, waker: None, value });
+            }
+        }
+        Ok(samples)
+    }
+
+    /// Names the frames; without -P, adds up the same stacks of different processes.
+    fn name(&self, samples: Vec<Sample<u64>>, symbolizer: &mut Symbolizer, verbose: bool) -> Vec<Sample<Frame>> {
+        let named = stacks::drop_tracing_frames(stacks::symbolize(samples, symbolizer, verbose));
+        if self.layout.per_pid {
+            return named;
+        }
+        // The same stack in different processes, once: keyed by the folded line, which names every frame.
+        let mut merged: Vec<Sample<Frame>> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for mut s in named {
+            s.task.pid = 0;
+            s.task.shown_id = 0;
+            s.task.comm.clear();
+            let key = stacks::folded_stack(&s, Style { delimited: true, annotate_kernel: true, offsets: false });
+            match index.get(&key) {
+                Some(&i) => merged[i].value += s.value,
+                None => {
+                    index.insert(key, merged.len());
+                    merged.push(s);
+                }
+            }
+        }
+        merged.sort_by_key(|s| s.value);
+        merged
+    }
+
+    /// One interval: a blank line, the time with -T, the stacks least counted first, and `Detaching...` last.
+    pub fn write(&mut self, out: &mut Output, samples: &[Sample<Frame>], last: bool) -> Result<()> {
+        let layout = self.layout;
+        if layout.json {
+            stacks::write_json(out, samples, "count", false)?;
+        } else if layout.folded {
+            for s in samples {
+                let line = stacks::folded_stack(s, layout.style);
+                // Without -P the command is not part of the key: the line starts at the outermost frame.
+                let line = if layout.per_pid { line.as_str() } else { line.trim_start_matches(';') };
+                writeln!(out, "{line} {}", s.value)?;
+            }
+        } else {
+            writeln!(out)?;
+            if layout.timestamp {
+                writeln!(out, "{:<8}", clock_hms())?;
+            }
+            for s in samples {
+                self.write_stack(out, s)?;
+            }
+        }
+        if last && !layout.folded && !layout.json {
+            writeln!(out, "Detaching...")?;
+        }
+        out.flush()?;
+        if last {
+            self.missing.warn();
+        }
+        Ok(())
+    }
+
+    fn write_stack(&self, out: &mut Output, s: &Sample<Frame>) -> Result<()> {
+        let layout = self.layout;
+        let frame = |out: &mut Output, f: &Frame| -> std::io::Result<()> {
+            write!(out, "  ")?;
+            if layout.raw_addresses {
+                write!(out, "{:<16x} ", f.addr)?;
+            }
+            if layout.style.offsets && f.name != common::process::symbols::UNKNOWN {
+                writeln!(out, "{}+{:#x}", f.name, f.offset)
+            } else {
+                writeln!(out, "{}", f.name)
+            }
+        };
+        let task = &s.task;
+        match &task.kernel {
+            Stack::Frames(frames) => frames.iter().try_for_each(|f| frame(out, f))?,
+            Stack::Lost(_) => writeln!(out, "  [Missed Kernel Stack]")?,
+            Stack::Skipped | Stack::Absent => {}
+        }
+        if layout.style.delimited {
+            writeln!(out, "    --")?;
+        }
+        match &task.user {
+            Stack::Frames(frames) => frames.iter().try_for_each(|f| frame(out, f))?,
+            Stack::Lost(_) => writeln!(out, "  [Missed User Stack]")?,
+            Stack::Skipped | Stack::Absent => {}
+        }
+        if layout.show_process {
+            writeln!(out, "    {} [{}]", task.comm, task.pid)?;
+        }
+        writeln!(out, "    {}\n", s.value)?;
+        Ok(())
+    }
+
+    /// `--flamegraph FILE`: every stack counted since the start.
+    pub fn write_flamegraph(
+        &mut self,
+        skel: &BpfSkel<'_>,
+        symbolizer: &mut Symbolizer,
+        file: File,
+        path: &Path,
+        pattern: &str,
+    ) -> Result<()> {
+        let samples = self.read(skel, false)?;
+        let named = self.name(samples, symbolizer, false);
+        if named.is_empty() {
+            let _ = std::fs::remove_file(path);
+            eprintln!("stackcount: no events, so no flame graph written to {}", path.display());
+            return Ok(());
+        }
+        let graph = FlameGraph {
+            title: format!("stackcount {pattern}: stacks per event"),
+            count_name: "events".into(),
+            palette: Palette::Hot,
+        };
+        stacks::write_flamegraph(file, &named, self.layout.style, &graph)
+            .with_context(|| format!("writing the flame graph to {}", path.display()))
+    }
+}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+/* stackcount: count the events a pattern names (kernel functions, tracepoints, user functions, USDT probes) by
+ * the stack traces that led to them, in the kernel. One counting function serves every attach mechanism. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+#include "stacks.bpf.h"
+#include "stackcount.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 target_tgid = 0;
+const volatile __s32 target_cpu = -1;
+const volatile bool user_stacks = true;
+const volatile bool kernel_stacks = true;
+
+/* Events not counted: the counts map was full. */
+__u64 lost_counts = 0;
+/* New processes not reported in time for their maps to be saved. */
+__u64 lost_notices = 0;
+
+STACK_TRACE_MAP(stackmap);
+PROCESS_NOTICE_MAPS(seen, new_pids);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DEFAULT_COUNTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct stack_key);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+static __always_inline int count(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct stack_key key = {};
+	__u64 one = 1, *value;
+
+	if (target_tgid && tgid != target_tgid)
+		return 0;
+	if (target_cpu >= 0 && bpf_get_smp_processor_id() != (__u32)target_cpu)
+		return 0;
+	key.pid = tgid;
+	key.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stackmap, 0) : -1;
+	key.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stackmap, BPF_F_USER_STACK) : -1;
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	if (user_stacks && tgid)
+		notice_process(&seen, &new_pids, tgid, &lost_notices);
+
+	value = bpf_map_lookup_elem(&counts, &key);
+	if (value) {
+		__sync_fetch_and_add(value, 1);
+		return 0;
+	}
+	if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
+		/* Another CPU may have added it just now. */
+		value = bpf_map_lookup_elem(&counts, &key);
+		if (value)
+			__sync_fetch_and_add(value, 1);
+		else
+			__sync_fetch_and_add(&lost_counts, 1);
+	}
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(sc_fentry) { return count(ctx); }
+
+SEC("kprobe.multi")
+int sc_kprobe_multi(struct pt_regs *ctx) { return count(ctx); }
+
+SEC("kprobe")
+int sc_kprobe(struct pt_regs *ctx) { return count(ctx); }
+
+SEC("tracepoint")
+int sc_tracepoint(void *ctx) { return count(ctx); }
+
+SEC("uprobe.multi")
+int sc_uprobe_multi(struct pt_regs *ctx) { return count(ctx); }
+
+SEC("uprobe")
+int sc_uprobe(struct pt_regs *ctx) { return count(ctx); }
+
+SEC("usdt")
+int sc_usdt(struct pt_regs *ctx) { return count(ctx); }
