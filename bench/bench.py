@@ -21,6 +21,7 @@ import figures  # noqa: E402
 import lib  # noqa: E402
 import notes  # noqa: E402
 import report  # noqa: E402
+import functions  # noqa: E402
 import snoop  # noqa: E402
 import netbytes  # noqa: E402
 import offcpu  # noqa: E402
@@ -71,6 +72,12 @@ FIGURES.append((10, "cost per TCP connection", netcost.fig_net_cost))
 notes.TITLES[10] = netcost.TITLE
 notes.METHOD[10] = netcost.METHOD
 report.RENDER[10] = netcost.render
+
+# Figure 13 (funclatency and stackcount per traced call) lives in functions.py.
+FIGURES.append((13, "cost per traced call: funclatency, stackcount", functions.fig_functions_cost))
+notes.TITLES[13] = functions.TITLE
+notes.METHOD[13] = functions.METHOD
+report.RENDER[13] = functions.render
 
 # Figure 11 (offcputime's cost per context switch) lives in offcpu.py.
 FIGURES.append((11, "cost per context switch: offcputime", offcpu.fig_offcpu_cost))

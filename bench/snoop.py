@@ -54,8 +54,14 @@ def specs(cfg):
 
 
 def fig_snoop_cost(cfg):
+    return measure(cfg, specs(cfg))
+
+
+def measure(cfg, specs):
+    """Runs each spec (name, n, workload, [(label, contender)]) untraced and under each contender, `cfg.repeat`
+    rounds in rotating order; the rows `render` prints. Other figures of per-event cost reuse it."""
     rows = []
-    for name, n, workload, contenders in specs(cfg):
+    for name, n, workload, contenders in specs:
         row = {"name": name, "n": n, "cpu": {}, "times": {}, "missing": {}, "ns_per_event": {}}
         rows.append(row)
         active = [("none", None)]
