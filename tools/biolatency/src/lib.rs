@@ -37,6 +37,7 @@ examples:
     biolatency -DF                # a histogram per disk and set of flags
     biolatency -j                 # print JSON lines
     biolatency --prometheus :9435 # serve Prometheus metrics on 127.0.0.1:9435
+    biolatency --heatmap io.svg 1 # 1s summaries, and a latency heat map in io.svg
     biolatency -e                 # show extension summary (total, average)
     biolatency -d sdc             # trace sdc only
     biolatency -c /sys/fs/cgroup/system.slice  # trace I/O issued from this cgroup only";
@@ -79,6 +80,9 @@ struct Args {
     /// With --prometheus: the most label sets per metric; later ones are summed into one series labelled "other"
     #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES)]
     max_series: usize,
+    /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus")]
+    heatmap: Option<PathBuf>,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
@@ -121,9 +125,17 @@ fn biolatency(args: Args) -> Result<()> {
         writeln!(out, "Tracing block device I/O... Hit Ctrl-C to end.")?;
         out.flush()?;
     }
+    let unit = if args.milliseconds { "msecs" } else { "usecs" };
+    let mut heat = args.heatmap.as_ref().map(|_| common::output::heatmap::Heatmap::new("Block I/O latency", unit));
+    if let Some(path) = &args.heatmap {
+        std::fs::write(path, "").with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if args.prometheus.is_none() {
         run_intervals(&signals, args.every.interval(), args.every.count, |_| {
             let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
+            if let Some(heat) = heat.as_mut() {
+                heat.push_cumulative(common::output::stdout::clock_hms(), &report::total_slots(&hists));
+            }
             if args.json {
                 report.write_json(&mut out, hists)
             } else {
@@ -132,6 +144,9 @@ fn biolatency(args: Args) -> Result<()> {
         })?;
     }
 
+    if let (Some(heat), Some(path)) = (&heat, &args.heatmap) {
+        heat.write_svg(path)?;
+    }
     if let Some(bss) = skel.maps.bss_data.as_ref() {
         DropCounter::new("I/Os from the histograms", "too many in flight for the start map").check(&bss.start_map_full);
     }

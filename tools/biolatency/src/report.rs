@@ -182,3 +182,14 @@ impl Report {
         }
     }
 }
+
+/// `--heatmap`: the slots of every histogram (all disks and flags) added up, cumulative as in the kernel.
+pub fn total_slots(entries: &[(hist_key, hist)]) -> Vec<u64> {
+    let mut total = vec![0u64; crate::bpf::consts::MAX_SLOTS];
+    for (_, h) in entries {
+        for (t, s) in total.iter_mut().zip(h.slots) {
+            *t += s;
+        }
+    }
+    total
+}
