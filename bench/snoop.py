@@ -17,13 +17,18 @@ TITLE = "Cost per traced exec, open and syscall: the event tools"
 METHOD = """
 Each row is one workload of a known number of events, run untraced and under each tracer with default options
 (printing every event to a pipe that the bench reads): `execs` is a shell loop that runs `/bin/true` n times
-(n execve calls, each with a fork); the workload's CPU time includes its children's (wait4). *Extra per event* =
+(n execve calls, each with a fork); `opens` is a Python loop that opens and closes `/etc/hostname` n times; the workload's CPU time includes its children's (wait4). *Extra per event* =
 (median CPU time traced − untraced) / n. The bpftrace one-liners do what the tool does in the kernel (copy the
 event to user space and print it). {cfg.repeat} rounds.
 """
 
 BT_EXECSNOOP = (BT_READY + "tracepoint:syscalls:sys_enter_execve { printf(\"%d %s\\n\", pid, str(args->filename)); "
                 "join(args->argv); }")
+
+
+BT_OPENSNOOP = (BT_READY + "tracepoint:syscalls:sys_enter_openat { @f[tid] = args->filename; } "
+                "tracepoint:syscalls:sys_exit_openat /@f[tid]/ { printf(\"%d %s %d %s\\n\", pid, comm, args->ret, "
+                "str(@f[tid])); delete(@f[tid]); }")
 
 
 def run_cost(argv):
@@ -43,13 +48,21 @@ def execs(n):
     return run_cost(["/bin/sh", "-c", f"i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done"])
 
 
+def opens(n):
+    return run_cost(["/usr/bin/python3", "-c", f"import os\nfor _ in range({n}): os.close(os.open('/etc/hostname', os.O_RDONLY))"])
+
+
 def specs(cfg):
     """(name, n, workload, [(label, contender)])."""
     n_exec = 500 if cfg.quick else 2_000
+    n_open = 20_000 if cfg.quick else 200_000
     return [
         ("execsnoop", n_exec, lambda: execs(n_exec),
          [("ours", our("execsnoop", ready="^COMM")), ("libbpf-tools", c_tool("execsnoop", ready="^PCOMM")),
           ("bpftrace", bt(BT_EXECSNOOP))]),
+        ("opensnoop", n_open, lambda: opens(n_open),
+         [("ours", our("opensnoop", ready="^PID")), ("libbpf-tools", c_tool("opensnoop", ready="^PID")),
+          ("bpftrace", bt(BT_OPENSNOOP))]),
     ]
 
 

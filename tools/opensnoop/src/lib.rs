@@ -1,0 +1,187 @@
+//! opensnoop: trace open() syscalls (BCC's tool, CO-RE).
+//!
+//! The BPF side follows open, openat and openat2 from entry to return, filters on PID, TID, UID, cgroup, flags and
+//! failure in the kernel, and sends one record per call through a ring buffer, with the names of the directories
+//! above a relative path's base under `-F` (read from the dentry chain). This front end applies `-n` (a substring
+//! of the command name, as BCC), prints BCC's columns or JSON lines, and reports any call it could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_pid, parse_positive_u64};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Open, Printer, Style};
+
+const EXAMPLES: &str = "\
+examples:
+    opensnoop                        # trace all open() syscalls
+    opensnoop -T                     # include timestamps
+    opensnoop -U                     # include UID
+    opensnoop -x                     # only show failed opens
+    opensnoop -p 181                 # only trace PID 181
+    opensnoop -t 123                 # only trace TID 123
+    opensnoop -u 1000                # only trace UID 1000
+    opensnoop -d 10                  # trace for 10 seconds only
+    opensnoop -n main                # only print process names containing \"main\"
+    opensnoop -e                     # show extended fields
+    opensnoop -f O_WRONLY -f O_RDWR  # only print calls for writing
+    opensnoop -F                     # show full path for an open file with relative path
+    opensnoop -c /sys/fs/cgroup/system.slice  # only trace processes in this cgroup
+    opensnoop --json                 # JSON lines, with errno names";
+
+/// Trace open() syscalls.
+#[derive(Debug, Parser)]
+#[command(name = "opensnoop", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Print UID column
+    #[arg(short = 'U', long = "print-uid")]
+    print_uid: bool,
+    /// Only show failed opens
+    #[arg(short = 'x', long)]
+    failed: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Trace this TID only
+    #[arg(short = 't', long, value_parser = parse_pid)]
+    tid: Option<u32>,
+    /// Trace this UID only
+    #[arg(short = 'u', long, value_parser = clap::value_parser!(u32).range(0..u32::MAX as i64))]
+    uid: Option<u32>,
+    /// Total duration of trace in seconds
+    #[arg(short = 'd', long, value_parser = parse_positive_u64)]
+    duration: Option<u64>,
+    /// Only print process names containing this name
+    #[arg(short = 'n', long)]
+    name: Option<String>,
+    /// Show extended fields
+    #[arg(short = 'e', long = "extended_fields")]
+    extended_fields: bool,
+    /// Filter on flags argument (e.g., O_WRONLY)
+    #[arg(short = 'f', long = "flag_filter", value_name = "FLAG_FILTER", value_parser = report::parse_flag)]
+    flag_filter: Vec<u64>,
+    /// Show full path for an open file with relative path
+    #[arg(short = 'F', long = "full-path")]
+    full_path: bool,
+    /// Trace processes in this cgroup only
+    #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
+    cgroup: Option<PathBuf>,
+    /// JSON output: one object per call, with the errno's name
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || opensnoop(args))
+}
+
+fn opensnoop(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    args.tid.map(common::cli::require_process).transpose()?;
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let signals = Signals::install()?;
+    let verbose = args.verbose.on();
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, verbose, |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+
+    let mut out = Output::new();
+    let mut printer = Printer::new(Style {
+        json: args.json,
+        timestamp: args.timestamp,
+        uid: args.print_uid,
+        tid: args.tid.is_some(),
+        extended: args.extended_fields,
+        full_path: args.full_path,
+    });
+    printer.write_header(&mut out)?;
+
+    let deadline = args.duration.map(|d| Instant::now() + Duration::from_secs(d));
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut lost = DropCounter::new("opens", "ring buffer full");
+    let mut untracked = DropCounter::new("opens", "too many in flight");
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.events,
+        || {
+            lost.check(&bss.lost);
+            untracked.check(&bss.inflight_full);
+            deadline.is_some_and(|d| Instant::now() >= d)
+        },
+        |data| {
+            let open = Open::from_bytes(data);
+            if args.name.as_ref().is_some_and(|n| !open.comm.contains(n.as_str())) {
+                return Ok(());
+            }
+            Ok(printer.write(&mut out, &open)?)
+        },
+    )?;
+    lost.check(&bss.lost);
+    untracked.check(&bss.inflight_full);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, loads it and attaches the syscall tracepoints (open and openat2 where
+/// the kernel has them: arm64 has no open, kernels before 5.6 no openat2).
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.filter_pid = args.pid.is_some();
+    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.filter_tid = args.tid.is_some();
+    rodata.target_tid = args.tid.unwrap_or(0);
+    rodata.filter_uid = args.uid.is_some();
+    rodata.target_uid = args.uid.unwrap_or(0);
+    rodata.filter_cgroup = cgroup.is_some();
+    rodata.flag_mask = args.flag_filter.iter().fold(0, |m, f| m | f);
+    rodata.failed_only = args.failed;
+    rodata.full_path = args.full_path;
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    // The cgroup filter is in place before the first program is attached.
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+    let p = &skel.progs;
+    let mut links = Vec::new();
+    // Exits first, so that no entry is left without its return.
+    for (prog, name, required) in [
+        (&p.openat_exit, "sys_exit_openat", true),
+        (&p.open_exit, "sys_exit_open", false),
+        (&p.openat2_exit, "sys_exit_openat2", false),
+        (&p.openat_enter, "sys_enter_openat", true),
+        (&p.open_enter, "sys_enter_open", false),
+        (&p.openat2_enter, "sys_enter_openat2", false),
+    ] {
+        let tracefs = common::attach::features::tracefs()?;
+        if !required && !tracefs.join("events/syscalls").join(name).exists() {
+            if args.verbose.on() {
+                eprintln!("opensnoop: no tracepoint syscalls:{name} on this kernel; not traced");
+            }
+            continue;
+        }
+        links.push(attach_tracepoint(prog, "syscalls", name, mech)?);
+    }
+    Ok((skel, links))
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+/* opensnoop: one record per open, openat and openat2 call, from the syscalls tracepoints.
+ *
+ * At sys_enter the arguments are kept per thread (after the PID, TID, UID, cgroup and flag filters); at sys_exit
+ * the path is read (the kernel has just copied it, so its page is in memory), failed-only (-x) is decided, and the
+ * record goes out through a ring buffer, cut after what it uses. With -F and a relative path, the names of the
+ * directories from the base (the working directory, or the file of dirfd) up to the task's root are read from the
+ * dentry chain, crossing mount points, so that user space can print the full path (BCC's -F). Failed reservations
+ * are counted in `lost`, calls not tracked because the in-flight map was full in `inflight_full`. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "opensnoop.h"
+
+#define MAX_INFLIGHT 10240
+#define AT_FDCWD -100
+
+const volatile bool filter_pid = false;
+const volatile __u32 target_pid = 0;
+const volatile bool filter_tid = false;
+const volatile __u32 target_tid = 0;
+const volatile bool filter_uid = false;
+const volatile __u32 target_uid = 0;
+const volatile bool filter_cgroup = false;
+const volatile __u64 flag_mask = 0;
+const volatile bool failed_only = false;
+const volatile bool full_path = false;
+
+__u64 lost = 0;
+__u64 inflight_full = 0;
+
+/* Makes struct event visible to the skeleton's generated `types` module. */
+struct event _event_type = {};
+
+struct args {
+	const char *path;
+	__u64 flags;
+	__u32 mode;
+	__s32 dfd;
+	__u8 call;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_INFLIGHT);
+	__type(key, __u32);
+	__type(value, struct args);
+} start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct event);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} events SEC(".maps");
+
+static __always_inline int enter(const char *path, __u64 flags, __u32 mode, __s32 dfd, __u8 call)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct args a = {};
+
+	if (filter_pid && (id >> 32) != target_pid)
+		return 0;
+	if (filter_tid && tid != target_tid)
+		return 0;
+	if (filter_uid && (__u32)bpf_get_current_uid_gid() != target_uid)
+		return 0;
+	if (flag_mask && !(flags & flag_mask))
+		return 0;
+	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+		return 0;
+	a.path = path;
+	a.flags = flags;
+	a.mode = mode;
+	a.dfd = dfd;
+	a.call = call;
+	if (bpf_map_update_elem(&start, &tid, &a, BPF_ANY))
+		__sync_fetch_and_add(&inflight_full, 1);
+	return 0;
+}
+
+/* The directories above `base`, innermost first, up to the task's root, crossing mount points. Slot i of dirs is
+ * the i-th step up, so every unrolled iteration writes at a constant offset and the verifier's states converge. */
+static __always_inline void walk(struct event *e, struct path *base, struct task_struct *task)
+{
+	struct dentry *dentry = BPF_CORE_READ(base, dentry);
+	struct vfsmount *vfsmnt = BPF_CORE_READ(base, mnt);
+	struct mount *mnt = container_of(vfsmnt, struct mount, mnt);
+	struct dentry *root_dentry = BPF_CORE_READ(task, fs, root.dentry);
+	struct vfsmount *root_mnt = BPF_CORE_READ(task, fs, root.mnt);
+	__u32 depth = 0;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < MAX_DEPTH; i++) {
+		struct dentry *parent;
+
+		if (dentry == root_dentry && vfsmnt == root_mnt) {
+			e->dirs_complete = 1;
+			break;
+		}
+		parent = BPF_CORE_READ(dentry, d_parent);
+		if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
+			struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+
+			if (up == mnt) {	/* the global root */
+				e->dirs_complete = 1;
+				break;
+			}
+			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
+			mnt = up;
+			vfsmnt = &up->mnt;
+			if (dentry == root_dentry && vfsmnt == root_mnt) {
+				e->dirs_complete = 1;
+				break;
+			}
+			parent = BPF_CORE_READ(dentry, d_parent);
+		}
+		bpf_probe_read_kernel_str(e->dirs[i], COMPONENT_LEN, BPF_CORE_READ(dentry, d_name.name));
+		depth = i + 1;
+		dentry = parent;
+	}
+	e->depth = depth;
+}
+
+static __always_inline int leave(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, zero = 0;
+	struct args *a;
+	struct event *e;
+	__u64 len;
+
+	a = bpf_map_lookup_elem(&start, &tid);
+	if (!a)
+		return 0;
+	if (failed_only && ret >= 0)
+		goto out;
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		goto out;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->flags = a->flags;
+	e->pid = id >> 32;
+	e->tid = tid;
+	e->uid = (__u32)bpf_get_current_uid_gid();
+	e->ret = ret;
+	e->mode = a->mode;
+	e->call = a->call;
+	e->depth = 0;
+	e->dirs_complete = 0;
+	bpf_get_current_comm(&e->comm, sizeof(e->comm));
+	if (bpf_probe_read_user_str(e->path, sizeof(e->path), a->path) < 0)
+		e->path[0] = 0;
+	if (full_path && e->path[0] != '/') {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		struct path base;
+
+		if (a->dfd == AT_FDCWD) {
+			BPF_CORE_READ_INTO(&base, task, fs, pwd);
+			walk(e, &base, task);
+		} else if (a->dfd >= 0) {
+			struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
+			struct file *f = NULL;
+
+			bpf_probe_read_kernel(&f, sizeof(f), &fds[a->dfd & 0xffff]);
+			if (f) {
+				BPF_CORE_READ_INTO(&base, f, f_path);
+				walk(e, &base, task);
+			}
+		}
+	}
+	len = __builtin_offsetof(struct event, dirs) + (__u64)e->depth * COMPONENT_LEN;
+	if (len > sizeof(*e))
+		len = sizeof(*e);
+	if (bpf_ringbuf_output(&events, e, len, 0))
+		__sync_fetch_and_add(&lost, 1);
+out:
+	bpf_map_delete_elem(&start, &tid);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_open")
+int open_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return enter((const char *)ctx->args[0], ctx->args[1], ctx->args[2], AT_FDCWD, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat")
+int openat_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return enter((const char *)ctx->args[1], ctx->args[2], ctx->args[3], (__s32)ctx->args[0], 1);
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat2")
+int openat2_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	struct open_how how = {};
+
+	bpf_probe_read_user(&how, sizeof(how), (void *)ctx->args[2]);
+	return enter((const char *)ctx->args[1], how.flags, how.mode, (__s32)ctx->args[0], 2);
+}
+
+SEC("tracepoint/syscalls/sys_exit_open")
+int open_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return leave(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int openat_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return leave(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat2")
+int openat2_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return leave(ctx->ret);
+}
+
+char LICENSE[] SEC("license") = "GPL";
