@@ -130,6 +130,7 @@ def startup_specs():
         ("hardirqs", our("hardirqs"), c_tool("hardirqs")),
         ("cpudist", our("cpudist"), c_tool("cpudist")),
         ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
+        ("opensnoop", our("opensnoop", ready="^PID"), c_tool("opensnoop", ready="^PID")),
     ]
 
 
