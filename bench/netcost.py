@@ -7,7 +7,7 @@ fentry), so the anchor here is bpftrace.
 
 import sys
 
-from figures import BT_TCPCONNECT, bt, orders, our, run_traced
+from figures import BT_READY, BT_TCPCONNECT, bt, orders, our, run_traced
 from lib import BenchError, median
 from snoop import run_cost, render as snoop_render
 
@@ -19,6 +19,10 @@ and under each tracer with default options (printing each event to a pipe that t
 = (median CPU time of the child traced − untraced) / n. The bpftrace one-liner reads the same tracepoint
 (`sock:inet_sock_set_state`, CLOSE → SYN_SENT) and prints PID, comm and port. {cfg.repeat} rounds.
 """
+
+# The same work as tcpaccept's tracepoint path: accept/accept4 returns, the socket read in the kernel.
+BT_TCPACCEPT = (BT_READY + "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept "
+                "/args->ret >= 0/ { printf(\"%d %s %d\\n\", pid, comm, args->ret); }")
 
 CONNECTS = """
 import socket, sys
@@ -39,6 +43,8 @@ def specs(cfg):
     return [
         ("tcpconnect", n, lambda: connects(n),
          [("ours", our("tcpconnect")), ("bpftrace", bt(BT_TCPCONNECT))]),
+        ("tcpaccept", n, lambda: connects(n),
+         [("ours", our("tcpaccept", ready="^PID")), ("bpftrace", bt(BT_TCPACCEPT))]),
     ]
 
 

@@ -1,0 +1,239 @@
+//! tcpaccept against real loopback connections accepted by this test process (std::net) and by a python
+//! process, each on a listener of a fresh port: every accept is reported once, from the accepting PID and comm,
+//! with the right remote and local ports; -p, -P and -4/-6 keep only theirs. Tests run concurrently, so each looks
+//! only at its own ports.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use corebpf_tests::*;
+
+const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
+const HEADER: &str = "PID     COMM";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Starts tcpaccept with text output and waits for its header (printed once everything is attached).
+fn start(args: &[&str]) -> Running {
+    let mut run = Running::start("tcpaccept", args);
+    run.wait_for_line(HEADER, WAIT);
+    run
+}
+
+fn stop(run: Running) -> Finished {
+    run.signal(libc::SIGINT);
+    let done = run.finish(WAIT);
+    done.assert_success();
+    done
+}
+
+fn listener(ip: IpAddr) -> (TcpListener, u16) {
+    let l = TcpListener::bind((ip, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}
+
+/// Connects to `l` and accepts here: (client's port, both ends, kept open).
+fn accept_one(l: &TcpListener) -> (u16, (TcpStream, TcpStream)) {
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, peer) = l.accept().unwrap();
+    (peer.port(), (c, s))
+}
+
+fn thread_comm() -> String {
+    std::fs::read_to_string("/proc/thread-self/comm").unwrap().trim_end().to_string()
+}
+
+/// A python process that listens on 127.0.0.1, prints its port, accepts one connection and exits:
+/// returns (its PID, the client's port, the listener's port).
+fn python_accepts() -> (u32, u16, u16) {
+    let mut child = Command::new("/usr/bin/python3")
+        .args(["-c", "import socket,sys\nl=socket.socket();l.bind(('127.0.0.1',0));l.listen()\nprint(l.getsockname()[1],flush=True)\ns,_=l.accept();s.recv(1)"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = line.trim().parse().unwrap();
+    let mut c = TcpStream::connect((V4, port)).unwrap();
+    let cport = c.local_addr().unwrap().port();
+    std::io::Write::write_all(&mut c, b"x").unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    (pid, cport, port)
+}
+
+/// Rows: (PID, COMM, IP, RADDR, RPORT, LADDR, LPORT), COMM read between the PID and the IP.
+fn rows(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 7 || f[0].parse::<u32>().is_err() {
+                return None;
+            }
+            let t = &f[f.len() - 5..];
+            let comm = f[1..f.len() - 5].join(" ");
+            Some([f[0].to_string(), comm].into_iter().chain(t.iter().map(|s| s.to_string())).collect())
+        })
+        .collect()
+}
+
+#[test]
+fn every_accept_once_with_its_pid_comm_and_ports() {
+    let (l4, p4) = listener(V4);
+    let (l6, p6) = listener(V6);
+    let mut run = start(&["-P", &format!("{p4},{p6}")]);
+    let mut ours = Vec::new();
+    let mut keep = Vec::new();
+    for _ in 0..5 {
+        for (l, ip, port) in [(&l4, V4, p4), (&l6, V6, p6)] {
+            let (cport, ends) = accept_one(l);
+            ours.push((cport, ip, port));
+            keep.push(ends);
+        }
+    }
+    for (cport, _, _) in &ours {
+        run.wait_for_line(&format!(" {cport} "), WAIT);
+    }
+    let done = stop(run);
+    let rows = rows(&done.stdout);
+    let me = std::process::id().to_string();
+    let comm: String = thread_comm().chars().take(12).collect();
+    for (cport, ip, port) in &ours {
+        let hits: Vec<_> = rows.iter().filter(|r| r[4] == cport.to_string()).collect();
+        assert_eq!(hits.len(), 1, "client port {cport}:\n{}", done.stdout);
+        let v = if ip.is_ipv4() { "4" } else { "6" };
+        let ip = ip.to_string();
+        assert_eq!(
+            hits[0],
+            &vec![me.clone(), comm.clone(), v.into(), ip.clone(), cport.to_string(), ip, port.to_string()]
+        );
+    }
+    assert_eq!(rows.len(), ours.len(), "{}", done.stdout);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn another_process_is_named_and_filters_keep_only_theirs() {
+    // Unfiltered by PID: the python server's accept, under its own PID and comm.
+    let run = start(&["-4"]);
+    let (pid, cport, port) = python_accepts();
+    let (l6, _) = listener(V6);
+    let (v6port, _e) = accept_one(&l6);
+    let mut run = run;
+    run.wait_for_line(&format!(" {cport} "), WAIT);
+    let done = stop(run);
+    let found = rows(&done.stdout);
+    let hit: Vec<_> = found.iter().filter(|r| r[4] == cport.to_string()).collect();
+    assert_eq!(hit.len(), 1, "{}", done.stdout);
+    assert_eq!(
+        hit[0],
+        &vec![
+            pid.to_string(),
+            "python3".into(),
+            "4".into(),
+            "127.0.0.1".into(),
+            cport.to_string(),
+            "127.0.0.1".into(),
+            port.to_string()
+        ]
+    );
+    assert!(!found.iter().any(|r| r[4] == v6port.to_string()), "-4 kept an IPv6 accept:\n{}", done.stdout);
+
+    // -p this process: the python server's accept is left out.
+    let me = std::process::id().to_string();
+    let (l, p) = listener(V4);
+    let mut run = start(&["-p", &me, "-P", &p.to_string()]);
+    let (_pid, other, _) = python_accepts();
+    let (mine, _e2) = accept_one(&l);
+    run.wait_for_line(&format!(" {mine} "), WAIT);
+    let done = stop(run);
+    let rows = rows(&done.stdout);
+    assert_eq!(rows.len(), 1, "{}", done.stdout);
+    assert_eq!(rows[0][0], me);
+    assert!(!done.stdout.contains(&format!(" {other} ")), "{}", done.stdout);
+}
+
+fn has_link(pid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
+    entries.flatten().any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:")))
+}
+
+#[test]
+fn json_records() {
+    let (l, p) = listener(V6);
+    let mut run = Running::start("tcpaccept", &["--json", "-P", &p.to_string()]);
+    // No header in JSON: wait for the first link (accept4's, which std's accept uses, is attached first).
+    let deadline = Instant::now() + WAIT;
+    while !has_link(run.pid()) {
+        assert!(Instant::now() < deadline, "tcpaccept did not attach");
+        thread::sleep(Duration::from_millis(20));
+    }
+    run.note_programs();
+    let (cport, _ends) = accept_one(&l);
+    run.wait_for_line(&format!("\"rport\":{cport}"), WAIT);
+    let done = stop(run);
+    let recs = json_lines(&done.stdout);
+    let r = recs.iter().find(|r| r["rport"] == cport).unwrap();
+    assert_eq!(r["pid"], std::process::id());
+    assert_eq!(r["comm"], thread_comm());
+    assert_eq!(r["family"], "ipv6");
+    assert_eq!(r["laddr"], "::1");
+    assert_eq!(r["lport"], p);
+    assert_eq!(r["raddr"], "::1");
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn sigterm_and_closed_pipe_end_cleanly() {
+    let (l, p) = listener(V4);
+    let run = start(&["-P", &p.to_string()]);
+    let _e = accept_one(&l);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(WAIT);
+    done.assert_success();
+    assert!(done.stderr.is_empty(), "{}", done.stderr);
+    done.assert_no_programs_left();
+
+    // `tcpaccept | head -1`: the header is read, the pipe closes, the tool ends quietly.
+    let mut child = Command::new(bin("tcpaccept")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    assert!(first.starts_with(HEADER), "{first}");
+    let ids = prog_ids_of(child.id());
+    drop(reader);
+    let deadline = Instant::now() + WAIT;
+    let mut keep = Vec::new();
+    let status = loop {
+        keep.push(accept_one(&l));
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "tcpaccept kept running after its pipe closed");
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    for (args, what, code) in [
+        (&["-P", "80,x"][..], "'x' is not a port", 2),
+        (&["-4", "-6"][..], "cannot be used with", 2),
+        (&["-p", "999999999"][..], "", 1),
+    ] {
+        let done = run_tool("tcpaccept", args);
+        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
+        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
+        assert_eq!(done.stderr.trim_end().lines().count(), 1, "{args:?}: {}", done.stderr);
+    }
+}

@@ -1,0 +1,148 @@
+//! tcpaccept: trace TCP accepts (BCC's tool, CO-RE).
+//!
+//! The BPF side sees each connection a process accepts (fexit or kretprobe of `inet_csk_accept` where the kernel
+//! allows it, else the return of the accept/accept4 system calls and the socket behind the returned descriptor),
+//! filters on PID, family and local port, and sends one record through a ring buffer. This front end prints BCC's
+//! columns or JSON lines.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_pid, parse_port_list};
+use common::domain::net::{AF_INET, AF_INET6};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use bpf::consts::MAX_PORTS;
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Accept, Printer, Style};
+
+const EXAMPLES: &str = "\
+examples:
+    tcpaccept           # trace all TCP accept()s
+    tcpaccept -t        # include timestamps
+    tcpaccept -P 80,81  # only trace port 80 and 81
+    tcpaccept -p 181    # only trace PID 181
+    tcpaccept -4        # trace IPv4 family
+    tcpaccept -6        # trace IPv6 family
+    tcpaccept --json    # JSON lines";
+
+/// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
+type Ports = Vec<u16>;
+
+/// Trace TCP accepts
+#[derive(Debug, Parser)]
+#[command(name = "tcpaccept", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include time column on output (HH:MM:SS)
+    #[arg(short = 'T', long = "time")]
+    time: bool,
+    /// Include timestamp on output
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Comma-separated list of local ports to trace
+    #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
+    port: Option<Ports>,
+    /// Trace IPv4 family only
+    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// Trace IPv6 family only
+    #[arg(short = '6', long)]
+    ipv6: bool,
+    /// JSON output: one object per accepted connection
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || tcpaccept(args))
+}
+
+fn tcpaccept(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    if args.port.as_ref().is_some_and(|p| p.len() > MAX_PORTS) {
+        bail!("-P lists more than {MAX_PORTS} ports");
+    }
+    let signals = Signals::install()?;
+    let preferred = [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint];
+    let ((skel, _links), _mech) =
+        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut printer = Printer::new(Style { json: args.json, time: args.time, timestamp: args.timestamp });
+    let mut out = Output::new();
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    printer.write_header(&mut out)?;
+    let mut lost = DropCounter::new("accepts", "ring buffer full");
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.events,
+        || {
+            lost.check(&bss.lost);
+            false
+        },
+        |data| {
+            let event: bpf::types::event = common::attach::maps::from_bytes(data);
+            match Accept::from_event(&event) {
+                Some(a) => Ok(printer.write(&mut out, &a)?),
+                None => Ok(()),
+            }
+        },
+    )?;
+    lost.check(&bss.lost);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_family = match (args.ipv4, args.ipv6) {
+        (true, _) => AF_INET,
+        (_, true) => AF_INET6,
+        _ => 0,
+    };
+    rodata.filter_port = args.port.is_some();
+
+    let progs = &mut open.progs;
+    progs.accept_exit.set_autoload(mech == Attach::Tracepoint);
+    progs.accept4_exit.set_autoload(mech == Attach::Tracepoint);
+    progs.accept_fexit.set_autoload(mech == Attach::Fentry);
+    progs.accept_kretprobe.set_autoload(mech == Attach::Kprobe);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+
+    // Filters are in place before anything is attached.
+    for port in args.port.iter().flatten() {
+        skel.maps.ports.update(&port.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the port filter")?;
+    }
+    let p = &skel.progs;
+    let links = match mech {
+        Attach::Fentry => vec![p.accept_fexit.attach().context("attaching to inet_csk_accept (fexit)")?],
+        Attach::Kprobe => {
+            vec![p.accept_kretprobe.attach_kprobe(true, "inet_csk_accept").context("kretprobe inet_csk_accept")?]
+        }
+        _ => vec![
+            attach_tracepoint(&p.accept4_exit, "syscalls", "sys_exit_accept4", Attach::Tracepoint)?,
+            attach_tracepoint(&p.accept_exit, "syscalls", "sys_exit_accept", Attach::Tracepoint)?,
+        ],
+    };
+    Ok((skel, links))
+}

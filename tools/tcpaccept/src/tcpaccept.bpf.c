@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tcpaccept: one record per TCP connection a process accepts.
+ *
+ * Where the kernel lets BPF trace its functions, the return of inet_csk_accept (fexit, reading the return value
+ * with bpf_get_func_ret so that either of its signatures works; else a kretprobe, as BCC): the new socket, in the
+ * accepting task. Elsewhere (no kprobes needed), the exit of the accept and accept4 system calls
+ * (syscalls:sys_exit_accept/accept4): the returned descriptor is looked up in the task's file table
+ * (task->files->fdt->fd[ret]->private_data is the struct socket, ->sk the new sock). Accepts made without those
+ * system calls (io_uring) are seen only by the kernel-function paths. Filters on PID, family and local port run
+ * here; records go through a ring buffer and failed reservations are counted in `lost`. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "sock.bpf.h"
+#include "tcpaccept.h"
+
+const volatile __u32 target_pid = 0;
+const volatile __u16 target_family = 0;
+const volatile bool filter_port = false;
+
+__u64 lost = 0;
+
+struct event _event_type = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u16);
+	__type(value, __u8);
+} ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+static __always_inline int accepted(struct sock *sk)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u16 family, lport;
+	struct event *e;
+
+	if (!sk)
+		return 0;
+	if (target_pid && pid != target_pid)
+		return 0;
+	if (!sk_is_tcp(sk))
+		return 0;
+	family = sk_family(sk);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	if (target_family && family != target_family)
+		return 0;
+	lport = sk_lport(sk);
+	if (filter_port && !bpf_map_lookup_elem(&ports, &lport))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->pid = pid;
+	e->family = family;
+	e->lport = lport;
+	e->rport = sk_rport(sk);
+	sk_addrs(sk, family, e->laddr, e->raddr);
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* --- tracepoint path: accept()/accept4() return, and the socket behind the returned descriptor --- */
+
+static __always_inline int syscall_exit(long ret)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file **fds, *file = NULL;
+	struct socket *sock;
+	unsigned int max;
+
+	if (ret < 0)
+		return 0;
+	if (target_pid && (bpf_get_current_pid_tgid() >> 32) != target_pid)
+		return 0;
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if ((unsigned long)ret >= max)
+		return 0;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_core_read(&file, sizeof(file), &fds[ret]) || !file)
+		return 0;
+	sock = BPF_CORE_READ(file, private_data);
+	if (!sock)
+		return 0;
+	return accepted(BPF_CORE_READ(sock, sk));
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept")
+int accept_exit(struct trace_event_raw_sys_exit *args)
+{
+	return syscall_exit(args->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept4")
+int accept4_exit(struct trace_event_raw_sys_exit *args)
+{
+	return syscall_exit(args->ret);
+}
+
+/* --- kernel function paths --- */
+
+SEC("fexit/inet_csk_accept")
+int accept_fexit(__u64 *ctx)
+{
+	__u64 ret = 0;
+
+	bpf_get_func_ret(ctx, &ret);
+	return accepted((struct sock *)ret);
+}
+
+SEC("kretprobe/inet_csk_accept")
+int BPF_KRETPROBE(accept_kretprobe, struct sock *sk)
+{
+	return accepted(sk);
+}
+
+char LICENSE[] SEC("license") = "GPL";
