@@ -528,6 +528,7 @@ def main():
         "funclatency": [("funclatency c:getpid", ["-j", "-p", str(workers["getpid"].proc.pid), "c:getpid"], "getpid-hist")],
         "tcpconnect": [("tcpconnect", ["-j"], "connect")],
         "execsnoop": [("execsnoop", ["-j"], "exec")],
+        "stackcount": [("stackcount c:getpid", ["-j", "-p", str(workers["getpid"].proc.pid), "c:getpid"], "generic")],
     }
     instances = []
     for t in tools:
@@ -714,7 +715,8 @@ def check_instance(inst, truth, burst, seconds):
         what = "samples (no ground truth); stacks dropped"
     else:
         seen = len(records)
-        what = "JSON records (no ground truth)" if "--json" in inst.args else "output lines (no ground truth)"
+        json_out = "--json" in inst.args or "-j" in inst.args
+        what = "JSON records (no ground truth)" if json_out else "output lines (no ground truth)"
         if "--json" not in inst.args and "-j" not in inst.args:
             seen = sum(1 for l in inst.lives for _ in open(l["out"], "rb"))
             bad_json = 0
