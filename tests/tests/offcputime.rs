@@ -112,6 +112,20 @@ impl Helper {
         self.stdin.as_mut().unwrap().write_all(b"g").unwrap();
     }
 
+    /// Waits for the helper to exit without reaping it: it stays a zombie (its /proc/PID/maps empty) until dropped.
+    fn wait_unreaped(&mut self) {
+        self.stdin = None;
+        let mut out = String::new();
+        std::io::Read::read_to_string(self.child.stdout.as_mut().unwrap(), &mut out).unwrap();
+        // SAFETY: waitid(2) on our own child with WNOWAIT, which leaves it to be reaped later.
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, self.child.id(), &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        assert_eq!(rc, 0, "waitid");
+        self.wall_us = out.trim().parse().unwrap_or_else(|_| panic!("helper printed {out:?}"));
+    }
+
     /// Waits for the helper to finish its K blocks and exit (closing stdin ends a lingering one).
     fn wait(&mut self) {
         self.stdin = None;
@@ -335,6 +349,22 @@ fn a_helper_that_exits_first_is_still_named() {
     let done = trace(&["-p", &pid, "-f", "-U"], &mut helper, false);
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
     assert_blocked(helper_sleep_time(&folded(&done.stdout)), &helper, "time of the exited helper", &done.stdout);
+}
+
+#[test]
+fn a_zombie_helper_is_still_named() {
+    // Exited but not reaped: /proc/PID/maps exists and is empty, so the maps saved while it lived must be used.
+    let mut helper = Helper::start(10, 20, false);
+    let pid = helper.pid();
+    let mut tool = Running::start("offcputime", &["-p", &pid, "-f", "-U"]);
+    wait_for_programs(&mut tool);
+    helper.go();
+    helper.wait_unreaped();
+    assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap(), "", "not a zombie");
+    tool.signal(libc::SIGINT);
+    let done = tool.finish(Duration::from_secs(60));
+    done.assert_success();
+    assert_blocked(helper_sleep_time(&folded(&done.stdout)), &helper, "time of the zombie helper", &done.stdout);
 }
 
 #[test]

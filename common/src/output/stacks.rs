@@ -278,7 +278,7 @@ fn names_of(task: &Task<Frame>) -> NameKey {
 
 /// Adds up samples whose stacks differ only in addresses within the same functions (hot_fn+0x10, hot_fn+0x14),
 /// which print identically; the result is sorted by value, least first.
-pub fn merge_same_names(samples: impl IntoIterator<Item = Sample<Frame>>) -> Vec<Sample<Frame>> {
+fn merge_same_names(samples: impl IntoIterator<Item = Sample<Frame>>) -> Vec<Sample<Frame>> {
     let mut index: HashMap<(NameKey, Option<NameKey>), usize> = HashMap::new();
     let mut merged: Vec<Sample<Frame>> = Vec::new();
     for sample in samples {
@@ -353,12 +353,16 @@ fn write_task_frames(out: &mut Output, task: &Task<Frame>, style: Style, reverse
 pub fn write_multiline(out: &mut Output, samples: &[Sample<Frame>], style: Style) -> Result<()> {
     for s in samples {
         if let Some(waker) = &s.waker {
-            writeln!(out, "    {:<16} {} {}", "waker:", waker.comm, waker.pid)?;
+            writeln!(out, "    {:<16} {} {}", "waker:", waker.comm, waker.shown_id)?;
             write_task_frames(out, waker, style, true)?;
-            writeln!(out, "    {:<16}", "--")?;
+            writeln!(out, "    {:<16} --", "--")?;
         }
         write_task_frames(out, &s.task, style, false)?;
-        writeln!(out, "    {:<16} {} ({})", "-", s.task.comm, s.task.shown_id)?;
+        if s.waker.is_some() {
+            writeln!(out, "    {:<16} {} {}", "target:", s.task.comm, s.task.shown_id)?;
+        } else {
+            writeln!(out, "    {:<16} {} ({})", "-", s.task.comm, s.task.shown_id)?;
+        }
         writeln!(out, "        {}\n", s.value)?;
         out.flush()?;
     }

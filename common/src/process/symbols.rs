@@ -9,7 +9,6 @@
 //! [`Resolved`] table; addresses that resolve to nothing print as `[unknown]`, as in BCC.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::Path;
 
 use blazesym::symbolize::cache::{self, Cache};
 use blazesym::symbolize::source::{Kernel, Process, Source};
@@ -139,8 +138,12 @@ fn symbol_of(result: Symbolized<'_>) -> Option<Symbol> {
     }
 }
 
+/// True if process `pid` runs and has its memory mapped: a zombie (exited, not yet reaped by its parent) still has
+/// `/proc/PID/maps`, but empty, and must be named through the maps saved while it lived.
 fn is_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}/maps")).exists()
+    std::fs::File::open(format!("/proc/{pid}/maps"))
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut [0u8; 1]))
+        .is_ok_and(|n| n > 0)
 }
 
 /// Addresses to resolve together: kernel ones, and user ones per process.

@@ -1,0 +1,292 @@
+//! offwaketime: summarize blocked time by off-CPU stack and waker stack (BCC's tool, CO-RE).
+//!
+//! On every `sched_switch` the BPF program stamps the thread switched out with the time and the stacks where it
+//! blocked; on `sched_waking` the waker records its name and stacks for the thread it wakes; when the blocked
+//! thread runs again, its time off CPU is added to the (blocked stacks, waker stacks) total, in microseconds. At
+//! the end the stacks are named through the shared stack module (`common::output::stacks`) and printed in BCC's
+//! layout (waker above `--`, target below), as folded lines (waker on top), as JSON, and/or as a flame graph.
+
+mod bpf;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::output::stacks::{self, Collected, FlameGraph, Palette, Sample, StackTraces, Style};
+use common::output::stdout::Output;
+use common::process::symbols::Symbolizer;
+use common::run::{self, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+
+const EXAMPLES: &str = "\
+examples:
+    offwaketime                # trace off-CPU + waker stack time until Ctrl-C
+    offwaketime 5              # trace for 5 seconds only
+    offwaketime -f 5           # 5 seconds, and output in folded format
+    offwaketime -m 1000        # trace only events that last more than 1000 usec
+    offwaketime -M 9000        # trace only events that last less than 9000 usec
+    offwaketime -p 185         # only trace threads for PID 185
+    offwaketime -t 188         # only trace thread 188
+    offwaketime -u             # only trace user threads (no kernel)
+    offwaketime -k             # only trace kernel threads (no user)
+    offwaketime -U             # only show user space stacks (no kernel)
+    offwaketime -K             # only show kernel space stacks (no user)
+    offwaketime --flamegraph offwake.svg 10  # also draw an off-wake flame graph of 10 seconds";
+
+/// Summarize blocked time by kernel off-CPU stack and waker stack.
+#[derive(Debug, Parser)]
+#[command(name = "offwaketime", version, after_help = EXAMPLES)]
+struct Args {
+    /// Trace these PIDS only. Can be a comma separated list of PIDS.
+    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',', value_parser = common::cli::parse_pid,
+          group = "threads")]
+    pids: Option<Vec<u32>>,
+    /// Trace these TIDS only. Can be a comma separated list of TIDS.
+    #[arg(short = 't', long = "tid", value_name = "TIDS", value_delimiter = ',', value_parser = common::cli::parse_pid,
+          group = "threads")]
+    tids: Option<Vec<u32>>,
+    /// User threads only (no kernel threads)
+    #[arg(short = 'u', long = "user-threads-only", group = "threads")]
+    user_threads_only: bool,
+    /// Kernel threads only (no user threads)
+    #[arg(short = 'k', long = "kernel-threads-only", group = "threads")]
+    kernel_threads_only: bool,
+    /// Show stacks from user space only (no kernel space stacks)
+    #[arg(short = 'U', long = "user-stacks-only", conflicts_with = "kernel_stacks_only")]
+    user_stacks_only: bool,
+    /// Show stacks from kernel space only (no user space stacks)
+    #[arg(short = 'K', long = "kernel-stacks-only")]
+    kernel_stacks_only: bool,
+    /// Insert delimiter between kernel/user stacks
+    #[arg(short = 'd', long)]
+    delimited: bool,
+    /// Output folded format
+    #[arg(short = 'f', long)]
+    folded: bool,
+    /// The number of unique stack traces that can be stored and displayed
+    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = parse_map_size)]
+    stack_storage_size: u32,
+    /// The amount of time in microseconds over which we store traces (default 1)
+    #[arg(short = 'm', long, value_name = "MIN_BLOCK_TIME", default_value_t = 1,
+          value_parser = common::cli::parse_positive_u64, hide_default_value = true)]
+    min_block_time: u64,
+    /// The amount of time in microseconds under which we store traces (default U64_MAX)
+    #[arg(short = 'M', long, value_name = "MAX_BLOCK_TIME", value_parser = common::cli::parse_positive_u64)]
+    max_block_time: Option<u64>,
+    /// Filter on this thread state bitmask (eg, 2 == TASK_UNINTERRUPTIBLE) see include/linux/sched.h
+    #[arg(long, value_name = "STATE", value_parser = clap::value_parser!(u32))]
+    state: Option<u32>,
+    /// Print JSON lines: one object per unique stack, with its total_us
+    #[arg(short = 'j', long, conflicts_with = "folded")]
+    json: bool,
+    /// Also write an SVG off-wake flame graph to FILE (wakers on top of the blocked stacks)
+    #[arg(long, value_name = "FILE")]
+    flamegraph: Option<PathBuf>,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// Duration of trace, in seconds
+    #[arg(value_parser = common::cli::parse_interval_secs)]
+    duration: Option<u64>,
+}
+
+fn parse_map_size(s: &str) -> Result<u32, String> {
+    let n = common::cli::parse_positive_u64(s)?;
+    u32::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    if let Some(max) = args.max_block_time.filter(|&max| max < args.min_block_time) {
+        eprintln!("offwaketime: -M {max} is below -m {} (see --help)", args.min_block_time);
+        return ExitCode::from(2);
+    }
+    if args.kernel_threads_only && args.user_stacks_only {
+        eprintln!("offwaketime: displaying user stacks for kernel threads doesn't make sense (see --help)");
+        return ExitCode::from(2);
+    }
+    run::bpf_main(args.verbose, || offwaketime(args))
+}
+
+fn offwaketime(args: Args) -> Result<()> {
+    args.pids.iter().chain(&args.tids).flatten().try_for_each(|&id| common::cli::require_process(id))?;
+    let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.as_ref());
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+    let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
+
+    let ((skel, links), _) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
+
+    let mut out = Output::new();
+    let context = tracing_context(&args);
+    if !args.folded && !args.json {
+        let until = match args.duration {
+            Some(secs) => format!(" for {secs} secs."),
+            None => "... Hit Ctrl-C to end.".into(),
+        };
+        writeln!(out, "Tracing blocked time (us) by {context} off-CPU and waker stack{until}")?;
+        out.flush()?;
+    }
+
+    // Save each process's memory maps when its first stack is taken, so it can be named even if it exits.
+    let mut symbolizer = Symbolizer::new();
+    let deadline = args.duration.map(|secs| Instant::now() + Duration::from_secs(secs));
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.new_pids,
+        || deadline.is_some_and(|d| Instant::now() >= d),
+        |data| {
+            if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
+                symbolizer.remember_process(pid);
+            }
+            Ok(())
+        },
+    )?;
+    drop(links); // stop tracing before reading, so the snapshot is consistent
+
+    if !args.folded && !args.json {
+        writeln!(out)?;
+    }
+    let samples = read_samples(&skel, collected)?;
+    let missing = stacks::missing(&samples);
+    let named = stacks::drop_tracing_frames(stacks::symbolize(samples, &mut symbolizer, args.verbose.on()));
+
+    let style = Style {
+        delimited: args.delimited && collected.user && collected.kernel,
+        annotate_kernel: false,
+        offsets: false,
+    };
+    match flamegraph {
+        Some((_, path)) if named.is_empty() => {
+            let _ = std::fs::remove_file(path);
+            eprintln!("offwaketime: no off-CPU time traced, so no flame graph written to {}", path.display())
+        }
+        Some((file, path)) => {
+            let graph = FlameGraph {
+                title: format!("Off-Wake Time Flame Graph: {context} stacks"),
+                count_name: "us".into(),
+                palette: Palette::Wakeup,
+            };
+            stacks::write_flamegraph(file, &named, style, &graph)
+                .with_context(|| format!("writing the flame graph to {}", path.display()))?
+        }
+        None => {}
+    }
+    if args.json {
+        stacks::write_json(&mut out, &named, "total_us", true)?;
+    } else if args.folded {
+        stacks::write_folded(&mut out, &named, style)?;
+    } else {
+        stacks::write_multiline(&mut out, &named, style)?;
+    }
+
+    missing.warn();
+    if let Some(bss) = skel.maps.bss_data.as_ref() {
+        use common::attach::maps::DropCounter;
+        DropCounter::new("blocks", "the totals map was full").check(&bss.lost_blocks);
+        DropCounter::new("blocks", "too many threads off CPU at once for the start map").check(&bss.lost_starts);
+        DropCounter::new("new processes", "ring buffer full; if they exited their frames may show as [unknown]")
+            .check(&bss.lost_notices);
+    }
+    Ok(())
+}
+
+/// BCC's header phrase: `user + kernel`.
+fn tracing_context(args: &Args) -> String {
+    let stacks = if args.user_stacks_only {
+        "user"
+    } else if args.kernel_stacks_only {
+        "kernel"
+    } else {
+        "user + kernel"
+    };
+    stacks.to_string()
+}
+
+unsafe impl plain::Plain for bpf::types::wake_key {}
+
+/// Reads every total with its raw stack addresses, target and waker.
+fn read_samples(skel: &BpfSkel<'_>, collected: Collected) -> Result<Vec<Sample<u64>>> {
+    let mut traces = StackTraces::new(&skel.maps.stackmap, collected);
+    let mut samples = Vec::new();
+    for (key, total) in common::attach::maps::hash_entries::<bpf::types::wake_key, u64>(&skel.maps.totals)? {
+        if total > 0 {
+            let mut task = |w: &bpf::types::waker| {
+                let comm = common::attach::maps::c_string(&w.comm);
+                traces.task(w.tgid, w.pid, comm, w.user_stack_id, w.kern_stack_id)
+            };
+            let target = task(&key.target);
+            // No waker seen (the thread was woken before tracing began, or by no traced wakeup).
+            let waker = if key.waker.pid == 0 && key.waker.user_stack_id == -1 && key.waker.kern_stack_id == -1 {
+                stacks::Task {
+                    pid: 0,
+                    shown_id: 0,
+                    comm: String::new(),
+                    user: stacks::Stack::Absent,
+                    kernel: stacks::Stack::Absent,
+                }
+            } else {
+                task(&key.waker)
+            };
+            samples.push(Sample { task: target, waker: Some(waker), value: total });
+        }
+    }
+    Ok(samples)
+}
+
+/// Opens and loads the BPF object with the flags' filters, fills the PID/TID maps, and attaches to sched_switch.
+fn load_and_attach(args: &Args, btf: &KernelBtf, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let ro = rodata(&mut open.maps.rodata_data)?;
+    ro.user_stacks_only = args.user_stacks_only;
+    ro.kernel_stacks_only = args.kernel_stacks_only;
+    ro.user_threads_only = args.user_threads_only;
+    ro.kernel_threads_only = args.kernel_threads_only;
+    ro.filter_by_pid = args.pids.is_some();
+    ro.filter_by_tid = args.tids.is_some();
+    ro.filter_state = args.state.is_some();
+    ro.state = args.state.unwrap_or(0);
+    ro.min_block_us = args.min_block_time;
+    ro.max_block_us = args.max_block_time.unwrap_or(u64::MAX);
+    // sched_switch gained a prev_state argument in 5.18; before, the state is read from the task.
+    ro.has_prev_state_arg = match btf.tracepoint_arity("sched_switch") {
+        Some(4) => true,
+        Some(3) => false,
+        other => bail!("sched_switch has {other:?} arguments in this kernel's BTF, expected 3 or 4"),
+    };
+    let maps = &mut open.maps;
+    maps.stackmap.set_max_entries(args.stack_storage_size)?;
+    maps.pids.set_max_entries(args.pids.as_ref().map_or(1, |p| p.len() as u32))?;
+    maps.tids.set_max_entries(args.tids.as_ref().map_or(1, |t| t.len() as u32))?;
+    let tp_btf = mech == Attach::TpBtf;
+    open.progs.sched_switch_btf.set_autoload(tp_btf);
+    open.progs.sched_switch_raw.set_autoload(!tp_btf);
+    open.progs.sched_waking_btf.set_autoload(tp_btf);
+    open.progs.sched_waking_raw.set_autoload(!tp_btf);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+
+    // Filters are in place before the program is attached.
+    for (map, ids) in [(&skel.maps.pids, &args.pids), (&skel.maps.tids, &args.tids)] {
+        for id in ids.iter().flatten() {
+            map.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
+        }
+    }
+    let p = &skel.progs;
+    let (switch, waking) =
+        if tp_btf { (&p.sched_switch_btf, &p.sched_waking_btf) } else { (&p.sched_switch_raw, &p.sched_waking_raw) };
+    // The waker first, so that no block is counted without its waker for want of the second link.
+    let waking = attach_tracepoint(waking, "sched", "sched_waking", mech)?;
+    let switch = attach_tracepoint(switch, "sched", "sched_switch", mech)?;
+    Ok((skel, vec![waking, switch]))
+}
