@@ -480,3 +480,31 @@ pub fn loaded_programs() -> Vec<(u32, String)> {
     }
     programs
 }
+
+/// A plain HTTP/1.0 GET to `addr` (`127.0.0.1:9435`): (status, body). For the tools' `--prometheus` endpoints.
+pub fn http_get(addr: &str, path: &str, accept: Option<&str>) -> (u16, String) {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{accept}\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, body.to_string())
+}
+
+/// The cells of a `--heatmap` SVG: (column, slot, count) from each cell's data attributes.
+pub fn heatmap_cells(svg: &str) -> Vec<(usize, usize, u64)> {
+    svg.match_indices("data-column=\"")
+        .map(|(i, _)| {
+            let attr = |name: &str| -> u64 {
+                let rest = &svg[i..];
+                let at = rest.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                rest[at..].split('"').next().unwrap().parse().unwrap()
+            };
+            (attr("data-column") as usize, attr("data-slot") as usize, attr("data-count"))
+        })
+        .collect()
+}

@@ -229,3 +229,54 @@ fn bad_input_gets_one_clear_line() {
         assert!(done.stderr.starts_with("funclatency: ") && done.stderr.contains(needle), "{args:?}: {}", done.stderr);
     }
 }
+
+#[test]
+fn prometheus_serves_each_functions_histogram() {
+    let exe = helper();
+    let helper = Helper::start(&exe);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let pattern = format!("{}:nap_*", exe.display());
+    let mut run = Running::start("funclatency", &["-F", "-p", &helper.pid(), "--prometheus", &listen, &pattern]);
+    run.wait_for_line("Serving Prometheus metrics", Duration::from_secs(60));
+    helper.go();
+    let (status, body) = corebpf_tests::http_get(&listen, "/metrics", None);
+    assert_eq!(status, 200, "{body}");
+    let value = |series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{body}"))
+    };
+    let count = "corebpf_funclatency_call_latency_seconds_count";
+    assert_eq!(value(&format!("{count}{{function=\"nap_1ms\"}}")), NAPS_1MS as f64);
+    assert_eq!(value(&format!("{count}{{function=\"nap_20ms\"}}")), NAPS_20MS as f64);
+    // Buckets in seconds at BCC's log2 edges (nsecs): no 20 ms call at or below 2^24-1 ns, all below 2^26-1.
+    let bucket =
+        |le: &str| format!("corebpf_funclatency_call_latency_seconds_bucket{{le=\"{le}\",function=\"nap_20ms\"}}");
+    assert_eq!(value(&bucket("0.016777215")), 0.0);
+    assert_eq!(value(&bucket("+Inf")), NAPS_20MS as f64);
+    let sum = value("corebpf_funclatency_call_latency_seconds_sum{function=\"nap_20ms\"}");
+    assert!(sum >= NAPS_20MS as f64 * 0.020, "sum {sum} s for {NAPS_20MS} calls of 20 ms");
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn heat_map_columns_add_up_to_the_calls() {
+    let svg = corebpf_tests::ScratchFile::new("funclatency.svg");
+    let svg_arg = svg.0.display().to_string();
+    let (done, _) = time_helper(&["-u", "-i", "1", "--heatmap", &svg_arg, "{exe}:nap_*"], &[]);
+    let text = std::fs::read_to_string(&svg.0).unwrap();
+    assert!(text.starts_with("<svg") || text.starts_with("<?xml"), "{}", &text[..100.min(text.len())]);
+    let cells = corebpf_tests::heatmap_cells(&text);
+    let total: u64 = cells.iter().map(|c| c.2).sum();
+    assert_eq!(total, NAPS_1MS + NAPS_20MS, "heat map cells:\n{cells:?}\n{}", done.stdout);
+    // The text's intervals and the heat map's columns are the same reads.
+    assert_eq!(total, total_of_intervals(&done.stdout));
+}
+
+fn total_of_intervals(stdout: &str) -> u64 {
+    hist_rows(stdout).iter().map(|r| r.2).sum()
+}

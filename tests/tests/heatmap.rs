@@ -11,19 +11,6 @@ use corebpf_tests::*;
 const INTERVALS: usize = 4;
 
 /// (column, slot, count) of every cell.
-fn cells(svg: &str) -> Vec<(usize, usize, u64)> {
-    svg.match_indices("data-column=\"")
-        .map(|(i, _)| {
-            let attr = |name: &str| -> u64 {
-                let rest = &svg[i..];
-                let at = rest.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
-                rest[at..].split('"').next().unwrap().parse().unwrap()
-            };
-            (attr("data-column") as usize, attr("data-slot") as usize, attr("data-count"))
-        })
-        .collect()
-}
-
 fn python(script: &str, arg: &Path) -> String {
     let out = Command::new("python3").args(["-c", script]).arg(arg).output().expect("python3");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -52,7 +39,7 @@ fn heat_map_columns_and_cells_match_the_json_of_the_same_run() {
     assert_eq!(lines.len(), INTERVALS, "{}", done.stdout);
 
     let text = std::fs::read_to_string(&svg).unwrap();
-    let cells = cells(&text);
+    let cells = heatmap_cells(&text);
     let columns = cells.iter().map(|c| c.0).max().unwrap() + 1;
     assert_eq!(columns, INTERVALS, "one column per interval");
     let mut total = 0;

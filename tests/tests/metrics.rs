@@ -19,19 +19,6 @@ const BLOCKS: u32 = 1500;
 const MIN_IOS: u64 = 1200;
 const CALLS: u64 = 41;
 
-/// A plain HTTP/1.0 GET: (status, body).
-fn http_get(addr: &str, path: &str, accept: Option<&str>) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{accept}\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, body.to_string())
-}
-
 /// Percent-encodes a PromQL query for a URL.
 fn encode_query(q: &str) -> String {
     q.bytes()

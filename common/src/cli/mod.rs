@@ -61,6 +61,23 @@ fn exit_usage(name: &str, err: clap::Error) -> ! {
     std::process::exit(2);
 }
 
+/// The flags of every tool that keeps histograms or counters in kernel maps: `--prometheus ADDR:PORT` serves
+/// them at scrape time instead of printing them ([`crate::output::metrics`]), `--max-series` bounds label sets,
+/// and `--heatmap FILE.svg` also draws the printed intervals as a latency heat map ([`crate::output::heatmap`]).
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Serve the histograms as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given) instead of
+    /// printing them
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::output::metrics::parse_listen, conflicts_with = "json")]
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// With --prometheus: the most label sets per metric; later ones are summed into one series labelled "other"
+    #[arg(long, value_name = "N", default_value_t = crate::output::metrics::DEFAULT_MAX_SERIES)]
+    pub max_series: usize,
+    /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus")]
+    pub heatmap: Option<std::path::PathBuf>,
+}
+
 /// The `-v` flag every tool has: `-v` says which attach path was taken and why others failed, `-vv` adds
 /// libbpf's debug messages.
 #[derive(Debug, Clone, Copy, Args)]

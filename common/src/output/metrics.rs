@@ -58,6 +58,16 @@ pub struct HistogramValue {
 }
 
 impl HistogramValue {
+    /// A BCC log2 histogram (counts per slot, in units of `ns_per_unit` nanoseconds) with its exact sum: the
+    /// count is the slots' sum, from the same read, so it always equals the `+Inf` bucket.
+    pub fn from_log2_slots(slots: &[u64], sum_ns: u64, ns_per_unit: u64) -> Self {
+        HistogramValue {
+            sum: sum_ns as f64 / 1e9,
+            count: slots.iter().sum(),
+            buckets: log2_buckets_seconds(slots, ns_per_unit),
+        }
+    }
+
     fn add(&mut self, other: &HistogramValue) {
         self.sum += other.sum;
         self.count += other.count;

@@ -73,16 +73,8 @@ struct Args {
     /// Trace I/O issued by tasks in this cgroup only
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
-    /// Serve the histograms as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given) instead of
-    /// printing them
-    #[arg(long, value_name = "ADDR:PORT", value_parser = common::output::metrics::parse_listen, conflicts_with = "json")]
-    prometheus: Option<std::net::SocketAddr>,
-    /// With --prometheus: the most label sets per metric; later ones are summed into one series labelled "other"
-    #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES)]
-    max_series: usize,
-    /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
-    #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus")]
-    heatmap: Option<PathBuf>,
+    #[command(flatten)]
+    export: common::cli::ExportArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
@@ -115,8 +107,8 @@ fn biolatency(args: Args) -> Result<()> {
         args.disks,
         args.extension,
     );
-    if let Some(listen) = args.prometheus {
-        common::output::metrics::serve("biolatency", listen, args.max_series, &signals, |snapshot| {
+    if let Some(listen) = args.export.prometheus {
+        common::output::metrics::serve("biolatency", listen, args.export.max_series, &signals, |snapshot| {
             report.metrics(snapshot, common::attach::maps::hash_entries(&skel.maps.hists)?);
             Ok(())
         })?;
@@ -126,11 +118,12 @@ fn biolatency(args: Args) -> Result<()> {
         out.flush()?;
     }
     let unit = if args.milliseconds { "msecs" } else { "usecs" };
-    let mut heat = args.heatmap.as_ref().map(|_| common::output::heatmap::Heatmap::new("Block I/O latency", unit));
-    if let Some(path) = &args.heatmap {
+    let mut heat =
+        args.export.heatmap.as_ref().map(|_| common::output::heatmap::Heatmap::new("Block I/O latency", unit));
+    if let Some(path) = &args.export.heatmap {
         std::fs::write(path, "").with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if args.prometheus.is_none() {
+    if args.export.prometheus.is_none() {
         run_intervals(&signals, args.every.interval(), args.every.count, |_| {
             let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
             if let Some(heat) = heat.as_mut() {
@@ -144,7 +137,7 @@ fn biolatency(args: Args) -> Result<()> {
         })?;
     }
 
-    if let (Some(heat), Some(path)) = (&heat, &args.heatmap) {
+    if let (Some(heat), Some(path)) = (&heat, &args.export.heatmap) {
         heat.write_svg(path)?;
     }
     if let Some(bss) = skel.maps.bss_data.as_ref() {

@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::maps::DropCounter;
@@ -36,6 +36,8 @@ examples:
     funclatency 'vfs_fstat*'      # time both vfs_fstat() and vfs_fstatat()
     funclatency 'c:*printf'       # time the *printf family of functions
     funclatency -F 'vfs_r*'       # show one histogram per matched function
+    funclatency --prometheus :9435 -F c:getaddrinfo  # serve Prometheus metrics on 127.0.0.1:9435
+    funclatency --heatmap calls.svg -i 1 c:read      # 1s histograms, and a latency heat map
     funclatency -l 3 -p 181 a.out:walk  # the outermost 3 levels of a recursive function";
 
 /// Time functions and print latency as a histogram.
@@ -72,6 +74,8 @@ struct Args {
     /// JSON output: one object per histogram per interval
     #[arg(short = 'j', long)]
     json: bool,
+    #[command(flatten)]
+    export: common::cli::ExportArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// Search expression for functions
@@ -112,6 +116,20 @@ fn funclatency(args: Args) -> Result<()> {
     let mut out = Output::new();
     let names: Vec<String> = target.matches.iter().map(|m| m.name.clone()).collect();
     let mut report = Report::new(unit, names, args.per_function, args.timestamp, args.json);
+    if let Some(listen) = args.export.prometheus {
+        return common::output::metrics::serve("funclatency", listen, args.export.max_series, &signals, |snapshot| {
+            report.metrics(snapshot, attached.histograms()?);
+            Ok(())
+        });
+    }
+    let mut heat = match &args.export.heatmap {
+        Some(path) => {
+            std::fs::write(path, "").with_context(|| format!("cannot write {}", path.display()))?;
+            let title = format!("Latency of {}", args.pattern);
+            Some(common::output::heatmap::Heatmap::new(&title, unit.label()))
+        }
+        None => None,
+    };
     if !args.json {
         use std::io::Write;
         writeln!(out, "Tracing {} functions for \"{}\"... Hit Ctrl-C to end.", target.matches.len(), args.pattern)?;
@@ -121,10 +139,17 @@ fn funclatency(args: Args) -> Result<()> {
     let count = args.duration.zip(interval).map(|(d, i)| d.div_ceil(i));
     let mut untimed = DropCounter::new("calls from the histograms", "too many calls in flight");
     run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
-        report.write(&mut out, attached.histograms()?, tick == Tick::Last)?;
+        let hists = attached.histograms()?;
+        if let Some(heat) = heat.as_mut() {
+            heat.push_cumulative(common::output::stdout::clock_hms(), &report::total_slots(&hists));
+        }
+        report.write(&mut out, hists, tick == Tick::Last)?;
         untimed.check_all(attached.untimed());
         Ok(())
     })?;
+    if let (Some(heat), Some(path)) = (&heat, &args.export.heatmap) {
+        heat.write_svg(path)?;
+    }
     Ok(())
 }
 

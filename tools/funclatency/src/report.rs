@@ -29,6 +29,21 @@ impl Unit {
     pub fn ns_per_unit(self) -> u64 {
         self.ns
     }
+
+    pub fn label(self) -> &'static str {
+        self.label
+    }
+}
+
+/// The slots of every histogram added up (the heat map's column).
+pub fn total_slots(hists: &[hist]) -> Vec<u64> {
+    let mut total = vec![0u64; crate::bpf::consts::MAX_SLOTS];
+    for h in hists {
+        for (t, s) in total.iter_mut().zip(h.slots) {
+            *t += s;
+        }
+    }
+    total
 }
 
 #[derive(Serialize)]
@@ -57,6 +72,19 @@ pub struct Report {
 impl Report {
     pub fn new(unit: Unit, names: Vec<String>, per_function: bool, timestamp: bool, json: bool) -> Self {
         Report { unit, names, per_function, timestamp, json, diff: IntervalDiff::new() }
+    }
+
+    /// The cumulative histograms as Prometheus's `corebpf_funclatency_call_latency_seconds`, labelled by
+    /// `function` with -F.
+    pub fn metrics(&self, snapshot: &mut common::output::metrics::Snapshot, cumulative: Vec<hist>) {
+        use common::output::metrics::HistogramValue;
+        const HELP: &str = "Latency of the traced functions' calls (BCC log2 buckets)";
+        let labels: &[&'static str] = if self.per_function { &["function"] } else { &[] };
+        for (i, h) in cumulative.iter().enumerate() {
+            let values: Vec<String> = self.function(i as u32).map(str::to_string).into_iter().collect();
+            let value = HistogramValue::from_log2_slots(&h.slots, h.sum_ns, self.unit.ns);
+            snapshot.histogram_seconds("call_latency", HELP, labels, values, value);
+        }
     }
 
     /// Writes this interval (the difference from the last read of the cumulative histograms).
