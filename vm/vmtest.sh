@@ -5,8 +5,8 @@
 #   KERNELS=6.1 TOOLS=funccount vm/vmtest.sh
 #
 # 1. Builds the shipped static multicall binary (`make static`: corebpf-tools, a link per tool in the guest, as
-#    `make install` lays them out) and the integration tests (with --target x86_64-unknown-linux-gnu, dynamically
-#    linked: the C library goes into the guest with them).
+#    `make install` lays them out) and the integration tests (the host's release build with the `vm` feature,
+#    dynamically linked: the C library goes into the guest with them).
 # 2. Prebuilds the C test helpers the tests compile at run time (the guest has no compiler): the test binaries
 #    run on the host with COREBPF_PREBUILD_HELPERS=1, which builds each test's helpers and stops the test before
 #    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
@@ -102,9 +102,10 @@ if [ -n "$testbins" ]; then
     targs=()
     for b in $testbins; do targs+=(--test "$b"); done
     # The tests are built as usual (linked to the C library, which goes into the initramfs with them), so that
-    # they find the libc they use in /proc/self/maps as on the host; --target keeps them apart from `make test`'s.
+    # they find the libc they use in /proc/self/maps as on the host; in the host's release build, whose compiled
+    # dependencies `make test` already has (only the test crate differs, by its `vm` feature).
     say "building the test binaries"
-    $cargo test --release --no-run --target $target -p corebpf-tests --features vm "${targs[@]}" \
+    $cargo test --release --no-run -p corebpf-tests --features vm "${targs[@]}" \
         >> "$logdir/build.log" 2>&1 || {
         tail -30 "$logdir/build.log" >&2
         die "building the static test binaries failed"
