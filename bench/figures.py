@@ -38,6 +38,16 @@ BT_TCPCONNECT = (BT_READY + "tracepoint:sock:inet_sock_set_state /args->oldstate
 BT_ALL_SYSCALLS = BT_READY + "tracepoint:raw_syscalls:sys_enter, tracepoint:raw_syscalls:sys_exit { @[probe, args->id] = count(); }"
 # tcpdrop has no libbpf-tools port: bpftrace on the same tracepoint, each drop printed with its kernel stack.
 BT_TCPDROP = BT_READY + "tracepoint:skb:kfree_skb /args->reason > 2/ { printf(\"%d %d %s\\n\", pid, args->reason, kstack); }"
+# tcptop (libbpf-tools' needs kprobes): bytes per process and connection (ports) on the same tracepoints, TCP only,
+# printed and cleared every second as tcptop does.
+BT_TCPTOP = BT_READY + (
+    "tracepoint:sock:sock_send_length /args->protocol == 6 && args->ret > 0/ "
+    "{ $sk = (struct sock *)args->sk; @tx[pid, comm, $sk->__sk_common.skc_num, $sk->__sk_common.skc_dport] "
+    "= sum(args->ret); } "
+    "tracepoint:sock:sock_recv_length /args->protocol == 6 && args->ret > 0/ "
+    "{ $sk = (struct sock *)args->sk; @rx[pid, comm, $sk->__sk_common.skc_num, $sk->__sk_common.skc_dport] "
+    "= sum(args->ret); } "
+    "interval:s:1 { print(@tx); print(@rx); clear(@tx); clear(@rx); }")
 
 
 def ours(name):
@@ -119,6 +129,8 @@ def startup_specs():
         ("tcpdrop", our("tcpdrop", ready="^TIME"), bt(BT_TCPDROP)),
         # libbpf-tools' tcpconnect needs kprobes or fentry (neither works here): bpftrace on the same tracepoint.
         ("tcpconnect", our("tcpconnect"), bt(BT_TCPCONNECT)),
+        # libbpf-tools' tcptop needs kprobes or fentry: bpftrace on the same tracepoints.
+        ("tcptop", our("tcptop", ["-C"]), bt(BT_TCPTOP)),
         ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
         ("funccount t:syscalls:sys_enter_write", our("funccount", ["t:syscalls:sys_enter_write"]),
          bt(BT_FUNCCOUNT)),

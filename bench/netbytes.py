@@ -1,6 +1,7 @@
 """Figure 12: the cost of tcplife and tcpdrop per traced network event, against bpftrace one-liners on the same
 tracepoints: tcplife per loopback TCP connection and per MB sent over one connection (tcplife's programs run
-only on state changes, so a bulk transfer should cost it nothing), tcpdrop per dropped packet (a SYN to a closed
+only on state changes, so a bulk transfer should cost it nothing), tcptop per MB (its programs run on every
+sendmsg/recvmsg), tcpdrop per dropped packet (a SYN to a closed
 port, each with its kernel stack). The workload is a child process; its CPU time (from wait4) is measured
 untraced and under each tracer; extra per event = (median traced - median untraced) / n. libbpf-tools' tcplife
 runs here but tcpdrop has no libbpf-tools port, so the anchor of all three rows is bpftrace.
@@ -8,18 +9,19 @@ runs here but tcpdrop has no libbpf-tools port, so the anchor of all three rows 
 
 import sys
 
-from figures import BT_READY, BT_TCPDROP, bt, orders, our, run_traced
+from figures import BT_READY, BT_TCPDROP, BT_TCPTOP, bt, orders, our, run_traced
 from lib import BenchError, median
 from snoop import run_cost, render as snoop_render
 
-TITLE = "Cost per TCP connection, per MB and per drop: tcplife and tcpdrop"
+TITLE = "Cost per TCP connection, per MB and per drop: tcplife, tcptop and tcpdrop"
 
 METHOD = """
 Each row is a child process run untraced and under each tracer with default options (printing each event to a
 pipe that the bench reads): n loopback TCP connections (connect, accept, one byte, close); one connection
 carrying n MB; n SYNs to a closed local port (each dropped as NO_SOCKET). *Extra per event* = (median CPU time of
 the child traced − untraced) / n. The bpftrace one-liners read the same tracepoints: `sock:inet_sock_set_state`
-(birth time per socket, then at close PID, comm, ports, bytes_acked/bytes_received and the span) and
+(birth time per socket, then at close PID, comm, ports, bytes_acked/bytes_received and the span),
+`sock:sock_send_length`/`sock_recv_length` (bytes summed per PID, comm and ports, printed every second, as tcptop) and
 `skb:kfree_skb` (reason > NOT_SPECIFIED, printed with the kernel stack). {cfg.repeat} rounds.
 """
 
@@ -79,6 +81,8 @@ def specs(cfg):
     return [
         ("tcplife, per connection", conns, child(CONNECTS, conns), life),
         ("tcplife, per MB over one connection", mb, child(BULK, mb), life),
+        ("tcptop, per MB over one connection", mb, child(BULK, mb),
+         [("ours", our("tcptop", ["-C"])), ("bpftrace", bt(BT_TCPTOP))]),
         ("tcpdrop, per dropped SYN", drops, child(SYNS, drops),
          [("ours", our("tcpdrop", ready="^TIME")), ("bpftrace", bt(BT_TCPDROP))]),
     ]

@@ -1,0 +1,190 @@
+//! tcptop: summarize TCP send/recv throughput by host (BCC's tool, CO-RE).
+//!
+//! The BPF side adds the payload bytes of every successful send and receive on a TCP socket to a hash map keyed
+//! by (PID, comm, family, addresses, ports), cumulatively; this front end reads the map every interval, takes
+//! the difference from the previous read and prints BCC's screen (or JSON lines with tcplife's field names).
+
+mod bpf;
+mod report;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::domain::net::{AF_INET, AF_INET6};
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Conn, Screen};
+
+const EXAMPLES: &str = "\
+examples:
+    ./tcptop           # trace TCP send/recv by host
+    ./tcptop -C        # don't clear the screen
+    ./tcptop -p 181    # only trace PID 181
+    ./tcptop -c /sys/fs/cgroup/system.slice  # only trace this cgroup
+    ./tcptop -4        # trace IPv4 family only
+    ./tcptop -6        # trace IPv6 family only
+    ./tcptop -s sent -r 5  # the 5 connections that sent most
+    ./tcptop --json 5 3    # JSON lines: 3 reports, 5 s apart";
+
+/// What the rows are sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Sort {
+    All,
+    Sent,
+    Received,
+}
+
+/// Summarize TCP send/recv throughput by host
+#[derive(Debug, Parser)]
+#[command(name = "tcptop", version, after_help = EXAMPLES)]
+struct Args {
+    /// don't clear the screen
+    #[arg(short = 'C', long)]
+    noclear: bool,
+    /// skip system summary line
+    #[arg(short = 'S', long)]
+    nosummary: bool,
+    /// trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// trace processes in this cgroup only (a cgroup v2 directory)
+    #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
+    cgroup: Option<PathBuf>,
+    /// trace IPv4 family only
+    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// trace IPv6 family only
+    #[arg(short = '6', long)]
+    ipv6: bool,
+    /// sort rows by bytes sent + received (all), sent or received
+    #[arg(short = 's', long, value_enum, default_value = "all")]
+    sort: Sort,
+    /// maximum rows to print
+    #[arg(short = 'r', long, default_value = "20", value_parser = parse_positive_u64)]
+    rows: u64,
+    /// most connections counted at once (the size of the kernel's connection map)
+    #[arg(long, value_name = "N", default_value_t = bpf::consts::DEFAULT_CONNECTIONS as u64,
+          value_parser = parse_positive_u64)]
+    max_connections: u64,
+    /// JSON output: one object per connection per interval, with exact byte counts
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// output interval, in seconds
+    #[arg(default_value = "1", value_parser = parse_interval_secs)]
+    interval: u64,
+    /// number of outputs
+    #[arg(value_parser = parse_positive_u64)]
+    count: Option<u64>,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || tcptop(args))
+}
+
+fn tcptop(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    if args.max_connections > u32::MAX as u64 {
+        bail!("--max-connections is at most {}", u32::MAX);
+    }
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let btf = KernelBtf::load()?;
+    for tp in ["sock_send_length", "sock_recv_length"] {
+        if btf.tracepoint_arity(tp) != Some(3) {
+            bail!("this kernel has no sock:{tp} tracepoint (Linux 6.3+); the kprobe path is not implemented yet");
+        }
+    }
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+
+    let mut out = Output::new();
+    if !args.json {
+        use std::io::Write;
+        writeln!(out, "Tracing... Output every {} secs. Hit Ctrl-C to end", args.interval)?;
+        out.flush()?;
+    }
+    let screen = Screen {
+        clear: !args.noclear,
+        summary: !args.nosummary,
+        sort: args.sort,
+        rows: usize::try_from(args.rows).unwrap_or(usize::MAX),
+    };
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut full = DropCounter::new("sends and receives", "connection map full (see --max-connections)");
+    let mut before: HashMap<report::Key, (u64, u64)> = HashMap::new();
+    run_intervals(&signals, Some(Duration::from_secs(args.interval)), args.count, |_| {
+        let now = common::attach::maps::hash_entries::<bpf::types::conn, bpf::types::traffic>(&skel.maps.conns)?;
+        let mut conns = Vec::new();
+        for (key, t) in now {
+            let (sent0, recv0) = before.insert(report::key(&key), (t.sent, t.received)).unwrap_or((0, 0));
+            let (sent, received) = (t.sent.saturating_sub(sent0), t.received.saturating_sub(recv0));
+            if sent == 0 && received == 0 {
+                continue;
+            }
+            if let Some(c) = Conn::from_key(&key, sent, received) {
+                conns.push(c);
+            }
+        }
+        if args.json {
+            report::write_json(&mut out, &conns)?;
+        } else {
+            screen.write(&mut out, conns)?;
+        }
+        full.check(&bss.full);
+        Ok(())
+    })?;
+    full.check(&bss.full);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_family = match (args.ipv4, args.ipv6) {
+        (true, _) => AF_INET,
+        (_, true) => AF_INET6,
+        _ => 0,
+    };
+    rodata.filter_cgroup = cgroup.is_some();
+    open.maps.conns.set_max_entries(args.max_connections as u32)?;
+    let progs = &mut open.progs;
+    progs.send_btf.set_autoload(mech == Attach::TpBtf);
+    progs.recv_btf.set_autoload(mech == Attach::TpBtf);
+    progs.send_raw.set_autoload(mech == Attach::RawTp);
+    progs.recv_raw.set_autoload(mech == Attach::RawTp);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+    // The cgroup filter is in place before anything is attached.
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+    let p = &skel.progs;
+    let (send, recv) = match mech {
+        Attach::TpBtf => (&p.send_btf, &p.recv_btf),
+        _ => (&p.send_raw, &p.recv_raw),
+    };
+    let links = vec![
+        attach_tracepoint(send, "sock", "sock_send_length", mech)?,
+        attach_tracepoint(recv, "sock", "sock_recv_length", mech)?,
+    ];
+    Ok((skel, links))
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tcptop: payload bytes sent and received per TCP connection and process, counted in a hash map.
+ *
+ * The sock:sock_send_length and sock:sock_recv_length tracepoints (Linux 6.3+) fire in sock_sendmsg and
+ * sock_recvmsg with the socket and the call's return value, in the calling task: a positive value is the bytes
+ * the application wrote or read. Only TCP sockets of the IPv4 and IPv6 families count. Counts are cumulative (no
+ * entry is ever deleted here); user space reads the map every interval and takes the difference. A full map
+ * is counted in `full`. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "sock.bpf.h"
+#include "tcptop.h"
+
+const volatile __u32 target_pid = 0;
+const volatile __u16 target_family = 0;
+const volatile bool filter_cgroup = false;
+
+/* Calls not counted: the connection map was full. */
+__u64 full = 0;
+
+struct conn _conn_type = {};
+struct traffic _traffic_type = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DEFAULT_CONNECTIONS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct conn);
+	__type(value, struct traffic);
+} conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} cgroup_map SEC(".maps");
+
+static __always_inline int count(struct sock *sk, int ret, bool sent)
+{
+	struct conn key = {};
+	struct traffic zero = {}, *t;
+	__u16 family;
+
+	if (ret <= 0 || !sk)
+		return 0;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	if (target_pid && key.pid != target_pid)
+		return 0;
+	family = sk_family(sk);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	if (target_family && family != target_family)
+		return 0;
+	if (!sk_is_tcp(sk))
+		return 0;
+	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+		return 0;
+	key.family = family;
+	key.lport = sk_lport(sk);
+	key.rport = sk_rport(sk);
+	sk_addrs(sk, family, key.laddr, key.raddr);
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+
+	t = bpf_map_lookup_elem(&conns, &key);
+	if (!t) {
+		bpf_map_update_elem(&conns, &key, &zero, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&conns, &key);
+		if (!t) {
+			__sync_fetch_and_add(&full, 1);
+			return 0;
+		}
+	}
+	if (sent)
+		__sync_fetch_and_add(&t->sent, ret);
+	else
+		__sync_fetch_and_add(&t->received, ret);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(send_btf, struct sock *sk, int ret, int flags)
+{
+	return count(sk, ret, true);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(recv_btf, struct sock *sk, int ret, int flags)
+{
+	return count(sk, ret, false);
+}
+
+SEC("raw_tp/sock_send_length")
+int BPF_PROG(send_raw, struct sock *sk, int ret, int flags)
+{
+	return count(sk, ret, true);
+}
+
+SEC("raw_tp/sock_recv_length")
+int BPF_PROG(recv_raw, struct sock *sk, int ret, int flags)
+{
+	return count(sk, ret, false);
+}
+
+char LICENSE[] SEC("license") = "GPL";
