@@ -1,7 +1,8 @@
 //! tcptop: summarize TCP send/recv throughput by host (BCC's tool, CO-RE).
 //!
 //! The BPF side adds the payload bytes of every successful send and receive on a TCP socket to a hash map keyed
-//! by (PID, comm, family, addresses, ports), cumulatively; this front end reads the map every interval, takes
+//! by (PID, comm, family, addresses, ports), cumulatively (the sock:sock_send_length/sock_recv_length tracepoints
+//! from 6.3, else tcp_sendmsg/tcp_cleanup_rbuf with fentry/fexit or kprobes); this front end reads the map every interval, takes
 //! the difference from the previous read and prints BCC's screen (or JSON lines with tcplife's field names).
 
 mod bpf;
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
-use common::attach::features::{Attach, KernelBtf};
+use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
@@ -92,7 +93,8 @@ struct Args {
     count: Option<u64>,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Fentry, Attach::Kprobe]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -105,12 +107,6 @@ fn tcptop(args: Args) -> Result<()> {
         bail!("--max-connections is at most {}", u32::MAX);
     }
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let btf = KernelBtf::load()?;
-    for tp in ["sock_send_length", "sock_recv_length"] {
-        if btf.tracepoint_arity(tp) != Some(3) {
-            bail!("this kernel has no sock:{tp} tracepoint (Linux 6.3+); the kprobe path is not implemented yet");
-        }
-    }
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
@@ -172,19 +168,37 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     progs.recv_btf.set_autoload(mech == Attach::TpBtf);
     progs.send_raw.set_autoload(mech == Attach::RawTp);
     progs.recv_raw.set_autoload(mech == Attach::RawTp);
+    progs.sendmsg_fexit.set_autoload(mech == Attach::Fentry);
+    progs.cleanup_rbuf_fentry.set_autoload(mech == Attach::Fentry);
+    progs.sendmsg_entry.set_autoload(mech == Attach::Kprobe);
+    progs.sendmsg_ret.set_autoload(mech == Attach::Kprobe);
+    progs.cleanup_rbuf_kprobe.set_autoload(mech == Attach::Kprobe);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
     // The cgroup filter is in place before anything is attached.
     if let Some(cgroup) = cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
     let p = &skel.progs;
-    let (send, recv) = match mech {
-        Attach::TpBtf => (&p.send_btf, &p.recv_btf),
-        _ => (&p.send_raw, &p.recv_raw),
+    let links = match mech {
+        Attach::Fentry => vec![
+            p.sendmsg_fexit.attach().context("attaching to tcp_sendmsg (fexit)")?,
+            p.cleanup_rbuf_fentry.attach().context("attaching to tcp_cleanup_rbuf (fentry)")?,
+        ],
+        Attach::Kprobe => vec![
+            p.sendmsg_entry.attach_kprobe(false, "tcp_sendmsg").context("kprobe tcp_sendmsg")?,
+            p.sendmsg_ret.attach_kprobe(true, "tcp_sendmsg").context("kretprobe tcp_sendmsg")?,
+            p.cleanup_rbuf_kprobe.attach_kprobe(false, "tcp_cleanup_rbuf").context("kprobe tcp_cleanup_rbuf")?,
+        ],
+        _ => {
+            let (send, recv) = match mech {
+                Attach::TpBtf => (&p.send_btf, &p.recv_btf),
+                _ => (&p.send_raw, &p.recv_raw),
+            };
+            vec![
+                attach_tracepoint(send, "sock", "sock_send_length", mech)?,
+                attach_tracepoint(recv, "sock", "sock_recv_length", mech)?,
+            ]
+        }
     };
-    let links = vec![
-        attach_tracepoint(send, "sock", "sock_send_length", mech)?,
-        attach_tracepoint(recv, "sock", "sock_recv_length", mech)?,
-    ];
     Ok((skel, links))
 }

@@ -5,7 +5,8 @@
  * sock_recvmsg with the socket and the call's return value, in the calling task: a positive value is the bytes
  * the application wrote or read. Only TCP sockets of the IPv4 and IPv6 families count. Counts are cumulative (no
  * entry is ever deleted here); user space reads the map every interval and takes the difference. A full map
- * is counted in `full`. */
+ * is counted in `full`. Before 6.3 (no such tracepoints): fexit tcp_sendmsg + fentry tcp_cleanup_rbuf, else the
+ * same with kprobes, as BCC. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -102,6 +103,59 @@ SEC("raw_tp/sock_recv_length")
 int BPF_PROG(recv_raw, struct sock *sk, int ret, int flags)
 {
 	return count(sk, ret, false);
+}
+
+/* --- kernel function paths (kernels before 6.3), as BCC and libbpf-tools: the return of tcp_sendmsg (bytes
+ * sent) and tcp_cleanup_rbuf (bytes copied to the reader), both in the calling task. --- */
+
+SEC("fexit/tcp_sendmsg")
+int BPF_PROG(sendmsg_fexit, struct sock *sk, struct msghdr *msg, size_t size, int ret)
+{
+	return count(sk, ret, true);
+}
+
+SEC("fentry/tcp_cleanup_rbuf")
+int BPF_PROG(cleanup_rbuf_fentry, struct sock *sk, int copied)
+{
+	return count(sk, copied, false);
+}
+
+/* The socket each thread is sending on, from tcp_sendmsg's entry to its return. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct sock *);
+} sending SEC(".maps");
+
+SEC("kprobe/tcp_sendmsg")
+int BPF_KPROBE(sendmsg_entry, struct sock *sk)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_update_elem(&sending, &tid, &sk, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/tcp_sendmsg")
+int BPF_KRETPROBE(sendmsg_ret, int ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sock **skp = bpf_map_lookup_elem(&sending, &tid);
+	struct sock *sk;
+
+	if (!skp)
+		return 0;
+	sk = *skp;
+	bpf_map_delete_elem(&sending, &tid);
+	return count(sk, ret, true);
+}
+
+SEC("kprobe/tcp_cleanup_rbuf")
+int BPF_KPROBE(cleanup_rbuf_kprobe, struct sock *sk, int copied)
+{
+	return count(sk, copied, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";
