@@ -597,8 +597,9 @@ fn bad_pid_and_libc_paths_are_one_clear_error() {
 /// call comes after it (the helper never gets its go byte): stdout is watched, not just written to.
 #[test]
 fn closed_pipe_ends_quietly() {
-    // A process that makes no resolver call: nothing is ever written after the header.
-    let mut idle = Command::new("sleep").arg("600").spawn().unwrap();
+    // A process that makes no resolver call: nothing is ever written after the header. bash waiting on its
+    // stdin, not sleep(1): in the kernel matrix's guest sleep is busybox's, linked statically, with no libc.
+    let mut idle = Command::new("bash").args(["-c", "read -r _"]).stdin(Stdio::piped()).spawn().unwrap();
     let idle_pid = idle.id().to_string();
     let deadline = Instant::now() + WAIT;
     while !fs::read_to_string(format!("/proc/{idle_pid}/maps")).unwrap_or_default().contains("libc") {
