@@ -108,15 +108,26 @@ fn attach_path(tool: &Tool, features: &[Feature]) -> String {
             None => families.push(vec![a]),
         }
     }
+    let labelled = families.len() > 1;
     families
         .iter()
-        .map(|f| match f.iter().find(|&&a| available(a)) {
-            Some(a) => a.name().to_string(),
-            None => format!("none ({} unavailable)", f.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")),
+        .map(|f| {
+            let path = match f.iter().find(|&&a| available(a)) {
+                Some(a) => a.name().to_string(),
+                None => format!("none ({} unavailable)", f.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")),
+            };
+            if labelled {
+                format!("{}: {path}", FAMILY_NAMES[family(f[0]) as usize])
+            } else {
+                path
+            }
         })
         .collect::<Vec<_>>()
-        .join(", ")
+        .join("; ")
 }
+
+/// What each family of mechanisms attaches to, by [`family`].
+const FAMILY_NAMES: [&str; 4] = ["tracepoints", "kernel functions", "user functions", "perf events"];
 
 fn family(a: Attach) -> u8 {
     match a {

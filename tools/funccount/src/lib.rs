@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Parser;
-use common::attach::features::KernelBtf;
+use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::allowed;
 use common::cli::{parse_interval_secs, parse_pid};
 use common::output::stdout::Output;
@@ -89,7 +89,19 @@ struct Args {
     pattern: String,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+/// Every mechanism funccount may use; which family applies depends on the pattern (`attach::mechanisms`).
+pub const TOOL: common::tool::Tool = common::tool!(
+    main,
+    [
+        Attach::Fentry,
+        Attach::KprobeMulti,
+        Attach::Kprobe,
+        Attach::RawTp,
+        Attach::Tracepoint,
+        Attach::UprobeMulti,
+        Attach::Uprobe
+    ]
+);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);

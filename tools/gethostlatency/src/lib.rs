@@ -56,7 +56,7 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::UprobeMulti, Attach::Uprobe]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -69,12 +69,11 @@ fn gethostlatency(args: Args) -> Result<()> {
     let funcs = resolver_functions(&libc)?;
     let signals = Signals::install()?;
 
-    let ((skel, links), mech) =
-        load_first_working(&[Attach::UprobeMulti, Attach::Uprobe], args.verbose.on(), |mech| {
-            let skel = load(&args, mech)?;
-            let links = attach(&skel, mech, args.pid, &libc, &funcs)?;
-            Ok((skel, links))
-        })?;
+    let ((skel, links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
+        let skel = load(&args, mech)?;
+        let links = attach(&skel, mech, args.pid, &libc, &funcs)?;
+        Ok((skel, links))
+    })?;
     if args.verbose.on() {
         let names: Vec<&str> = funcs.iter().map(|&(i, _)| FUNCS[i]).collect();
         eprintln!("probing {} in {} ({} {mech} links)", names.join(", "), libc.display(), links.len());
