@@ -27,10 +27,19 @@ pub struct Symbol {
     pub module: Option<String>,
 }
 
+/// How many exited processes keep their saved maps: older ones are forgotten, oldest first, so a long run over
+/// many short-lived processes holds bounded memory (their stacks then show `[unknown]` user frames).
+pub const KEEP_EXITED: usize = 256;
+
+/// How often (in newly remembered processes) exited ones beyond [`KEEP_EXITED`] are forgotten.
+const SWEEP_EVERY: usize = 64;
+
 /// The symbolizer of one tool run, with the processes it has captured.
 pub struct Symbolizer {
     inner: blazesym::symbolize::Symbolizer,
     remembered: HashSet<u32>,
+    /// The remembered processes, oldest first.
+    order: std::collections::VecDeque<u32>,
 }
 
 impl Default for Symbolizer {
@@ -43,7 +52,7 @@ impl Symbolizer {
     pub fn new() -> Self {
         let inner =
             blazesym::symbolize::Symbolizer::builder().enable_demangling(true).enable_inlined_fns(false).build();
-        Symbolizer { inner, remembered: HashSet::new() }
+        Symbolizer { inner, remembered: HashSet::new(), order: std::collections::VecDeque::new() }
     }
 
     /// Saves process `pid`'s memory maps so that its addresses can be resolved after it exits. Returns false if the
@@ -58,10 +67,35 @@ impl Symbolizer {
         }
         if self.cache_maps(pid) {
             self.remembered.insert(pid);
+            self.order.push_back(pid);
+            if self.order.len() % SWEEP_EVERY == 0 {
+                self.forget_exited(KEEP_EXITED);
+            }
             true
         } else {
             false
         }
+    }
+
+    /// Forgets the saved maps of the oldest exited processes beyond the `keep` most recent ones.
+    fn forget_exited(&mut self, keep: usize) {
+        let exited: Vec<u32> = self.order.iter().copied().filter(|&pid| !is_alive(pid)).collect();
+        let excess = exited.len().saturating_sub(keep);
+        for &pid in &exited[..excess] {
+            let _ = self.inner.evict(&blazesym::symbolize::evict::Evict::Process(
+                blazesym::symbolize::evict::Process::new(pid.into()),
+            ));
+            self.remembered.remove(&pid);
+        }
+        if excess > 0 {
+            let remembered = &self.remembered;
+            self.order.retain(|pid| remembered.contains(pid));
+        }
+    }
+
+    /// How many processes have their maps saved now.
+    pub fn remembered(&self) -> usize {
+        self.remembered.len()
     }
 
     /// Re-reads the memory maps of the remembered processes that are still alive, so that libraries they loaded
@@ -236,6 +270,24 @@ impl Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exited_processes_beyond_the_limit_are_forgotten() {
+        let mut symbolizer = Symbolizer::new();
+        let mut live = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        assert!(symbolizer.remember_process(live.id()));
+        for _ in 0..KEEP_EXITED + 3 * SWEEP_EVERY {
+            let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+            assert!(symbolizer.remember_process(child.id()));
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+        assert!(symbolizer.remembered() <= KEEP_EXITED + SWEEP_EVERY + 1, "{} remembered", symbolizer.remembered());
+        // A live process is never forgotten, however old.
+        assert!(symbolizer.remembered.contains(&live.id()));
+        live.kill().unwrap();
+        live.wait().unwrap();
+    }
 
     #[inline(never)]
     fn a_known_function() -> u64 {
