@@ -68,7 +68,7 @@ impl Symbolizer {
         if self.cache_maps(pid) {
             self.remembered.insert(pid);
             self.order.push_back(pid);
-            if self.order.len() % SWEEP_EVERY == 0 {
+            if self.order.len().is_multiple_of(SWEEP_EVERY) {
                 self.forget_exited(KEEP_EXITED);
             }
             true
