@@ -93,6 +93,12 @@ impl Symbolizer {
         }
     }
 
+    /// Loads the kernel's symbols now (blazesym reads /proc/kallsyms on first use), so that a tool naming kernel
+    /// frames as events come pays that once at start-up, not at its first event, and its memory is flat after.
+    pub fn preload_kernel(&self) {
+        let _ = self.kernel_each(&[0xffff_ffff_8100_0000]);
+    }
+
     /// How many processes have their maps saved now.
     pub fn remembered(&self) -> usize {
         self.remembered.len()

@@ -112,7 +112,9 @@ fn protocol_name(p: u8) -> String {
 
 impl Printer {
     pub fn new(json: bool, reasons: Reasons) -> Self {
-        Printer { json, reasons, symbolizer: Symbolizer::new() }
+        let symbolizer = Symbolizer::new();
+        symbolizer.preload_kernel();
+        Printer { json, reasons, symbolizer }
     }
 
     pub fn write_header(&self, out: &mut Output) -> io::Result<()> {
