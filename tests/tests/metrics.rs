@@ -5,7 +5,7 @@
 //! biolatency counts only a cgroup made for the test (so other tests' I/O running at the same time is not seen),
 //! funccount only the PID of a helper that calls a function N times.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
