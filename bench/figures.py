@@ -38,6 +38,8 @@ BT_TCPCONNECT = (BT_READY + "tracepoint:sock:inet_sock_set_state /args->oldstate
 BT_ALL_SYSCALLS = BT_READY + "tracepoint:raw_syscalls:sys_enter, tracepoint:raw_syscalls:sys_exit { @[probe, args->id] = count(); }"
 # tcpdrop has no libbpf-tools port: bpftrace on the same tracepoint, each drop printed with its kernel stack.
 BT_TCPDROP = BT_READY + "tracepoint:skb:kfree_skb /args->reason > 2/ { printf(\"%d %d %s\\n\", pid, args->reason, kstack); }"
+# tcpretrans (libbpf-tools has none): each retransmit printed with its addresses, on the same tracepoint.
+BT_TCPRETRANS = BT_READY + "tracepoint:tcp:tcp_retransmit_skb { printf(\"%d %d %d\\n\", pid, args->sport, args->dport); }"
 # tcptop (libbpf-tools' needs kprobes): bytes per process and connection (ports) on the same tracepoints, TCP only,
 # printed and cleared every second as tcptop does.
 BT_TCPTOP = BT_READY + (
@@ -131,6 +133,7 @@ def startup_specs():
         ("tcpconnect", our("tcpconnect"), bt(BT_TCPCONNECT)),
         # libbpf-tools' tcptop needs kprobes or fentry: bpftrace on the same tracepoints.
         ("tcptop", our("tcptop", ["-C"]), bt(BT_TCPTOP)),
+        ("tcpretrans", our("tcpretrans"), bt(BT_TCPRETRANS)),
         ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
         ("funccount t:syscalls:sys_enter_write", our("funccount", ["t:syscalls:sys_enter_write"]),
          bt(BT_FUNCCOUNT)),

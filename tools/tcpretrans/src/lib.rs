@@ -1,0 +1,145 @@
+//! tcpretrans: trace or count TCP retransmits (BCC's tool, CO-RE).
+//!
+//! The BPF side watches `tcp:tcp_retransmit_skb` (tp_btf, else raw_tp, else the classic tracepoint), reads the
+//! flow from the socket and sends one record per retransmit through a ring buffer, or with `-c` counts
+//! retransmits per flow in a hash map. This front end prints BCC's lines, its `-c` table, or JSON lines.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::domain::net::{AF_INET, AF_INET6};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Printer, Retransmit};
+
+const EXAMPLES: &str = "\
+examples:
+    ./tcpretrans           # trace TCP retransmits
+    ./tcpretrans -l        # include TLP attempts
+    ./tcpretrans -4        # trace IPv4 family only
+    ./tcpretrans -6        # trace IPv6 family only
+    ./tcpretrans -c        # count retransmits per flow, print at Ctrl-C
+    ./tcpretrans --json    # JSON lines";
+
+/// Trace TCP retransmits
+#[derive(Debug, Parser)]
+#[command(name = "tcpretrans", version, after_help = EXAMPLES)]
+struct Args {
+    /// display TCP sequence numbers
+    #[arg(short = 's', long)]
+    sequence: bool,
+    /// include tail loss probe attempts
+    #[arg(short = 'l', long)]
+    lossprobe: bool,
+    /// count occurred retransmits per flow
+    #[arg(short = 'c', long)]
+    count: bool,
+    /// trace IPv4 family only
+    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// trace IPv6 family only
+    #[arg(short = '6', long)]
+    ipv6: bool,
+    /// JSON output: one object per retransmit (per flow with -c)
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || tcpretrans(args))
+}
+
+fn tcpretrans(args: Args) -> Result<()> {
+    if args.lossprobe && !std::path::Path::new("/sys/kernel/tracing/events/tcp/tcp_send_loss_probe").exists() {
+        // BCC puts a kprobe on tcp_send_loss_probe(); no kernel has a tracepoint there, and a TLP sent by it
+        // reaches tcp:tcp_retransmit_skb unmarked (as an R), so a TLP cannot be told apart without that probe.
+        bail!("-l needs a probe on tcp_send_loss_probe(): this kernel has no tail loss probe tracepoint");
+    }
+    let signals = Signals::install()?;
+    let ((skel, _link), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut out = Output::new();
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if !args.json {
+        println!("Tracing retransmits ... Hit Ctrl-C to end");
+    }
+    if args.count {
+        let mut full = DropCounter::new("retransmits", "flow map full");
+        signals.sleep_until(None);
+        if signals.stdout_gone() {
+            return Ok(());
+        }
+        let flows = common::attach::maps::hash_entries::<bpf::types::flow, u64>(&skel.maps.flows)
+            .context("reading the flow counts")?;
+        report::write_counts(&mut out, args.json, &flows)?;
+        full.check(&bss.flows_full);
+        return Ok(());
+    }
+
+    let mut printer = Printer::new(args.json, args.sequence);
+    printer.write_header(&mut out)?;
+    let mut lost = DropCounter::new("retransmits", "ring buffer full");
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.events,
+        || {
+            lost.check(&bss.lost);
+            false
+        },
+        |data| {
+            let event: bpf::types::event = common::attach::maps::from_bytes(data);
+            match Retransmit::from_event(&event) {
+                Some(r) => Ok(printer.write(&mut out, &r)?),
+                None => Ok(()),
+            }
+        },
+    )?;
+    lost.check(&bss.lost);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its options, keeps the program of one attach mechanism, loads and attaches it.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let ro = rodata(&mut open.maps.rodata_data)?;
+    ro.target_family = match (args.ipv4, args.ipv6) {
+        (true, _) => AF_INET,
+        (_, true) => AF_INET6,
+        _ => 0,
+    };
+    ro.count = args.count;
+    if !args.count {
+        open.maps.flows.set_max_entries(1).context("sizing the flow map")?;
+    }
+    let progs = &mut open.progs;
+    progs.retransmit_btf.set_autoload(mech == Attach::TpBtf);
+    progs.retransmit_raw.set_autoload(mech == Attach::RawTp);
+    progs.retransmit_tp.set_autoload(mech == Attach::Tracepoint);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+    let p = &skel.progs;
+    let prog = match mech {
+        Attach::TpBtf => &p.retransmit_btf,
+        Attach::RawTp => &p.retransmit_raw,
+        _ => &p.retransmit_tp,
+    };
+    let link = attach_tracepoint(prog, "tcp", "tcp_retransmit_skb", mech)?;
+    Ok((skel, link))
+}

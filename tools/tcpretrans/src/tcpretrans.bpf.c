@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tcpretrans: TCP retransmits from the tcp:tcp_retransmit_skb tracepoint.
+ *
+ * Attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all three hand the
+ * socket and the packet to handle(), which reads family, ports and addresses from the socket (sock.bpf.h), the
+ * sequence number from the packet's TCP control block, and sends one record through a ring buffer, or (-c)
+ * counts the retransmit per flow in a hash map. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "sock.bpf.h"
+#include "tcpretrans.h"
+
+/* -4 / -6: AF_INET or AF_INET6, 0 for both. */
+const volatile __u16 target_family = 0;
+const volatile bool count = false;
+
+/* Retransmits not reported: the ring buffer was full. */
+__u64 lost = 0;
+/* Retransmits not counted: the -c map was full. */
+__u64 flows_full = 0;
+
+struct event _event_type = {};
+struct flow _flow_type = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FLOWS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct flow);
+	__type(value, __u64);
+} flows SEC(".maps");
+
+static __always_inline int handle(const struct sock *sk, const struct sk_buff *skb, __u8 type)
+{
+	__u16 family;
+	struct event *e;
+
+	if (!sk)
+		return 0;
+	family = sk_family(sk);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	if (target_family && family != target_family)
+		return 0;
+
+	if (count) {
+		struct flow key = { .family = family, .lport = sk_lport(sk), .rport = sk_rport(sk) };
+		__u64 one = 1, *n;
+
+		sk_addrs(sk, family, key.saddr, key.daddr);
+		n = bpf_map_lookup_elem(&flows, &key);
+		if (n) {
+			__sync_fetch_and_add(n, 1);
+		} else if (bpf_map_update_elem(&flows, &key, &one, BPF_NOEXIST)) {
+			/* Another CPU may have added it meanwhile; else the map is full. */
+			n = bpf_map_lookup_elem(&flows, &key);
+			if (n)
+				__sync_fetch_and_add(n, 1);
+			else
+				__sync_fetch_and_add(&flows_full, 1);
+		}
+		return 0;
+	}
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->pid = bpf_get_current_pid_tgid() >> 32;
+	e->family = family;
+	e->lport = sk_lport(sk);
+	e->rport = sk_rport(sk);
+	e->state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	e->type = type;
+	if (skb) {
+		struct tcp_skb_cb *tcb = (struct tcp_skb_cb *)&skb->cb[0];
+
+		e->seq = BPF_CORE_READ(tcb, seq);
+	}
+	sk_addrs(sk, family, e->saddr, e->daddr);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(retransmit_btf, const struct sock *sk, const struct sk_buff *skb)
+{
+	return handle(sk, skb, RETRANSMIT);
+}
+
+SEC("raw_tp/tcp_retransmit_skb")
+int BPF_PROG(retransmit_raw, const struct sock *sk, const struct sk_buff *skb)
+{
+	return handle(sk, skb, RETRANSMIT);
+}
+
+SEC("tracepoint/tcp/tcp_retransmit_skb")
+int retransmit_tp(struct trace_event_raw_tcp_retransmit_skb *args)
+{
+	return handle(args->skaddr, args->skbaddr, RETRANSMIT);
+}
+
+char LICENSE[] SEC("license") = "GPL";
