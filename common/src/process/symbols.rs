@@ -29,10 +29,10 @@ pub struct Symbol {
 
 /// How many exited processes keep their saved maps: older ones are forgotten, oldest first, so a long run over
 /// many short-lived processes holds bounded memory (their stacks then show `[unknown]` user frames).
-pub const KEEP_EXITED: usize = 256;
+pub const KEEP_EXITED: usize = 64;
 
 /// How often (in newly remembered processes) exited ones beyond [`KEEP_EXITED`] are forgotten.
-const SWEEP_EVERY: usize = 64;
+const SWEEP_EVERY: usize = 32;
 
 /// The symbolizer of one tool run, with the processes it has captured.
 pub struct Symbolizer {
