@@ -142,8 +142,14 @@ impl Plan<'_> {
         Ok(Attached { skels, _links: links, histograms: self.histograms })
     }
 
+    /// The function indexes as BPF cookies, with -F; without it, none (all 0: read by nobody).
     fn cookies(&self) -> Vec<u64> {
-        (0..self.target.matches.len() as u64).collect()
+        let n = self.target.matches.len() as u64;
+        if self.options.per_function {
+            (0..n).collect()
+        } else {
+            vec![0; n as usize]
+        }
     }
 
     fn kprobe_multi(&self) -> Result<Attached> {
@@ -182,7 +188,8 @@ impl Plan<'_> {
         let skel = self.load(names, 0, None, None)?;
         let mut links = Vec::new();
         for (i, m) in self.target.matches.iter().enumerate() {
-            let cookie = i as u64;
+            // Cookies only with -F: kernels before 5.15 refuse any but 0 on these links.
+            let cookie = if self.options.per_function { i as u64 } else { 0 };
             for retprobe in [false, true] {
                 let prog = match (user, retprobe) {
                     (true, false) => &skel.progs.fl_uprobe,
