@@ -134,6 +134,8 @@ def startup_specs():
         # libbpf-tools' tcptop needs kprobes or fentry: bpftrace on the same tracepoints.
         ("tcptop", our("tcptop", ["-C"]), bt(BT_TCPTOP)),
         ("tcpretrans", our("tcpretrans"), bt(BT_TCPRETRANS)),
+        # offwaketime (no libbpf-tools port): bpftrace counting waker stacks on the same tracepoint.
+        ("offwaketime", our("offwaketime"), bt(BT_READY + "tracepoint:sched:sched_waking { @[kstack] = count(); }")),
         ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
         ("funccount t:syscalls:sys_enter_write", our("funccount", ["t:syscalls:sys_enter_write"]),
          bt(BT_FUNCCOUNT)),
