@@ -144,7 +144,7 @@ fn offcputime(args: Args) -> Result<()> {
 
     // Save each process's memory maps when its first stack is taken, so it can be named even if it exits.
     let mut symbolizer = Symbolizer::new();
-    let deadline = args.duration.map(|secs| Instant::now() + Duration::from_secs(secs));
+    let deadline = args.duration.and_then(|secs| Instant::now().checked_add(Duration::from_secs(secs)));
     common::attach::ring_buffer::poll_ring_buffer(
         &signals,
         &skel.maps.new_pids,

@@ -18,7 +18,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
 use common::attach::maps::DropCounter;
-use common::cli::{parse_pid, parse_positive_u64};
+use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -67,7 +67,7 @@ struct Args {
     #[arg(short = 'u', long, value_parser = clap::value_parser!(u32).range(0..u32::MAX as i64))]
     uid: Option<u32>,
     /// Total duration of trace in seconds
-    #[arg(short = 'd', long, value_parser = parse_positive_u64)]
+    #[arg(short = 'd', long, value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
     /// Only print process names containing this name
     #[arg(short = 'n', long)]
@@ -118,7 +118,8 @@ fn opensnoop(args: Args) -> Result<()> {
     });
     printer.write_header(&mut out)?;
 
-    let deadline = args.duration.map(|d| Instant::now() + Duration::from_secs(d));
+    // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
+    let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     let mut lost = DropCounter::new("opens", "ring buffer full");
     let mut untracked = DropCounter::new("opens", "too many in flight");

@@ -94,7 +94,7 @@ struct Args {
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// Duration of trace, in seconds (default: until Ctrl-C)
-    #[arg(value_parser = common::cli::parse_positive_u64)]
+    #[arg(value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
 }
 
@@ -138,7 +138,8 @@ fn profile(args: Args) -> Result<()> {
 
     // Save each process's memory maps when it is first sampled, so it can be named even if it exits.
     let mut symbolizer = Symbolizer::new();
-    let deadline = args.duration.map(|secs| Instant::now() + Duration::from_secs(secs));
+    // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
+    let deadline = args.duration.and_then(|secs| Instant::now().checked_add(Duration::from_secs(secs)));
     common::attach::ring_buffer::poll_ring_buffer(
         &signals,
         &skel.maps.new_pids,
