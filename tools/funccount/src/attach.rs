@@ -176,6 +176,20 @@ impl Plan<'_> {
         if let Some(first) = shared {
             open.maps.counts.reuse_fd(first.maps.counts.as_fd()).context("sharing the counts map")?;
         }
+        // Maps only some programs use are cut to one entry when those programs stay unloaded: libbpf's USDT
+        // maps (a 1024-entry hash and a 256-entry spec array) and the syscall indexes.
+        let enabled = |prog: &str| enable.iter().any(|(n, _)| n == prog);
+        let unused: &[&str] = &[
+            if enabled("fc_usdt") { "" } else { "__bpf_usdt_specs" },
+            if enabled("fc_usdt") { "" } else { "__bpf_usdt_ip_to_spec_id" },
+            if enabled("fc_sys_enter") { "" } else { "sys_enter_index" },
+            if enabled("fc_sys_exit") { "" } else { "sys_exit_index" },
+        ];
+        for mut map in open.open_object_mut().maps_mut() {
+            if unused.iter().any(|name| !name.is_empty() && map.name() == *name) {
+                map.set_max_entries(1).context("shrinking an unused map")?;
+            }
+        }
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             match enable.iter().find(|(n, _)| *n == name) {
