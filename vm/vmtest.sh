@@ -12,7 +12,7 @@
 #    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
 # 3. Fetches each Debian cloud kernel once into $VM_CACHE (vm/fetch-kernel.sh; default ~/.cache/corebpf-vm).
 # 4. Packs an initramfs: busybox, vm/init, the tools, the test binaries, the helpers (and the C library they use).
-# 5. Boots each kernel with a fresh ext4 NVMe disk and runs vm/scenarios (or $VM_SCENARIOS) in it; the console
+# 5. Boots the kernels, all at once, each with a fresh ext4 NVMe disk and runs vm/scenarios (or $VM_SCENARIOS) in it; the console
 #    goes to $VM_CACHE/logs/<run>/<kernel>.console.
 # 6. Prints a table tool x kernel: pass/FAIL and the mechanisms each tool attached with (* = its own choice).
 #    Exits 1 if any scenario failed, printing the failing scenarios' output and the guest console's tail.
@@ -26,7 +26,7 @@ cd "$repo"
 cache=${VM_CACHE:-$HOME/.cache/corebpf-vm}
 kernels=${KERNELS:-5.10,6.1,6.12,host}
 scenarios_file=${VM_SCENARIOS:-$repo/vm/scenarios}
-timeout_s=${VM_TIMEOUT:-900}
+timeout_s=${VM_TIMEOUT:-2400}
 target=x86_64-unknown-linux-gnu
 cargo=${CARGO:-cargo}
 run=$(date +%Y%m%d-%H%M%S)
@@ -157,22 +157,27 @@ initrd=$logdir/initramfs.cpio.gz
 say "initramfs: $(du -h "$initrd" | cut -f1)"
 
 # --- 5. boot each kernel ---
-declare -A status=()
+# Kernels are fetched one after another (they share apt lists), then booted at the same time: much of a guest's
+# time is spent waiting (intervals, sleeps in the tests), so concurrent guests finish well before serial ones.
+declare -A status=() vmlinuz_of=()
 failed=0
+boot_kernels=""
 for k in $(echo "$kernels" | tr ',' ' '); do
     [ "$k" = host ] && continue
-    vmlinuz=$(vm/fetch-kernel.sh "$k" 2>> "$logdir/fetch.log") || {
+    vmlinuz_of[$k]=$(vm/fetch-kernel.sh "$k" 2>> "$logdir/fetch.log") || {
         tail -5 "$logdir/fetch.log" >&2
         die "could not fetch kernel $k"
     }
-    disk=$logdir/disk-$k.img
+    boot_kernels="$boot_kernels $k"
+done
+# boot K VMLINUZ: runs the scenarios in kernel K; writes $logdir/K.console (and K.boot when the guest did not finish).
+boot() {
+    local k=$1 vmlinuz=$2 disk=$logdir/disk-$1.img console=$logdir/$1.console start rc=0
     rm -f "$disk"
     truncate -s 512M "$disk"
     mkfs.ext4 -q -F -L corebpf "$disk"
-    console=$logdir/$k.console
     say "booting $k ($(cat "$(dirname "$vmlinuz")/package" 2> /dev/null || echo "$vmlinuz")); console: $console"
     start=$(date +%s)
-    rc=0
     timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 1536 \
         -nographic -no-reboot -monitor none \
         -kernel "$vmlinuz" -initrd "$initrd" \
@@ -182,11 +187,23 @@ for k in $(echo "$kernels" | tr ',' ' '); do
     tr -d '\r' < "$console" > "$console.tmp" && mv "$console.tmp" "$console"
     say "$k: guest ran $(($(date +%s) - start)) s"
     if ! grep -q '^VMTEST-DONE' "$console"; then
-        failed=1
-        status[$k]=boot
+        echo boot > "$logdir/$k.boot"
         if [ $rc = 124 ]; then say "$k: the guest did not finish within ${timeout_s} s"; else say "$k: the guest stopped early (qemu exit $rc)"; fi
         say "$k: console tail:"
         tail -40 "$console" | sed 's/^/    /' >&2
+    fi
+}
+pids=()
+trap 'kill $(jobs -p) 2> /dev/null || true' EXIT
+for k in $boot_kernels; do
+    boot "$k" "${vmlinuz_of[$k]}" &
+    pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || true; done
+for k in $boot_kernels; do
+    if [ -f "$logdir/$k.boot" ]; then
+        failed=1
+        status[$k]=boot
     fi
 done
 

@@ -158,6 +158,8 @@ fn render_section(section: &Section) -> Roff {
         } else if block.len() > 1 && !indented(&block[0]) && block[1..].iter().all(indented) {
             roff.control("TP", []);
             roff.text([bold(block[0].as_str())]);
+            // A tag narrower than the indent (`trace`, `tcptop`) would share its line with the text.
+            roff.control("br", []);
             roff.text([roman(join(&block[1..]))]);
         } else {
             roff.control("PP", []);
