@@ -1,7 +1,9 @@
 //! Helpers for one subject each: [`blockdev`] (disks, partitions, request flags), [`cgroup`] (cgroup v2
-//! filters), [`net`] (socket addresses and ports from BPF records), [`tcp`] (TCP states and flags as BCC names them).
+//! filters), [`net`] (socket addresses and ports from BPF records), [`syscalls`]
+//! (system call and errno names), [`tcp`] (TCP states and flags as BCC names them).
 
 pub mod blockdev;
 pub mod cgroup;
 pub mod net;
+pub mod syscalls;
 pub mod tcp;

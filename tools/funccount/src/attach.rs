@@ -280,7 +280,7 @@ impl Plan<'_> {
                     .strip_prefix("sys_enter_")
                     .map(|name| (&mut enter, name))
                     .or_else(|| event.strip_prefix("sys_exit_").map(|name| (&mut exit, name)))
-                    .and_then(|(list, name)| Some((list, crate::syscalls::number(name)?))),
+                    .and_then(|(list, name)| Some((list, common::domain::syscalls::tracepoint_number(name)?))),
                 _ => None,
             };
             match syscall {

@@ -7,7 +7,6 @@
 mod attach;
 mod bpf;
 mod report;
-mod syscalls;
 mod targets;
 
 use std::ffi::OsString;
