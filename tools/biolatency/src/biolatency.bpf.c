@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /* biolatency: block I/O latency from issue (or, with -Q, insert) to completion, as in-kernel log2 histograms.
  *
- * The three block_rq_* tracepoints are attached as tp_btf where the kernel allows it, else as raw_tp; user space
- * loads one set or the other. block_rq_insert/issue lost their request_queue argument in 5.11; user space reads
- * the arity from BTF and sets insert_has_queue/issue_has_queue. Histograms are cumulative and never cleared, so
- * reading them at an interval loses no I/O. */
+ * The three block_rq_* tracepoints (block.bpf.h, shared with biosnoop) are attached as tp_btf where the kernel
+ * allows it, else as raw_tp; user space loads one set or the other and sets their arity from BTF. Histograms
+ * are cumulative and never cleared, so reading them at an interval loses no I/O. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "bits.bpf.h"
 #include "maps.bpf.h"
-#include "core_fixes.bpf.h"
+#include "block.bpf.h"
 #include "biolatency.h"
 
 const volatile bool filter_cgroup = false;
@@ -21,8 +20,6 @@ const volatile bool per_disk = false;
 const volatile bool per_flags = false;
 const volatile bool queued = false;
 const volatile bool millis = false;
-const volatile bool insert_has_queue = false;
-const volatile bool issue_has_queue = false;
 
 /* I/Os not timed because the start map was full. */
 __u64 start_map_full = 0;
@@ -112,46 +109,21 @@ cleanup:
 	return 0;
 }
 
-/* Before 5.11: (struct request_queue *q, struct request *rq); since: (struct request *rq). */
-static __always_inline struct request *start_arg(__u64 *ctx, bool has_queue)
+static __always_inline int on_insert(struct request *rq)
 {
-	return (struct request *)(has_queue ? ctx[1] : ctx[0]);
+	return trace_start(rq, false);
 }
 
-SEC("tp_btf/block_rq_insert")
-int BPF_PROG(block_rq_insert_btf)
+static __always_inline int on_issue(struct request *rq)
 {
-	return trace_start(start_arg(ctx, insert_has_queue), false);
+	return trace_start(rq, true);
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_rq_issue_btf)
-{
-	return trace_start(start_arg(ctx, issue_has_queue), true);
-}
-
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(block_rq_complete_btf, struct request *rq)
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 {
 	return trace_done(rq);
 }
 
-SEC("raw_tp/block_rq_insert")
-int BPF_PROG(block_rq_insert_raw)
-{
-	return trace_start(start_arg(ctx, insert_has_queue), false);
-}
-
-SEC("raw_tp/block_rq_issue")
-int BPF_PROG(block_rq_issue_raw)
-{
-	return trace_start(start_arg(ctx, issue_has_queue), true);
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(block_rq_complete_raw, struct request *rq)
-{
-	return trace_done(rq);
-}
+BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete)
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The block request tracepoints shared by biolatency and biosnoop: block_rq_insert, block_rq_issue and
+ * block_rq_complete, as tp_btf programs and as raw_tp programs (user space loads one set or the other, from the
+ * attach ladder). BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete) defines the six programs,
+ * block_rq_{insert,issue,complete}_{btf,raw}, calling on_insert(rq), on_issue(rq) and
+ * on_complete(rq, nr_bytes) (nr_bytes: the bytes this completion covers; less than the request's remaining
+ * __data_len for a partial completion).
+ *
+ * block_rq_insert and block_rq_issue lost their request_queue argument in 5.11 (and some 5.10 stable kernels);
+ * user space reads each one's arity from BTF (2 = with the queue) into insert_has_queue/issue_has_queue,
+ * never from the kernel version. */
+#ifndef __COREBPF_BLOCK_BPF_H
+#define __COREBPF_BLOCK_BPF_H
+
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "core_fixes.bpf.h"
+
+const volatile bool insert_has_queue = false;
+const volatile bool issue_has_queue = false;
+
+/* Before 5.11: (struct request_queue *q, struct request *rq); since: (struct request *rq). */
+static __always_inline struct request *block_rq_arg(__u64 *ctx, bool has_queue)
+{
+	return (struct request *)(has_queue ? ctx[1] : ctx[0]);
+}
+
+/* block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes), since 4.x. */
+#define BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete)                                     \
+	SEC("tp_btf/block_rq_insert")                                                              \
+	int BPF_PROG(block_rq_insert_btf)                                                          \
+	{                                                                                          \
+		return on_insert(block_rq_arg(ctx, insert_has_queue));                             \
+	}                                                                                          \
+	SEC("tp_btf/block_rq_issue")                                                               \
+	int BPF_PROG(block_rq_issue_btf)                                                           \
+	{                                                                                          \
+		return on_issue(block_rq_arg(ctx, issue_has_queue));                               \
+	}                                                                                          \
+	SEC("tp_btf/block_rq_complete")                                                            \
+	int BPF_PROG(block_rq_complete_btf)                                                        \
+	{                                                                                          \
+		return on_complete((struct request *)ctx[0], (__u32)ctx[2]);                       \
+	}                                                                                          \
+	SEC("raw_tp/block_rq_insert")                                                              \
+	int BPF_PROG(block_rq_insert_raw)                                                          \
+	{                                                                                          \
+		return on_insert(block_rq_arg(ctx, insert_has_queue));                             \
+	}                                                                                          \
+	SEC("raw_tp/block_rq_issue")                                                               \
+	int BPF_PROG(block_rq_issue_raw)                                                           \
+	{                                                                                          \
+		return on_issue(block_rq_arg(ctx, issue_has_queue));                               \
+	}                                                                                          \
+	SEC("raw_tp/block_rq_complete")                                                            \
+	int BPF_PROG(block_rq_complete_raw)                                                        \
+	{                                                                                          \
+		return on_complete((struct request *)ctx[0], (__u32)ctx[2]);                       \
+	}
+
+#endif
