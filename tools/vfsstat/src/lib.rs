@@ -1,0 +1,186 @@
+//! vfsstat: count some VFS calls (BCC's tool, CO-RE).
+//!
+//! The BPF side counts calls of vfs_read, vfs_write, vfs_fsync_range, vfs_open, vfs_create, vfs_unlink, vfs_mkdir
+//! and vfs_rmdir in a per-CPU array (fentry, else kprobes, as BCC), or, where the kernel allows neither, the
+//! system calls that reach them (raw_syscalls:sys_exit, classified by number: see `syscalls.rs`). This front end
+//! sums the CPUs every interval, takes the difference from the previous read (nothing is lost between reads) and
+//! prints BCC's per-second rates (the count divided by the interval), or JSON lines with the exact counts.
+
+mod bpf;
+mod report;
+mod syscalls;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use bpf::consts::S_MAXSTAT;
+use bpf::{BpfSkel, BpfSkelBuilder};
+
+const EXAMPLES: &str = "\
+examples:
+    ./vfsstat             # count some VFS calls per second
+    ./vfsstat -p 185      # trace PID 185 only
+    ./vfsstat 2 5         # print 2 second summaries, 5 times
+    ./vfsstat --json 5    # JSON lines: exact counts every 5 seconds";
+
+/// Count some VFS calls.
+#[derive(Debug, Parser)]
+#[command(name = "vfsstat", version, after_help = EXAMPLES)]
+struct Args {
+    /// trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// JSON output: one object per interval, with the exact counts and the rates
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// output interval, in seconds
+    #[arg(default_value = "1", value_parser = parse_interval_secs)]
+    interval: u64,
+    /// number of outputs
+    #[arg(value_parser = parse_positive_u64)]
+    count: Option<u64>,
+}
+
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || vfsstat(args))
+}
+
+fn vfsstat(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    let signals = Signals::install()?;
+    let ((skel, _links), mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut out = Output::new();
+    if !args.json {
+        report::write_header(&mut out)?;
+    }
+    let mut before = [0u64; S_MAXSTAT];
+    run_intervals(&signals, Some(Duration::from_secs(args.interval)), args.count, |_| {
+        let now = totals(&skel)?;
+        let mut counts = [0u64; S_MAXSTAT];
+        for (i, c) in counts.iter_mut().enumerate() {
+            *c = now[i].saturating_sub(before[i]);
+        }
+        before = now;
+        if args.json {
+            report::write_json(&mut out, &counts, args.interval, mech)
+        } else {
+            report::write_row(&mut out, &counts, args.interval)
+        }
+    })
+}
+
+/// Every counter so far, summed over the CPUs.
+fn totals(skel: &BpfSkel<'static>) -> Result<[u64; S_MAXSTAT]> {
+    let mut totals = [0u64; S_MAXSTAT];
+    for (key, total) in totals.iter_mut().enumerate() {
+        let per_cpu = skel
+            .maps
+            .stats
+            .lookup_percpu(&(key as u32).to_ne_bytes(), MapFlags::ANY)
+            .context("reading the counters")?
+            .unwrap_or_default();
+        *total = per_cpu.iter().filter_map(|v| v.get(..8)?.try_into().ok()).map(u64::from_ne_bytes).sum();
+    }
+    Ok(totals)
+}
+
+/// The kernel functions counted, with their column (BCC's: vfs_fsync_range is where every fsync ends up).
+const FUNCTIONS: [&str; S_MAXSTAT] =
+    ["vfs_read", "vfs_write", "vfs_fsync_range", "vfs_open", "vfs_create", "vfs_unlink", "vfs_mkdir", "vfs_rmdir"];
+
+/// Opens the BPF object, sets the PID filter, keeps the programs of one attach mechanism, loads and attaches them
+/// (the syscall path's classes are filled in before its program is attached).
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
+    let p = &mut open.progs;
+    for prog in [
+        &mut p.read_fentry,
+        &mut p.write_fentry,
+        &mut p.fsync_fentry,
+        &mut p.open_fentry,
+        &mut p.create_fentry,
+        &mut p.unlink_fentry,
+        &mut p.mkdir_fentry,
+        &mut p.rmdir_fentry,
+    ] {
+        prog.set_autoload(mech == Attach::Fentry);
+    }
+    for prog in [
+        &mut p.read_kprobe,
+        &mut p.write_kprobe,
+        &mut p.fsync_kprobe,
+        &mut p.open_kprobe,
+        &mut p.create_kprobe,
+        &mut p.unlink_kprobe,
+        &mut p.mkdir_kprobe,
+        &mut p.rmdir_kprobe,
+    ] {
+        prog.set_autoload(mech == Attach::Kprobe);
+    }
+    p.sys_exit_btf.set_autoload(mech == Attach::TpBtf);
+    p.sys_exit_raw.set_autoload(mech == Attach::RawTp);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+    let p = &skel.progs;
+    let links = match mech {
+        Attach::Fentry => {
+            let progs = [
+                &p.read_fentry,
+                &p.write_fentry,
+                &p.fsync_fentry,
+                &p.open_fentry,
+                &p.create_fentry,
+                &p.unlink_fentry,
+                &p.mkdir_fentry,
+                &p.rmdir_fentry,
+            ];
+            progs
+                .iter()
+                .zip(FUNCTIONS)
+                .map(|(prog, func)| prog.attach().with_context(|| format!("attaching to {func} (fentry)")))
+                .collect::<Result<Vec<_>>>()?
+        }
+        Attach::Kprobe => {
+            let progs = [
+                &p.read_kprobe,
+                &p.write_kprobe,
+                &p.fsync_kprobe,
+                &p.open_kprobe,
+                &p.create_kprobe,
+                &p.unlink_kprobe,
+                &p.mkdir_kprobe,
+                &p.rmdir_kprobe,
+            ];
+            progs
+                .iter()
+                .zip(FUNCTIONS)
+                .map(|(prog, func)| prog.attach_kprobe(false, func).with_context(|| format!("kprobe {func}")))
+                .collect::<Result<Vec<_>>>()?
+        }
+        _ => {
+            syscalls::fill_classes(&skel.maps.syscall_class)?;
+            let prog = if mech == Attach::TpBtf { &p.sys_exit_btf } else { &p.sys_exit_raw };
+            vec![attach_tracepoint(prog, "raw_syscalls", "sys_exit", mech)?]
+        }
+    };
+    Ok((skel, links))
+}
