@@ -1,8 +1,10 @@
 //! What tools print: [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
+//! [`offcpu`] is the run and report of the off-CPU tools (offcputime, offwaketime, wakeuptime) over [`stacks`].
 
 pub mod heatmap;
 pub mod hist;
 pub mod metrics;
+pub mod offcpu;
 pub mod stacks;
 pub mod stdout;

@@ -8,21 +8,20 @@
 mod bpf;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
-use common::output::stacks::{self, Collected, FlameGraph, Palette, Sample, StackTraces, Style};
+use common::attach::loader::{load_first_working, open_skeleton, rodata};
+use common::attach::sched::{self, BlockFilters, BlockTimeArgs, ThreadFilters};
+use common::output::offcpu::{self, Form, Report};
+use common::output::stacks::{Collected, FlameGraph, Palette, Sample, StackTraces, Style};
 use common::output::stdout::Output;
-use common::process::symbols::Symbolizer;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 
@@ -78,13 +77,8 @@ struct Args {
     /// The number of unique stack traces that can be stored and displayed
     #[arg(long, value_name = "N", default_value_t = 16384, value_parser = parse_map_size)]
     stack_storage_size: u32,
-    /// The amount of time in microseconds over which we store traces (default 1)
-    #[arg(short = 'm', long, value_name = "MIN_BLOCK_TIME", default_value_t = 1,
-          value_parser = common::cli::parse_positive_u64, hide_default_value = true)]
-    min_block_time: u64,
-    /// The amount of time in microseconds under which we store traces (default U64_MAX)
-    #[arg(short = 'M', long, value_name = "MAX_BLOCK_TIME", value_parser = common::cli::parse_positive_u64)]
-    max_block_time: Option<u64>,
+    #[command(flatten)]
+    block_time: BlockTimeArgs,
     /// Filter on this thread state bitmask (eg, 2 == TASK_UNINTERRUPTIBLE) see include/linux/sched.h
     #[arg(long, value_name = "STATE", value_parser = clap::value_parser!(u32))]
     state: Option<u32>,
@@ -110,97 +104,57 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach:
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
-    if let Some(max) = args.max_block_time.filter(|&max| max < args.min_block_time) {
-        eprintln!("offcputime: -M {max} is below -m {} (see --help)", args.min_block_time);
-        return ExitCode::from(2);
-    }
-    if args.kernel_threads_only && args.user_stacks_only {
-        eprintln!("offcputime: displaying user stacks for kernel threads doesn't make sense (see --help)");
+    if let Some(error) = filters(&args).usage_error(args.user_stacks_only) {
+        eprintln!("offcputime: {error}");
         return ExitCode::from(2);
     }
     run::bpf_main(args.verbose, || offcputime(args))
 }
 
+/// The flags' filters, applied in BPF.
+fn filters(args: &Args) -> BlockFilters {
+    args.block_time.filters(ThreadFilters {
+        pids: args.pids.clone(),
+        tids: args.tids.clone(),
+        user_threads_only: args.user_threads_only,
+        kernel_threads_only: args.kernel_threads_only,
+        state: args.state,
+    })
+}
+
 fn offcputime(args: Args) -> Result<()> {
-    args.pids.iter().chain(&args.tids).flatten().try_for_each(|&id| common::cli::require_process(id))?;
-    let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.as_ref());
+    let filters = filters(&args);
+    filters.require_processes()?;
+    let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
+    let context = tracing_context(&args);
+    let report = Report {
+        tool: "offcputime",
+        form: Form::from_flags(args.folded, args.json),
+        style: Style {
+            delimited: args.delimited && collected.user && collected.kernel,
+            annotate_kernel: false,
+            offsets: args.offset,
+        },
+        graph: FlameGraph {
+            title: format!("Off-CPU Time Flame Graph: {context}"),
+            count_name: "us".into(),
+            palette: Palette::Io,
+        },
+        per_thread: true,
+        flamegraph: offcpu::flamegraph_file(args.flamegraph.as_deref())?,
+    };
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
-    let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
-
     let ((skel, links), _) =
-        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &filters, &btf, mech))?;
 
     let mut out = Output::new();
-    let context = tracing_context(&args);
-    if !args.folded && !args.json {
-        let until = match args.duration {
-            Some(secs) => format!(" for {secs} secs."),
-            None => "... Hit Ctrl-C to end.".into(),
-        };
-        writeln!(out, "Tracing off-CPU time (us) of {context}{until}")?;
-        out.flush()?;
-    }
-
-    // Save each process's memory maps when its first stack is taken, so it can be named even if it exits.
-    let mut symbolizer = Symbolizer::new();
-    let deadline = args.duration.and_then(|secs| Instant::now().checked_add(Duration::from_secs(secs)));
-    common::attach::ring_buffer::poll_ring_buffer(
-        &signals,
-        &skel.maps.new_pids,
-        || deadline.is_some_and(|d| Instant::now() >= d),
-        |data| {
-            if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
-                symbolizer.remember_process(pid);
-            }
-            Ok(())
-        },
-    )?;
+    let what = format!("Tracing off-CPU time (us) of {context}");
+    let mut symbolizer = offcpu::trace(&mut out, &report, &what, args.duration, &signals, &skel.maps.new_pids)?;
     drop(links); // stop tracing before reading, so the snapshot is consistent
-
-    if !args.folded && !args.json {
-        writeln!(out)?;
-    }
-    let samples = read_samples(&skel, collected)?;
-    let missing = stacks::missing(&samples);
-    let named = stacks::drop_tracing_frames(stacks::symbolize(samples, &mut symbolizer, args.verbose.on()));
-
-    let style = Style {
-        delimited: args.delimited && collected.user && collected.kernel,
-        annotate_kernel: false,
-        offsets: args.offset,
-    };
-    match flamegraph {
-        Some((_, path)) if named.is_empty() => {
-            let _ = std::fs::remove_file(path);
-            eprintln!("offcputime: no off-CPU time traced, so no flame graph written to {}", path.display())
-        }
-        Some((file, path)) => {
-            let graph = FlameGraph {
-                title: format!("Off-CPU Time Flame Graph: {context}"),
-                count_name: "us".into(),
-                palette: Palette::Io,
-            };
-            stacks::write_flamegraph(file, &named, Style { offsets: false, ..style }, &graph)
-                .with_context(|| format!("writing the flame graph to {}", path.display()))?
-        }
-        None => {}
-    }
-    if args.json {
-        stacks::write_json(&mut out, &named, "total_us", true)?;
-    } else if args.folded {
-        stacks::write_folded(&mut out, &named, style)?;
-    } else {
-        stacks::write_multiline(&mut out, &named, style)?;
-    }
-
-    missing.warn();
+    offcpu::report(&mut out, read_samples(&skel, collected)?, &mut symbolizer, args.verbose.on(), report)?;
     if let Some(bss) = skel.maps.bss_data.as_ref() {
-        use common::attach::maps::DropCounter;
-        DropCounter::new("blocks", "the totals map was full").check(&bss.lost_blocks);
-        DropCounter::new("blocks", "too many threads off CPU at once for the start map").check(&bss.lost_starts);
-        DropCounter::new("new processes", "ring buffer full; if they exited their frames may show as [unknown]")
-            .check(&bss.lost_notices);
+        offcpu::warn_lost(&bss.lost_blocks, &bss.lost_starts, Some(&bss.lost_notices));
     }
     Ok(())
 }
@@ -242,41 +196,28 @@ fn read_samples(skel: &BpfSkel<'_>, collected: Collected) -> Result<Vec<Sample<u
 }
 
 /// Opens and loads the BPF object with the flags' filters, fills the PID/TID maps, and attaches to sched_switch.
-fn load_and_attach(args: &Args, btf: &KernelBtf, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(
+    args: &Args,
+    filters: &BlockFilters,
+    btf: &KernelBtf,
+    mech: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
     ro.user_stacks_only = args.user_stacks_only;
     ro.kernel_stacks_only = args.kernel_stacks_only;
-    ro.user_threads_only = args.user_threads_only;
-    ro.kernel_threads_only = args.kernel_threads_only;
-    ro.filter_by_pid = args.pids.is_some();
-    ro.filter_by_tid = args.tids.is_some();
-    ro.filter_state = args.state.is_some();
-    ro.state = args.state.unwrap_or(0);
-    ro.min_block_us = args.min_block_time;
-    ro.max_block_us = args.max_block_time.unwrap_or(u64::MAX);
-    // sched_switch gained a prev_state argument in 5.18; before, the state is read from the task.
-    ro.has_prev_state_arg = match btf.tracepoint_arity("sched_switch") {
-        Some(4) => true,
-        Some(3) => false,
-        other => bail!("sched_switch has {other:?} arguments in this kernel's BTF, expected 3 or 4"),
-    };
+    common::set_block_filters!(ro, filters, btf);
     let maps = &mut open.maps;
     maps.stackmap.set_max_entries(args.stack_storage_size)?;
-    maps.pids.set_max_entries(args.pids.as_ref().map_or(1, |p| p.len() as u32))?;
-    maps.tids.set_max_entries(args.tids.as_ref().map_or(1, |t| t.len() as u32))?;
+    filters.size_maps(&mut maps.pids, &mut maps.tids)?;
     let tp_btf = mech == Attach::TpBtf;
     open.progs.sched_switch_btf.set_autoload(tp_btf);
     open.progs.sched_switch_raw.set_autoload(!tp_btf);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the program is attached.
-    for (map, ids) in [(&skel.maps.pids, &args.pids), (&skel.maps.tids, &args.tids)] {
-        for id in ids.iter().flatten() {
-            map.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
-        }
-    }
-    let prog = if tp_btf { &skel.progs.sched_switch_btf } else { &skel.progs.sched_switch_raw };
-    let link = attach_tracepoint(prog, "sched", "sched_switch", mech)?;
+    filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
+    let p = &skel.progs;
+    let link = sched::attach_programs(&p.sched_switch_btf, &p.sched_switch_raw, "sched_switch", mech)?;
     Ok((skel, vec![link]))
 }

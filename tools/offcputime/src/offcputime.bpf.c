@@ -10,109 +10,34 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "maps.bpf.h"
 #include "stacks.bpf.h"
 #include "offcputime.h"
+#include "offcpu.bpf.h"
 
 const volatile bool user_stacks_only = false;
 const volatile bool kernel_stacks_only = false;
-const volatile bool user_threads_only = false;
-const volatile bool kernel_threads_only = false;
-const volatile bool filter_by_pid = false;
-const volatile bool filter_by_tid = false;
-const volatile bool filter_state = false;
-const volatile __u32 state = 0;
-const volatile __u64 min_block_us = 1;
-const volatile __u64 max_block_us = (__u64)-1;
-/* Since 5.18 sched_switch passes prev_state as a 4th argument (decided from BTF in user space). */
-const volatile bool has_prev_state_arg = true;
 
-/* Blocks not counted because the totals map was full, or the start map (too many threads off CPU). */
-__u64 lost_blocks = 0;
-__u64 lost_starts = 0;
 /* New processes that could not be reported to user space (ring buffer full). */
 __u64 lost_notices = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} pids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} tids SEC(".maps");
 
 struct start {
 	__u64 ts;
 	struct stack_key key;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct start);
-	__uint(max_entries, MAX_BLOCKED);
-} starts SEC(".maps");
+STARTS_MAP(struct start);
 
 STACK_TRACE_MAP(stackmap);
 PROCESS_NOTICE_MAPS(seen_pids, new_pids);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct stack_key);
-	__type(value, __u64);
-	__uint(max_entries, 40960);
-} totals SEC(".maps");
+TOTALS_MAP(struct stack_key);
 
-/* Makes the key type visible to the skeleton's generated `types` module. */
-struct stack_key _stack_key_type = {};
-
-static const __u64 zero;
-
-struct task_struct___pre_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
-}
-
-static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
-{
-	__u32 tgid = BPF_CORE_READ(prev, tgid), pid = BPF_CORE_READ(prev, pid);
-	bool kthread = BPF_CORE_READ(prev, flags) & PF_KTHREAD;
-
-	if (pid == 0)
-		return false;
-	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
-		return false;
-	if (filter_by_tid && !bpf_map_lookup_elem(&tids, &pid))
-		return false;
-	if (user_threads_only && kthread)
-		return false;
-	if (kernel_threads_only && !kthread)
-		return false;
-	if (filter_state) {
-		/* BCC: state 0 means running (preempted); other values are a bitmask. */
-		if (state == 0 ? prev_state != 0 : !(prev_state & state))
-			return false;
-	}
-	return true;
-}
-
-static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next, __u32 prev_state)
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev, struct task_struct *next,
+				     __u32 prev_state)
 {
 	__u32 pid = BPF_CORE_READ(prev, pid);
 	struct start *start, fresh = {};
-	__u64 now = bpf_ktime_get_ns(), delta, *total;
+	__u64 now = bpf_ktime_get_ns(), delta;
 
 	if (wanted(prev, prev_state)) {
 		fresh.ts = now;
@@ -132,37 +57,10 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	start = bpf_map_lookup_elem(&starts, &pid);
 	if (!start)
 		return 0;
-	delta = now > start->ts ? (now - start->ts) / 1000 : 0;
-	if (delta >= min_block_us && delta <= max_block_us) {
-		total = bpf_map_lookup_or_try_init(&totals, &start->key, &zero);
-		if (total)
-			__sync_fetch_and_add(total, delta);
-		else
-			__sync_fetch_and_add(&lost_blocks, 1);
-	}
+	if (blocked_us(now, start->ts, &delta))
+		add_total(&totals, &start->key, delta);
 	bpf_map_delete_elem(&starts, &pid);
 	return 0;
-}
-
-/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next[, unsigned int prev_state]) */
-static __always_inline int switch_args(__u64 *ctx)
-{
-	struct task_struct *prev = (struct task_struct *)ctx[1], *next = (struct task_struct *)ctx[2];
-	__u32 prev_state = has_prev_state_arg ? (__u32)ctx[3] : task_state(prev);
-
-	return on_switch(ctx, prev, next, prev_state);
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return switch_args(ctx);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
-{
-	return switch_args(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

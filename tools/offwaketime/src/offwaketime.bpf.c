@@ -10,42 +10,15 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "maps.bpf.h"
 #include "stacks.bpf.h"
 #include "offwaketime.h"
+#include "offcpu.bpf.h"
 
 const volatile bool user_stacks_only = false;
 const volatile bool kernel_stacks_only = false;
-const volatile bool user_threads_only = false;
-const volatile bool kernel_threads_only = false;
-const volatile bool filter_by_pid = false;
-const volatile bool filter_by_tid = false;
-const volatile bool filter_state = false;
-const volatile __u32 state = 0;
-const volatile __u64 min_block_us = 1;
-const volatile __u64 max_block_us = (__u64)-1;
-/* Since 5.18 sched_switch passes prev_state as a 4th argument (decided from BTF in user space). */
-const volatile bool has_prev_state_arg = true;
 
-/* Blocks not counted because the totals map was full, or the start map (too many threads off CPU). */
-__u64 lost_blocks = 0;
-__u64 lost_starts = 0;
 /* New processes that could not be reported to user space (ring buffer full). */
 __u64 lost_notices = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} pids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} tids SEC(".maps");
 
 struct start {
 	__u64 ts;
@@ -60,61 +33,12 @@ struct {
 	__uint(max_entries, MAX_BLOCKED);
 } wakers SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct start);
-	__uint(max_entries, MAX_BLOCKED);
-} starts SEC(".maps");
+STARTS_MAP(struct start);
 
 STACK_TRACE_MAP(stackmap);
 PROCESS_NOTICE_MAPS(seen_pids, new_pids);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct wake_key);
-	__type(value, __u64);
-	__uint(max_entries, 40960);
-} totals SEC(".maps");
-
-/* Makes the key type visible to the skeleton's generated `types` module. */
-struct wake_key _wake_key_type = {};
-
-static const __u64 zero;
-
-struct task_struct___pre_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
-}
-
-static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
-{
-	__u32 tgid = BPF_CORE_READ(prev, tgid), pid = BPF_CORE_READ(prev, pid);
-	bool kthread = BPF_CORE_READ(prev, flags) & PF_KTHREAD;
-
-	if (pid == 0)
-		return false;
-	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
-		return false;
-	if (filter_by_tid && !bpf_map_lookup_elem(&tids, &pid))
-		return false;
-	if (user_threads_only && kthread)
-		return false;
-	if (kernel_threads_only && !kthread)
-		return false;
-	if (filter_state) {
-		/* BCC: state 0 means running (preempted); other values are a bitmask. */
-		if (state == 0 ? prev_state != 0 : !(prev_state & state))
-			return false;
-	}
-	return true;
-}
+TOTALS_MAP(struct wake_key);
 
 /* The current task's name and stacks, with `tgid`/`pid` given. */
 static __always_inline void take_stacks(void *ctx, struct waker *w, __u32 tgid, __u32 pid)
@@ -128,7 +52,9 @@ static __always_inline void take_stacks(void *ctx, struct waker *w, __u32 tgid, 
 		notice_process(&seen_pids, &new_pids, tgid, &lost_notices);
 }
 
-static __always_inline int on_waking(void *ctx, struct task_struct *p)
+WAKEUP_PROGRAMS(sched_waking)
+
+static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = BPF_CORE_READ(p, pid);
@@ -142,13 +68,14 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 	return 0;
 }
 
-static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next, __u32 prev_state)
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev, struct task_struct *next,
+				     __u32 prev_state)
 {
 	__u32 pid = BPF_CORE_READ(prev, pid);
 	struct start *start, fresh = {};
 	struct wake_key key = {};
 	struct waker *w;
-	__u64 now = bpf_ktime_get_ns(), delta, *total;
+	__u64 now = bpf_ktime_get_ns(), delta;
 
 	if (wanted(prev, prev_state)) {
 		fresh.ts = now;
@@ -163,8 +90,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	start = bpf_map_lookup_elem(&starts, &pid);
 	if (!start)
 		return 0;
-	delta = now > start->ts ? (now - start->ts) / 1000 : 0;
-	if (delta >= min_block_us && delta <= max_block_us) {
+	if (blocked_us(now, start->ts, &delta)) {
 		key.target = start->target;
 		w = bpf_map_lookup_elem(&wakers, &pid);
 		if (w) {
@@ -173,49 +99,11 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			key.waker.user_stack_id = -1;
 			key.waker.kern_stack_id = -1;
 		}
-		total = bpf_map_lookup_or_try_init(&totals, &key, &zero);
-		if (total)
-			__sync_fetch_and_add(total, delta);
-		else
-			__sync_fetch_and_add(&lost_blocks, 1);
+		add_total(&totals, &key, delta);
 	}
 	bpf_map_delete_elem(&starts, &pid);
 	bpf_map_delete_elem(&wakers, &pid);
 	return 0;
-}
-
-/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next[, unsigned int prev_state]) */
-static __always_inline int switch_args(__u64 *ctx)
-{
-	struct task_struct *prev = (struct task_struct *)ctx[1], *next = (struct task_struct *)ctx[2];
-	__u32 prev_state = has_prev_state_arg ? (__u32)ctx[3] : task_state(prev);
-
-	return on_switch(ctx, prev, next, prev_state);
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return switch_args(ctx);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
-{
-	return switch_args(ctx);
-}
-
-/* sched_waking(struct task_struct *p) */
-SEC("tp_btf/sched_waking")
-int BPF_PROG(sched_waking_btf)
-{
-	return on_waking(ctx, (struct task_struct *)ctx[0]);
-}
-
-SEC("raw_tp/sched_waking")
-int BPF_PROG(sched_waking_raw)
-{
-	return on_waking(ctx, (struct task_struct *)ctx[0]);
 }
 
 char LICENSE[] SEC("license") = "GPL";

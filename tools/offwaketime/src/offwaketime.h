@@ -4,8 +4,6 @@
 #define __OFFWAKETIME_H
 
 #define TASK_COMM_LEN 16
-/* PF_KTHREAD in task_struct->flags (include/linux/sched.h). */
-#define PF_KTHREAD 0x00200000
 /* Threads switched out, or woken, and not yet back on a CPU, at most. */
 #define MAX_BLOCKED 65536
 

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The scheduler side shared by the off-CPU tools (offcputime, offwaketime, wakeuptime).
+ *
+ * Each tool stamps a thread when sched_switch takes it off a CPU, if it passes the filters below (the flags'
+ * -p/-t/-u/-k/--state, set in .rodata and the `pids`/`tids` maps by user space before attaching), and accounts
+ * the time blocked, if within [-m, -M] microseconds (blocked_us()), later: at its switch-in (offcputime,
+ * offwaketime) or at its wakeup (wakeuptime). This header declares the filters, the `lost_*` counters, and the
+ * tp_btf/raw_tp programs: `sched_switch_btf`/`sched_switch_raw` call the tool's on_switch(), and
+ * WAKEUP_PROGRAMS(sched_waking) declares `sched_waking_btf`/`sched_waking_raw` calling its on_wakeup().
+ * STARTS_MAP and TOTALS_MAP declare the maps of stamps and totals (add_total()); the tool's header defines
+ * MAX_BLOCKED. The matching user space is common::attach::sched. */
+#ifndef __COREBPF_OFFCPU_BPF_H
+#define __COREBPF_OFFCPU_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+
+/* task_struct->flags (include/linux/sched.h). */
+#define OFFCPU_PF_EXITING 0x00000004
+#define OFFCPU_PF_KTHREAD 0x00200000
+
+const volatile bool user_threads_only = false;
+const volatile bool kernel_threads_only = false;
+const volatile bool filter_by_pid = false;
+const volatile bool filter_by_tid = false;
+const volatile bool filter_state = false;
+const volatile __u32 state = 0;
+const volatile __u64 min_block_us = 1;
+const volatile __u64 max_block_us = (__u64)-1;
+/* Since 5.18 sched_switch passes prev_state as a 4th argument (decided from BTF in user space). */
+const volatile bool has_prev_state_arg = true;
+
+/* Blocks not counted because the totals map was full, or the start map (too many threads off CPU). */
+__u64 lost_blocks = 0;
+__u64 lost_starts = 0;
+
+/* Processes (-p) and threads (-t) to trace; user space sizes them to the lists. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1);
+} tids SEC(".maps");
+
+/* `starts`: per thread off CPU (key: its id), a `value_type` stamped when it went (at most MAX_BLOCKED). */
+#define STARTS_MAP(value_type)                                                                                    \
+	struct {                                                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                                   \
+		__type(key, __u32);                                                                                \
+		__type(value, value_type);                                                                         \
+		__uint(max_entries, MAX_BLOCKED);                                                                  \
+	} starts SEC(".maps")
+
+/* `totals`: microseconds blocked per `key_type` (made visible to the skeleton's generated `types` module). */
+#define TOTALS_MAP(key_type)                                                                                      \
+	struct {                                                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                                   \
+		__type(key, key_type);                                                                             \
+		__type(value, __u64);                                                                              \
+		__uint(max_entries, 40960);                                                                        \
+	} totals SEC(".maps");                                                                                     \
+	key_type _totals_key_type = {}
+
+/* The value a new `totals` entry starts from. */
+static const __u64 zero_total;
+
+/* Adds `us` to the total of `key`, counting it in lost_blocks if the map is full. */
+static __always_inline void add_total(void *totals, const void *key, __u64 us)
+{
+	__u64 *total = bpf_map_lookup_or_try_init(totals, key, &zero_total);
+
+	if (total)
+		__sync_fetch_and_add(total, us);
+	else
+		__sync_fetch_and_add(&lost_blocks, 1);
+}
+
+struct task_struct___pre_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+}
+
+/* True if the thread switched out passes the filters. */
+static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
+{
+	__u32 tgid = BPF_CORE_READ(prev, tgid), pid = BPF_CORE_READ(prev, pid);
+	bool kthread = BPF_CORE_READ(prev, flags) & OFFCPU_PF_KTHREAD;
+
+	if (pid == 0)
+		return false;
+	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	if (filter_by_tid && !bpf_map_lookup_elem(&tids, &pid))
+		return false;
+	if (user_threads_only && kthread)
+		return false;
+	if (kernel_threads_only && !kthread)
+		return false;
+	if (filter_state) {
+		/* BCC: state 0 means running (preempted); other values are a bitmask. */
+		if (state == 0 ? prev_state != 0 : !(prev_state & state))
+			return false;
+	}
+	return true;
+}
+
+/* The time since `ts` in microseconds, in *us; true if it is within [-m, -M]. */
+static __always_inline bool blocked_us(__u64 now, __u64 ts, __u64 *us)
+{
+	*us = now > ts ? (now - ts) / 1000 : 0;
+	return *us >= min_block_us && *us <= max_block_us;
+}
+
+/* The tool's work on each sched_switch: `prev` (still current) goes off CPU, `next` comes on. */
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev, struct task_struct *next,
+				     __u32 prev_state);
+
+/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next[, unsigned int prev_state]) */
+static __always_inline int switch_args(__u64 *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx[1], *next = (struct task_struct *)ctx[2];
+	__u32 prev_state = has_prev_state_arg ? (__u32)ctx[3] : task_state(prev);
+
+	return on_switch(ctx, (bool)ctx[0], prev, next, prev_state);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf)
+{
+	return switch_args(ctx);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw)
+{
+	return switch_args(ctx);
+}
+
+/* Programs `<tp>_btf` and `<tp>_raw` on the wakeup tracepoint `tp` (sched_waking or sched_wakeup, both
+ * `(struct task_struct *p)`), calling the tool's on_wakeup() in the waker's context (sched_waking always is). */
+#define WAKEUP_PROGRAMS(tp)                                                                                       \
+	static __always_inline int on_wakeup(void *ctx, struct task_struct *p);                                 \
+	SEC("tp_btf/" #tp)                                                                                         \
+	int BPF_PROG(tp##_btf)                                                                                     \
+	{                                                                                                          \
+		return on_wakeup(ctx, (struct task_struct *)ctx[0]);                                               \
+	}                                                                                                          \
+	SEC("raw_tp/" #tp)                                                                                         \
+	int BPF_PROG(tp##_raw)                                                                                     \
+	{                                                                                                          \
+		return on_wakeup(ctx, (struct task_struct *)ctx[0]);                                               \
+	}
+
+#endif

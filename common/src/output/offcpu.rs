@@ -1,0 +1,169 @@
+//! The run and the report of the off-CPU tools (offcputime, offwaketime, wakeuptime), over [`stacks`]: BCC's
+//! header line ([`header`]), tracing until Ctrl-C or the duration while saving the memory maps of each process as
+//! its first stack is taken ([`collect`]), then naming the stacks and writing them in the form the flags chose
+//! with the flame graph ([`report`]), and saying what the BPF side lost ([`warn_lost`]).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use libbpf_rs::MapCore;
+
+use crate::attach::maps::DropCounter;
+use crate::output::stacks::{self, FlameGraph, Frame, Sample, Style};
+use crate::output::stdout::Output;
+use crate::process::symbols::Symbolizer;
+use crate::run::Signals;
+
+/// How the stacks are written on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// BCC's default multi-line stacks.
+    Multiline,
+    /// `-f`: folded lines.
+    Folded,
+    /// `--json`: one object per unique stack.
+    Json,
+}
+
+impl Form {
+    pub fn from_flags(folded: bool, json: bool) -> Form {
+        if json {
+            Form::Json
+        } else if folded {
+            Form::Folded
+        } else {
+            Form::Multiline
+        }
+    }
+}
+
+/// BCC's first line, `<what> for N secs.` or `<what>... Hit Ctrl-C to end.`, in the multi-line form only.
+pub fn header(out: &mut Output, form: Form, what: &str, duration: Option<u64>) -> Result<()> {
+    if form == Form::Multiline {
+        match duration {
+            Some(secs) => writeln!(out, "{what} for {secs} secs.")?,
+            None => writeln!(out, "{what}... Hit Ctrl-C to end.")?,
+        }
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// The end of the run: `duration` seconds from now, if given.
+pub fn deadline(duration: Option<u64>) -> Option<Instant> {
+    duration.and_then(|secs| Instant::now().checked_add(Duration::from_secs(secs)))
+}
+
+/// Traces until a stop signal or the end of `duration`, saving the memory maps of each process reported on the
+/// `new_pids` ring buffer (`PROCESS_NOTICE_MAPS`), so that it can be named even if it exits.
+pub fn collect(
+    signals: &Signals,
+    new_pids: &dyn MapCore,
+    duration: Option<u64>,
+    symbolizer: &mut Symbolizer,
+) -> Result<()> {
+    let deadline = deadline(duration);
+    crate::attach::ring_buffer::poll_ring_buffer(
+        signals,
+        new_pids,
+        || deadline.is_some_and(|d| Instant::now() >= d),
+        |data| {
+            if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
+                symbolizer.remember_process(pid);
+            }
+            Ok(())
+        },
+    )
+}
+
+/// What a tool's report looks like, and where its flame graph goes.
+#[derive(Debug)]
+pub struct Report {
+    /// The tool's name, for its messages.
+    pub tool: &'static str,
+    pub form: Form,
+    pub style: Style,
+    /// The flame graph's title, unit and palette.
+    pub graph: FlameGraph,
+    /// JSON: each task's `tid` too.
+    pub per_thread: bool,
+    /// `--flamegraph FILE`: the file, created by [`flamegraph_file`] before tracing, and its path.
+    pub flamegraph: Option<(File, PathBuf)>,
+}
+
+/// Creates the flame graph's file now, so that a bad path fails before tracing, not after.
+pub fn flamegraph_file(path: Option<&Path>) -> Result<Option<(File, PathBuf)>> {
+    Ok(stacks::create_flamegraph_file(path)?.zip(path.map(Path::to_path_buf)))
+}
+
+/// BCC's header line `what` (see [`header`]), then [`collect`]: returns the symbolizer that saved the processes'
+/// memory maps.
+pub fn trace(
+    out: &mut Output,
+    report: &Report,
+    what: &str,
+    duration: Option<u64>,
+    signals: &Signals,
+    new_pids: &dyn MapCore,
+) -> Result<Symbolizer> {
+    header(out, report.form, what, duration)?;
+    let mut symbolizer = Symbolizer::new();
+    collect(signals, new_pids, duration, &mut symbolizer)?;
+    Ok(symbolizer)
+}
+
+/// Names the stacks of `samples` (dropping the tracing machinery's frames), draws the flame graph if asked (see
+/// [`write_flamegraph`]), writes the stacks in the report's form, and warns about stacks that could not be shown.
+pub fn report(
+    out: &mut Output,
+    samples: Vec<Sample<u64>>,
+    symbolizer: &mut Symbolizer,
+    verbose: bool,
+    report: Report,
+) -> Result<()> {
+    if report.form == Form::Multiline {
+        writeln!(out)?;
+    }
+    let missing = stacks::missing(&samples);
+    let named = stacks::drop_tracing_frames(stacks::symbolize(samples, symbolizer, verbose));
+    write_flamegraph(&named, &report)?;
+    match report.form {
+        Form::Json => stacks::write_json(out, &named, "total_us", report.per_thread)?,
+        Form::Folded => stacks::write_folded(out, &named, report.style)?,
+        Form::Multiline => stacks::write_multiline(out, &named, report.style)?,
+    }
+    missing.warn();
+    Ok(())
+}
+
+/// `--flamegraph FILE`: the SVG of `named` (without offsets), or, when nothing was traced, no file and a line
+/// saying so.
+pub fn write_flamegraph(named: &[Sample<Frame>], report: &Report) -> Result<()> {
+    match &report.flamegraph {
+        Some((_, path)) if named.is_empty() => {
+            let _ = std::fs::remove_file(path);
+            eprintln!("{}: no off-CPU time traced, so no flame graph written to {}", report.tool, path.display());
+        }
+        Some((file, path)) => {
+            let style = Style { offsets: false, ..report.style };
+            let file = file.try_clone().context("the flame graph's file")?;
+            stacks::write_flamegraph(file, named, style, &report.graph)
+                .with_context(|| format!("writing the flame graph to {}", path.display()))?
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// Reports the `lost_*` counters of `offcpu.bpf.h` (and `stacks.bpf.h`'s `lost_notices`, if the tool has it).
+pub fn warn_lost(lost_blocks: &u64, lost_starts: &u64, lost_notices: Option<&u64>) {
+    DropCounter::new("blocks", "the totals map was full").check(lost_blocks);
+    DropCounter::new("blocks", "too many threads off CPU at once for the start map").check(lost_starts);
+    if let Some(lost) = lost_notices {
+        DropCounter::new("new processes", "ring buffer full; if they exited their frames may show as [unknown]")
+            .check(lost);
+    }
+}
