@@ -50,6 +50,16 @@ BT_TCPTOP = BT_READY + (
     "{ $sk = (struct sock *)args->sk; @rx[pid, comm, $sk->__sk_common.skc_num, $sk->__sk_common.skc_dport] "
     "= sum(args->ret); } "
     "interval:s:1 { print(@tx); print(@rx); clear(@tx); clear(@rx); }")
+# vfsstat (libbpf-tools' needs fentry or kprobes): the x86-64 system calls its syscall path counts, by number, on
+# the same tracepoint (raw_syscalls:sys_exit), printed and cleared every second as vfsstat does.
+BT_VFSSTAT = BT_READY + (
+    "tracepoint:raw_syscalls:sys_exit { $id = args->id; "
+    "if ($id == 0 || $id == 17) { @[\"READ\"] = count(); } else if ($id == 1 || $id == 18) { @[\"WRITE\"] = count(); } "
+    "else if ($id == 74 || $id == 75) { @[\"FSYNC\"] = count(); } "
+    "else if ($id == 2 || $id == 257 || $id == 437 || $id == 85 || $id == 304) { @[\"OPEN\"] = count(); } "
+    "else if ($id == 133 || $id == 259) { @[\"CREATE\"] = count(); } else if ($id == 87 || $id == 263) { @[\"UNLINK\"] = count(); } "
+    "else if ($id == 83 || $id == 258) { @[\"MKDIR\"] = count(); } else if ($id == 84) { @[\"RMDIR\"] = count(); } } "
+    "interval:s:1 { print(@); clear(@); }")
 
 
 def ours(name):
@@ -134,6 +144,8 @@ def startup_specs():
         # libbpf-tools' tcptop needs kprobes or fentry: bpftrace on the same tracepoints.
         ("tcptop", our("tcptop", ["-C"]), bt(BT_TCPTOP)),
         ("tcpretrans", our("tcpretrans"), bt(BT_TCPRETRANS)),
+        # libbpf-tools' vfsstat needs fentry or kprobes: bpftrace counting the same calls on the same tracepoint.
+        ("vfsstat", our("vfsstat", ready="^TIME"), bt(BT_VFSSTAT)),
         # offwaketime (no libbpf-tools port): bpftrace counting waker stacks on the same tracepoint.
         ("offwaketime", our("offwaketime"), bt(BT_READY + "tracepoint:sched:sched_waking { @[kstack] = count(); }")),
         ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
