@@ -241,12 +241,20 @@ def render_size(res):
         rows[1][2] = f"{size(total / n)} a tool"
     text = table(["what", "size", "per tool"], rows)
     if res["rows"]:
-        per = [[r["name"], size(r["without"]), size(r["added"]),
+        per = [[r["name"], size(r["own"]), size(r["bpf"]), size(r["estimate"]),
+                size(r["added"]) if r["added"] is not None else "",
                 size(r["theirs"]) if r["theirs"] else "not in libbpf-tools"] for r in res["rows"]]
-        text += "\n\n" + table(["tool", "corebpf-tools without it", "what it adds", "libbpf-tools' binary"], per)
-        worst = max(res["rows"], key=lambda r: r["added"])
-        text += (f"\n\nThe largest addition is {worst['name']}'s, {size(worst['added'])}; the target is 250 KiB a tool. "
-                 "A tool's addition is its own code, its BPF object and what only it uses (a crate, a table).")
+        text += "\n\n" + table(["tool", "its own code", "its BPF object", "what it adds (sum)",
+                                 "exactly: size with it − without it", "libbpf-tools' binary"], per)
+        worst = max(res["rows"], key=lambda r: r["estimate"])
+        exact = [r for r in res["rows"] if r["added"] is not None]
+        text += (f"\n\nThe largest addition is {worst['name']}'s, {size(worst['estimate'])}; the target is 250 KiB "
+                 "a tool. A tool's own code is what its crate defines in the binary (the symbols of an unstripped "
+                 "build of the same binary); with its BPF object, that is what it adds, less what only it uses "
+                 "from shared crates (a table in `common`, a dependency).")
+        if exact:
+            text += " For " + ", ".join(f"{r['name']} (built without it: {size(r['added'])} smaller, estimate "
+                                         f"{size(r['estimate'])})" for r in exact) + " the exact figure is measured."
     if res.get("bpftrace"):
         text += f" bpftrace itself is {size(res['bpftrace'])} (without its LLVM and clang libraries)."
     if res.get("error"):
