@@ -286,9 +286,13 @@ fn flamegraph_and_multiline_output_until_ctrl_c() {
     done.assert_success();
     done.assert_no_programs_left();
 
-    // BCC's multi-line stacks: innermost frame first, then `-    comm (pid)` and the count.
-    let block = "    hot_fn\n    outer_fn\n    main\n";
-    assert!(done.stdout.contains(block), "{}", done.stdout);
+    // BCC's multi-line stacks: innermost frame first (`name+0xOFF [module]`), then `-    comm (pid)` and the count.
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    let block = lines.windows(3).any(|w| {
+        let names: Vec<&str> = w.iter().map(|l| l.trim_start().split('+').next().unwrap()).collect();
+        names == ["hot_fn", "outer_fn", "main"] && w.iter().all(|l| l.contains(" [profile-spin-"))
+    });
+    assert!(block, "no hot_fn+0x.. [exe], outer_fn, main block:\n{}", done.stdout);
     let owner = "    -                profile-spin-";
     let owner_line = done.stdout.lines().find(|l| l.starts_with(owner)).unwrap_or_else(|| panic!("{}", done.stdout));
     assert!(owner_line.ends_with(&format!(" ({})", helper.pid())), "{owner_line}");
@@ -330,8 +334,13 @@ fn json_lines_carry_pid_comm_and_frames() {
 
 #[test]
 fn bad_input_is_refused() {
-    let cases: [(&[&str], i32, &str); 7] = [
+    let cases: [(&[&str], i32, &str); 12] = [
         (&["-p", "999999999"], 1, "no process with PID 999999999"),
+        (&["-C", "-2", "1"], 2, "or -1 for all CPUs"),
+        (&["--cgroup", "/tmp", "1"], 1, "'/tmp' is not a cgroup v2 directory"),
+        (&["--cgroupmap", "/no/such/map", "1"], 1, "--cgroupmap: cannot open the pinned BPF map '/no/such/map'"),
+        (&["--mntnsmap", "/no/such/map", "1"], 1, "--mntnsmap: cannot open the pinned BPF map '/no/such/map'"),
+        (&["--mntnsmap", "/proc/self/status", "1"], 1, "'/proc/self/status' is not a pinned BPF map"),
         (&["-F", "0"], 2, "must be greater than 0"),
         (&["-F", "100000000", "1"], 1, "above the kernel's limit"),
         (&["-C", "4096", "1"], 1, "CPU 4096 does not exist or is offline"),
@@ -344,6 +353,7 @@ fn bad_input_is_refused() {
         assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
         assert!(done.stderr.contains(message), "{args:?}: {}", done.stderr);
         assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
+        assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
     }
 }
 
@@ -422,4 +432,377 @@ fn libc_frames_are_named_every_run() {
     }
     let _ = dd.kill();
     let _ = dd.wait();
+}
+
+// ---- Issue 23 item 5: BCC's frame format, -A, -C -1, --cgroup, --cgroupmap and --mntnsmap. ----
+
+/// A helper that says where its functions are (`hot_fn 0x...`), then spins as C_HELPER does (`read`: in the
+/// kernel, reading /dev/zero).
+const ADDR_HELPER: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+static char buf[1 << 20];
+static int zero_fd = -1;
+
+void hot_fn(void)
+{
+	if (zero_fd >= 0) {
+		if (read(zero_fd, buf, sizeof(buf)) < 0)
+			exit(2);
+		return;
+	}
+	for (int i = 0; i < 100000; i++)
+		sink += i;
+}
+
+void outer_fn(void)
+{
+	hot_fn();
+	sink++;
+}
+
+int main(int argc, char **argv)
+{
+	time_t start = time(NULL);
+	int secs = argc > 1 ? atoi(argv[1]) : 10;
+	if (argc > 2 && strcmp(argv[2], "read") == 0)
+		zero_fd = open("/dev/zero", O_RDONLY);
+	printf("hot_fn %p\nouter_fn %p\n", (void *)hot_fn, (void *)outer_fn);
+	fflush(stdout);
+	while (time(NULL) - start < secs)
+		outer_fn();
+	return 0;
+}
+"#;
+
+/// The address helper running, with the addresses it printed.
+struct AddrHelper {
+    helper: Helper,
+    exe_name: String,
+    outer_fn: u64,
+}
+
+fn start_addr_helper(args: &[&str]) -> AddrHelper {
+    use std::io::{BufRead, BufReader};
+    let exe = build_c_helper("profile-addr", ADDR_HELPER, &["-fno-omit-frame-pointer", "-O0", "-g"]);
+    let mut child =
+        Command::new(&exe).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().expect("starting the helper");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _hot_fn = lines.next().unwrap().unwrap();
+    let second = lines.next().unwrap().unwrap();
+    let outer_fn = second.strip_prefix("outer_fn 0x").map(|h| u64::from_str_radix(h, 16).unwrap());
+    AddrHelper {
+        helper: Helper(child),
+        exe_name: exe.file_name().unwrap().to_string_lossy().into_owned(),
+        outer_fn: outer_fn.unwrap_or_else(|| panic!("helper said {second}")),
+    }
+}
+
+/// The address of kernel function `name`, from /proc/kallsyms (every address it has: there may be several).
+fn kernel_addresses(name: &str) -> Vec<u64> {
+    fs::read_to_string("/proc/kallsyms")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+        .collect()
+}
+
+/// A multi-line frame `[0xADDR ]name+0xOFF [module]` as (address, name, offset, module).
+fn parse_frame(line: &str, with_address: bool) -> Option<(Option<u64>, String, u64, String)> {
+    let mut text = line.trim();
+    let mut addr = None;
+    if with_address {
+        let (a, rest) = text.split_once(' ')?;
+        addr = Some(u64::from_str_radix(a.strip_prefix("0x")?, 16).ok()?);
+        text = rest.trim_start();
+    }
+    let (symbol, module) = text.rsplit_once(" [")?;
+    let module = module.strip_suffix(']')?.to_string();
+    let (name, offset) = symbol.rsplit_once("+0x")?;
+    Some((addr, name.to_string(), u64::from_str_radix(offset, 16).ok()?, module))
+}
+
+/// BCC's profile prints every frame as `symbol+offset [module]` (b.ksym / b.sym with show_module and
+/// show_offset), `-A` puts the address first (`0x%-16x` kernel, `0x%016x` user), `-a` annotates folded kernel
+/// frames only, and folded lines carry bare names. Checked against the helper's own address of hot_fn and the
+/// kernel's address of vfs_read: address - offset must be the function's start, and the module the right file.
+/// (The helper reads /dev/zero: libc's read has no frame pointer, so the frame-pointer walk goes from read to
+/// outer_fn, whose address the helper prints.)
+#[test]
+fn frames_are_symbol_offset_module_as_bcc_prints_them() {
+    let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
+    let h = start_addr_helper(&["30", "read"]);
+    let pid = h.helper.pid();
+    let vfs_read = kernel_addresses("vfs_read");
+    assert!(!vfs_read.is_empty(), "no vfs_read in /proc/kallsyms");
+
+    let done = run_profile(&["-A", "-a", "-d", "-F", "199", "-p", &pid, "2"]);
+    let (mut user_checked, mut kernel_checked) = (0, 0);
+    for line in done.stdout.lines().filter(|l| l.starts_with("    0x")) {
+        let (addr, name, offset, module) =
+            parse_frame(line, true).unwrap_or_else(|| panic!("not `0xADDR name+0xOFF [module]`: {line:?}"));
+        let addr = addr.unwrap();
+        let hex = line.trim().split(' ').next().unwrap();
+        if addr >= 0xffff_0000_0000_0000 {
+            assert_eq!(hex.len(), 18, "kernel address not as BCC's 0x%-16x: {line:?}");
+            assert!(!name.ends_with("_[k]"), "-a annotates folded output only: {line:?}");
+            assert!(module == "kernel" || !module.contains('/'), "{line:?}");
+            if name == "vfs_read" {
+                assert_eq!(module, "kernel", "{line:?}");
+                assert!(vfs_read.contains(&(addr - offset)), "{line:?}: not at vfs_read ({vfs_read:x?}) + offset");
+                kernel_checked += 1;
+            }
+        } else {
+            assert_eq!(hex.len(), 18, "user address not zero-padded as BCC's 0x%016x: {line:?}");
+            if name == "outer_fn" {
+                assert_eq!(module, h.exe_name, "{line:?}");
+                assert_eq!(addr - offset, h.outer_fn, "{line:?}: not at outer_fn ({:#x}) + offset", h.outer_fn);
+                user_checked += 1;
+            }
+        }
+    }
+    assert!(user_checked > 0 && kernel_checked > 0, "no outer_fn or vfs_read frames:\n{}", done.stdout);
+    // -d: `--` between the kernel and user frames of a stack.
+    assert!(done.stdout.contains(" [kernel]\n    --\n    0x"), "{}", done.stdout);
+
+    // Without -A: the same frames, no address.
+    let done = run_profile(&["-F", "199", "-p", &pid, "1"]);
+    let frames: Vec<_> = done
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("    ") && !l.starts_with("    -  ") && !l.starts_with("        "))
+        .map(|l| parse_frame(l, false).unwrap_or_else(|| panic!("not `name+0xOFF [module]`: {l:?}")))
+        .collect();
+    assert!(frames.iter().any(|f| f.1 == "outer_fn" && f.3 == h.exe_name), "{}", done.stdout);
+    assert!(frames.iter().any(|f| f.3 == "libc.so.6" || f.3.starts_with("libc-")), "{}", done.stdout);
+    assert!(frames.iter().any(|f| f.1 == "vfs_read" && f.3 == "kernel"), "{}", done.stdout);
+
+    // Folded: bare names, and `_[k]` on kernel frames with -a.
+    let done = run_profile(&["-f", "-a", "-F", "199", "-p", &pid, "1"]);
+    assert!(done.stdout.contains(";main;outer_fn;"), "{}", done.stdout);
+    assert!(done.stdout.contains(";vfs_read_[k];"), "{}", done.stdout);
+    assert!(!done.stdout.contains("+0x") && !done.stdout.contains(" ["), "{}", done.stdout);
+}
+
+/// `-C -1` is BCC's default, all CPUs; `-C N` samples CPU N only: a helper pinned to the last CPU is seen with
+/// -C -1 and with its own CPU, never with another.
+#[test]
+fn cpu_minus_one_means_all_cpus() {
+    let exe = c_helper();
+    let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let last = (cpus - 1).to_string();
+    let child =
+        Command::new("taskset").args(["-c", &last]).arg(&exe).arg("30").stdin(Stdio::null()).spawn().expect("taskset");
+    let helper = Helper(child);
+    let pid = helper.pid();
+    let samples = |stdout: &str| folded(stdout).iter().map(|(_, n)| n).sum::<u64>();
+
+    let done = run_profile(&["-C", "-1", "-p", &pid, "1"]);
+    assert!(
+        done.stdout.starts_with(&format!("Sampling at 49 Hertz of PID [{pid}] by user + kernel stack for 1 secs.")),
+        "{}",
+        done.stdout
+    );
+    let done = run_profile(&["-C", "-1", "-f", "-p", &pid, "2"]);
+    assert!(samples(&done.stdout) >= 20, "too few samples with -C -1:\n{}", done.stdout);
+    let done = run_profile(&["-C", &last, "-f", "-p", &pid, "2"]);
+    assert!(samples(&done.stdout) >= 20, "too few samples on CPU {last}:\n{}", done.stdout);
+    if cpus > 1 {
+        let done = run_profile(&["-C", "0", "-f", "-p", &pid, "2"]);
+        assert_eq!(samples(&done.stdout), 0, "samples on CPU 0 of a helper pinned to CPU {last}:\n{}", done.stdout);
+    }
+}
+
+/// The cgroup v2 mount (`/sys/fs/cgroup/unified` on hybrid systems).
+fn cgroup2_root() -> PathBuf {
+    let mounts = fs::read_to_string("/proc/mounts").unwrap();
+    ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .into_iter()
+        .find(|p| mounts.contains(&format!(" {p} cgroup2 ")))
+        .map(PathBuf::from)
+        .expect("a cgroup2 mount")
+}
+
+/// A cgroup made for one test, removed when dropped (its processes killed first).
+struct TestCgroup(PathBuf);
+
+impl TestCgroup {
+    fn new(tag: &str) -> TestCgroup {
+        let path = cgroup2_root().join(format!("corebpf-profile-{tag}-{}", std::process::id()));
+        fs::create_dir_all(&path).unwrap();
+        TestCgroup(path)
+    }
+
+    /// The cgroup's id, as bpf_get_current_cgroup_id() returns it: its directory's inode number.
+    fn id(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(&self.0).unwrap().ino()
+    }
+
+    /// Starts `exe args` inside the cgroup (it joins before it execs).
+    fn spawn(&self, exe: &Path, args: &str) -> Helper {
+        let script = format!("echo $$ > {}/cgroup.procs && exec {} {args}", self.0.display(), exe.display());
+        Helper(Command::new("sh").args(["-c", &script]).stdin(Stdio::null()).spawn().unwrap())
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
+/// The PIDs of the samples in JSON output, with their counts added up.
+fn samples_by_pid(stdout: &str) -> std::collections::HashMap<String, u64> {
+    let mut by_pid = std::collections::HashMap::new();
+    for s in json_lines(stdout) {
+        *by_pid.entry(s["pid"].to_string()).or_default() += s["count"].as_u64().unwrap();
+    }
+    by_pid
+}
+
+/// Two identical spinning helpers, one in the test's cgroup: only the member is sampled, with no PID filter.
+fn assert_only_member_sampled(member: &Helper, outsider: &Helper, args: &[&str]) {
+    let mut all = args.to_vec();
+    all.extend(["--json", "-U", "-F", "99", "2"]);
+    let done = run_profile(&all);
+    let by_pid = samples_by_pid(&done.stdout);
+    assert!(by_pid.get(&member.pid()).copied().unwrap_or(0) >= 20, "member not sampled {args:?}:\n{}", done.stdout);
+    assert_eq!(by_pid.len(), 1, "samples outside the filter {args:?}: {by_pid:?}");
+    assert!(!by_pid.contains_key(&outsider.pid()));
+}
+
+#[test]
+fn cgroup_path_filters_by_membership() {
+    let exe = c_helper();
+    let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
+    let cg = TestCgroup::new("cg");
+    let member = cg.spawn(&exe, "30");
+    let outsider = Helper::start(&exe, &["30"]);
+    thread::sleep(Duration::from_millis(200));
+    assert_only_member_sampled(&member, &outsider, &["--cgroup", cg.0.to_str().unwrap()]);
+    drop(member);
+}
+
+/// BPF maps pinned on a bpf file system mounted for the test, made with the bpf() system call (no bpftool).
+struct PinnedMaps {
+    dir: PathBuf,
+}
+
+fn bpf_syscall(cmd: libc::c_long, attr: &mut [u64; 16]) -> i64 {
+    // SAFETY: attr is a zeroed, 8-aligned 128-byte bpf_attr.
+    unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), std::mem::size_of_val(attr)) }
+}
+
+impl PinnedMaps {
+    fn new(tag: &str) -> PinnedMaps {
+        let dir = std::env::temp_dir().join(format!("corebpf-profile-bpffs-{tag}-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let c = |s: &str| std::ffi::CString::new(s).unwrap();
+        let target = c(dir.to_str().unwrap());
+        // SAFETY: valid C strings; a fresh bpf file system instance on a directory of our own.
+        let rc = unsafe { libc::mount(c("bpf").as_ptr(), target.as_ptr(), c("bpf").as_ptr(), 0, std::ptr::null()) };
+        assert_eq!(rc, 0, "mounting a bpf file system: {}", std::io::Error::last_os_error());
+        PinnedMaps { dir }
+    }
+
+    /// Pins a hash map (`key_size`-byte keys, 8-byte values) holding `keys`; returns its path.
+    fn hash(&self, name: &str, key_size: u32, keys: &[u64]) -> PathBuf {
+        const BPF_MAP_CREATE: libc::c_long = 0;
+        const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+        const BPF_OBJ_PIN: libc::c_long = 6;
+        const BPF_MAP_TYPE_HASH: u64 = 1;
+        let mut attr = [0u64; 16];
+        attr[0] = BPF_MAP_TYPE_HASH | (key_size as u64) << 32; // map_type, key_size
+        attr[1] = 8 | 64 << 32; // value_size, max_entries
+        let fd = bpf_syscall(BPF_MAP_CREATE, &mut attr);
+        assert!(fd >= 0, "creating a map: {}", std::io::Error::last_os_error());
+        let value = 1u64;
+        for key in keys {
+            let mut attr = [0u64; 16];
+            attr[0] = fd as u64;
+            attr[1] = key as *const u64 as u64;
+            attr[2] = &value as *const u64 as u64;
+            assert_eq!(bpf_syscall(BPF_MAP_UPDATE_ELEM, &mut attr), 0, "{}", std::io::Error::last_os_error());
+        }
+        let path = self.dir.join(name);
+        let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let mut attr = [0u64; 16];
+        attr[0] = cpath.as_ptr() as u64;
+        attr[1] = fd as u64;
+        assert_eq!(bpf_syscall(BPF_OBJ_PIN, &mut attr), 0, "pinning: {}", std::io::Error::last_os_error());
+        // SAFETY: fd is ours; the pin keeps the map.
+        unsafe { libc::close(fd as i32) };
+        path
+    }
+}
+
+impl Drop for PinnedMaps {
+    fn drop(&mut self) {
+        let target = std::ffi::CString::new(self.dir.to_str().unwrap()).unwrap();
+        // SAFETY: our own mount point.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// BCC's --cgroupmap: a pinned hash whose keys are cgroup ids. Only tasks whose cgroup is a key are sampled; a map
+/// of the wrong shape is refused in one line.
+#[test]
+fn cgroupmap_filters_by_the_pinned_maps_cgroup_ids() {
+    let exe = c_helper();
+    let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
+    let cg = TestCgroup::new("cgmap");
+    let pins = PinnedMaps::new("cgmap");
+    let map = pins.hash("cgroupset", 8, &[cg.id()]);
+    let member = cg.spawn(&exe, "30");
+    let outsider = Helper::start(&exe, &["30"]);
+    thread::sleep(Duration::from_millis(200));
+    assert_only_member_sampled(&member, &outsider, &["--cgroupmap", map.to_str().unwrap()]);
+
+    let empty = pins.hash("empty", 8, &[]);
+    let done = run_profile(&["--cgroupmap", empty.to_str().unwrap(), "--json", "1"]);
+    assert!(json_lines(&done.stdout).is_empty(), "samples with an empty cgroup map:\n{}", done.stdout);
+
+    let narrow = pins.hash("narrow", 4, &[]);
+    let done = run_tool("profile", &["--cgroupmap", narrow.to_str().unwrap(), "1"]);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert!(done.stderr.contains("with 4-byte keys, not a hash of cgroup ids"), "{}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+    drop(member);
+}
+
+/// BCC's --mntnsmap: a pinned hash whose keys are mount namespace ids (the inode of /proc/PID/ns/mnt). A helper
+/// in a mount namespace of its own (unshare -m) is the only thing sampled.
+#[test]
+fn mntnsmap_filters_by_the_pinned_maps_mount_namespaces() {
+    use std::os::unix::fs::MetadataExt;
+    let exe = c_helper();
+    let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
+    let ours = fs::metadata("/proc/self/ns/mnt").unwrap().ino();
+    let child = Command::new("unshare").args(["-m", "--propagation", "private"]).arg(&exe).arg("30").spawn();
+    let member = Helper(child.expect("unshare"));
+    let outsider = Helper::start(&exe, &["30"]);
+    let mut ns = ours;
+    for _ in 0..100 {
+        ns = fs::metadata(format!("/proc/{}/ns/mnt", member.pid())).map(|m| m.ino()).unwrap_or(ours);
+        if ns != ours {
+            break;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_ne!(ns, ours, "the helper did not get a mount namespace of its own");
+    let pins = PinnedMaps::new("mntns");
+    let map = pins.hash("mount_ns_set", 8, &[ns]);
+    assert_only_member_sampled(&member, &outsider, &["--mntnsmap", map.to_str().unwrap()]);
 }

@@ -176,9 +176,27 @@ fn lookup_addr(i: usize, addr: u64) -> u64 {
     }
 }
 
+/// Which samples [`symbolize_by`] adds up: those whose frames have the same names, or only those whose frames are
+/// also at the same offsets in the same modules (for output that shows offsets: profile's `name+0x1f [module]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeBy {
+    Names,
+    Frames,
+}
+
 /// Names every frame of every sample, resolving all addresses in one batch, and adds up samples that print the
 /// same; sorted by value, least first. With `verbose`, says on stderr which addresses could not be named.
 pub fn symbolize(samples: Vec<Sample<u64>>, symbolizer: &mut Symbolizer, verbose: bool) -> Vec<Sample<Frame>> {
+    symbolize_by(samples, symbolizer, verbose, MergeBy::Names)
+}
+
+/// [`symbolize`], adding up samples as `merge` says.
+pub fn symbolize_by(
+    samples: Vec<Sample<u64>>,
+    symbolizer: &mut Symbolizer,
+    verbose: bool,
+    merge: MergeBy,
+) -> Vec<Sample<Frame>> {
     let mut batch = Batch::new();
     for sample in &samples {
         for task in std::iter::once(&sample.task).chain(&sample.waker) {
@@ -204,7 +222,7 @@ pub fn symbolize(samples: Vec<Sample<u64>>, symbolizer: &mut Symbolizer, verbose
     };
     let named =
         samples.into_iter().map(|s| Sample { task: name_task(s.task), waker: s.waker.map(name_task), value: s.value });
-    merge_same_names(named)
+    merge_same(named, merge)
 }
 
 fn name_stack<'r>(
@@ -232,6 +250,75 @@ fn name_stack<'r>(
                 .collect(),
         ),
     }
+}
+
+/// Names the module of the frames the symbolizer leaves without one, as BCC's `show_module` does: kernel frames
+/// in a kernel module or a BPF program (`[nf_tables]`, `[bpf]`, from /proc/kallsyms: the module of the nearest
+/// text symbol at or below the address; core kernel frames keep none and print as `[kernel]`), and unnamed user
+/// frames inside an executable file mapping of a process that still runs (`[unknown] [libfoo.so]`).
+pub fn add_modules(samples: &mut [Sample<Frame>]) {
+    let tasks = || samples.iter().flat_map(|s| std::iter::once(&s.task).chain(&s.waker));
+    let any_kernel = tasks().any(|t| t.kernel.has_frames());
+    let kallsyms = if any_kernel { kallsyms_modules() } else { Vec::new() };
+    let mut maps: HashMap<u32, Vec<(u64, u64, String)>> = HashMap::new();
+    for sample in samples.iter_mut() {
+        for task in std::iter::once(&mut sample.task).chain(sample.waker.as_mut()) {
+            if let Stack::Frames(frames) = &mut task.kernel {
+                for frame in frames.iter_mut().filter(|f| f.module.is_none()) {
+                    let at = kallsyms.partition_point(|(addr, _)| *addr <= frame.addr);
+                    if let Some((_, Some(module))) = at.checked_sub(1).map(|i| &kallsyms[i]) {
+                        frame.module = Some(module.clone());
+                    }
+                }
+            }
+            if let Stack::Frames(frames) = &mut task.user {
+                let pid = task.pid;
+                for frame in frames.iter_mut().filter(|f| f.module.is_none()) {
+                    let mappings = maps.entry(pid).or_insert_with(|| executable_mappings(pid));
+                    if let Some((_, _, path)) = mappings.iter().find(|(lo, hi, _)| (*lo..*hi).contains(&frame.addr)) {
+                        frame.module = Some(path.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The text symbols of /proc/kallsyms by address, each with its module (`None` for the core kernel).
+fn kallsyms_modules() -> Vec<(u64, Option<String>)> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let mut symbols: Vec<(u64, Option<String>)> = text
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let addr = u64::from_str_radix(fields.next()?, 16).ok()?;
+            // Data symbols are not functions (BCC skips them too).
+            let kind = fields.next()?;
+            if matches!(kind, "b" | "B" | "d" | "D" | "r" | "R") || addr == 0 {
+                return None;
+            }
+            let module = fields.nth(1).map(|m| m.trim_start_matches('[').trim_end_matches(']').to_string());
+            Some((addr, module))
+        })
+        .collect();
+    symbols.sort_by_key(|(addr, _)| *addr);
+    symbols
+}
+
+/// The executable file mappings of a running process: (start, end, path).
+fn executable_mappings(pid: u32) -> Vec<(u64, u64, String)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (lo, hi) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            let path = fields.nth(3)?;
+            (perms.contains('x') && path.starts_with('/'))
+                .then(|| Some((u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?, path.to_string())))
+                .flatten()
+        })
+        .collect()
 }
 
 /// True for the kernel frames of the tracing machinery itself (the BPF program and the tracepoint's calls into it),
@@ -264,25 +351,35 @@ pub fn drop_tracing_frames(samples: Vec<Sample<Frame>>) -> Vec<Sample<Frame>> {
     merge_same_names(trimmed)
 }
 
-type NameKey = (u32, u32, String, Stack<String>, Stack<String>);
+/// A frame as it prints: its name, and under [`MergeBy::Frames`] its offset and module.
+type FrameKey = (String, u64, Option<String>);
+type NameKey = (u32, u32, String, Stack<FrameKey>, Stack<FrameKey>);
 
-fn names_of(task: &Task<Frame>) -> NameKey {
+fn names_of(task: &Task<Frame>, merge: MergeBy) -> NameKey {
+    let key = |f: &Frame| match merge {
+        MergeBy::Names => (f.name.clone(), 0, None),
+        MergeBy::Frames => (f.name.clone(), f.offset, f.module.clone()),
+    };
     let names = |stack: &Stack<Frame>| match stack {
         Stack::Skipped => Stack::Skipped,
         Stack::Absent => Stack::Absent,
         Stack::Lost(e) => Stack::Lost(*e),
-        Stack::Frames(frames) => Stack::Frames(frames.iter().map(|f| f.name.clone()).collect()),
+        Stack::Frames(frames) => Stack::Frames(frames.iter().map(key).collect()),
     };
     (task.pid, task.shown_id, task.comm.clone(), names(&task.user), names(&task.kernel))
 }
 
 /// Adds up samples whose stacks differ only in addresses within the same functions (hot_fn+0x10, hot_fn+0x14),
-/// which print identically; the result is sorted by value, least first.
-fn merge_same_names(samples: impl IntoIterator<Item = Sample<Frame>>) -> Vec<Sample<Frame>> {
+/// which print identically without offsets; the result is sorted by value, least first.
+pub fn merge_same_names(samples: impl IntoIterator<Item = Sample<Frame>>) -> Vec<Sample<Frame>> {
+    merge_same(samples, MergeBy::Names)
+}
+
+fn merge_same(samples: impl IntoIterator<Item = Sample<Frame>>, merge: MergeBy) -> Vec<Sample<Frame>> {
     let mut index: HashMap<(NameKey, Option<NameKey>), usize> = HashMap::new();
     let mut merged: Vec<Sample<Frame>> = Vec::new();
     for sample in samples {
-        let key = (names_of(&sample.task), sample.waker.as_ref().map(names_of));
+        let key = (names_of(&sample.task, merge), sample.waker.as_ref().map(|w| names_of(w, merge)));
         match index.get(&key) {
             Some(&i) => merged[i].value += sample.value,
             None => {
@@ -324,11 +421,91 @@ impl Style {
     }
 }
 
-fn write_task_frames(out: &mut Output, task: &Task<Frame>, style: Style, reversed: bool) -> Result<()> {
+/// How each frame of a multi-line stack is written: BCC's tools differ.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameFormat {
+    /// BCC's profile (`b.ksym(addr, show_module=True, show_offset=True)`, and `b.sym` likewise): `name+0x1f
+    /// [module]`, the module `kernel` (or the kernel module's name) for kernel frames and the file's base name for
+    /// user frames; an unnamed frame is `[unknown]`. Otherwise the name, `+0x1f` under [`Style::offsets`]
+    /// (offcputime, offwaketime, stackcount).
+    pub module_and_offset: bool,
+    /// profile `-A`: the address first, as BCC prints it (`0x%-16x` kernel, `0x%016x` user).
+    pub addresses: bool,
+}
+
+impl FrameFormat {
+    fn kernel(&self, frame: &Frame, style: Style) -> String {
+        let text = if self.module_and_offset {
+            let module = frame.module.as_deref().map(kernel_module_name).unwrap_or("kernel");
+            with_module(frame, module)
+        } else {
+            style.kernel_name(frame)
+        };
+        if self.addresses {
+            format!("0x{:<16x} {text}", frame.addr)
+        } else {
+            text
+        }
+    }
+
+    fn user(&self, frame: &Frame, style: Style) -> String {
+        let text = match frame.module.as_deref() {
+            Some(module) if self.module_and_offset => with_module(frame, base_name(module)),
+            _ if self.module_and_offset => symbol_offset(frame),
+            _ => style.user_name(frame),
+        };
+        if self.addresses {
+            format!("0x{:016x} {text}", frame.addr)
+        } else {
+            text
+        }
+    }
+}
+
+/// `name+0x1f`, or `[unknown]`.
+fn symbol_offset(frame: &Frame) -> String {
+    if frame.name == crate::process::symbols::UNKNOWN {
+        frame.name.clone()
+    } else {
+        format!("{}+{:#x}", frame.name, frame.offset)
+    }
+}
+
+/// `name+0x1f [module]`; an unnamed kernel frame is `[unknown]` alone, as BCC's kallsyms lookup has no module
+/// for it either.
+fn with_module(frame: &Frame, module: &str) -> String {
+    if frame.name == crate::process::symbols::UNKNOWN && frame.module.is_none() {
+        return frame.name.clone();
+    }
+    format!("{} [{module}]", symbol_offset(frame))
+}
+
+/// The file name of a module path (`/usr/lib/x86_64-linux-gnu/libc.so.6` → `libc.so.6`), as BCC prints it.
+fn base_name(module: &str) -> &str {
+    module.rsplit('/').next().unwrap_or(module)
+}
+
+/// A kernel module as BCC names it: kallsyms' `[nf_tables]` → `nf_tables`.
+fn kernel_module_name(module: &str) -> &str {
+    let module = module.trim_start_matches('[').trim_end_matches(']');
+    if module.is_empty() || module.contains('/') || module == "kallsyms" {
+        "kernel"
+    } else {
+        module
+    }
+}
+
+fn write_task_frames(
+    out: &mut Output,
+    task: &Task<Frame>,
+    style: Style,
+    format: FrameFormat,
+    reversed: bool,
+) -> Result<()> {
     let mut lines = Vec::new();
     match &task.kernel {
         Stack::Lost(_) => lines.push("[Missed Kernel Stack]".to_string()),
-        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| style.kernel_name(f))),
+        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| format.kernel(f, style))),
         Stack::Skipped | Stack::Absent => {}
     }
     if style.delimited && task.user.has_frames() && task.kernel.has_frames() {
@@ -336,7 +513,7 @@ fn write_task_frames(out: &mut Output, task: &Task<Frame>, style: Style, reverse
     }
     match &task.user {
         Stack::Lost(_) => lines.push("[Missed User Stack]".into()),
-        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| style.user_name(f))),
+        Stack::Frames(frames) => lines.extend(frames.iter().map(|f| format.user(f, style))),
         Stack::Skipped | Stack::Absent => {}
     }
     if reversed {
@@ -351,13 +528,23 @@ fn write_task_frames(out: &mut Output, task: &Task<Frame>, style: Style, reverse
 /// BCC's default output: one block per unique stack. A waker's stack (offwaketime) follows its name, innermost
 /// frame last, below BCC's `--` separator, as BCC prints it.
 pub fn write_multiline(out: &mut Output, samples: &[Sample<Frame>], style: Style) -> Result<()> {
+    write_multiline_as(out, samples, style, FrameFormat::default())
+}
+
+/// [`write_multiline`] with each frame written as `format` says (profile's `name+0x1f [module]`, `-A`).
+pub fn write_multiline_as(
+    out: &mut Output,
+    samples: &[Sample<Frame>],
+    style: Style,
+    format: FrameFormat,
+) -> Result<()> {
     for s in samples {
         if let Some(waker) = &s.waker {
             writeln!(out, "    {:<16} {} {}", "waker:", waker.comm, waker.shown_id)?;
-            write_task_frames(out, waker, style, true)?;
+            write_task_frames(out, waker, style, format, true)?;
             writeln!(out, "    {:<16} --", "--")?;
         }
-        write_task_frames(out, &s.task, style, false)?;
+        write_task_frames(out, &s.task, style, format, false)?;
         if s.waker.is_some() {
             writeln!(out, "    {:<16} {} {}", "target:", s.task.comm, s.task.shown_id)?;
         } else {
@@ -605,6 +792,32 @@ mod tests {
             s(vec![frame(0x14, "hot_fn"), frame(0x20, "main")], 3),
         ]);
         assert_eq!(merged.iter().map(|m| m.value).collect::<Vec<_>>(), vec![2, 8]);
+    }
+
+    #[test]
+    fn profile_frames_are_symbol_offset_module() {
+        let f = |name: &str, offset, module: Option<&str>| Frame {
+            addr: 0xffff_ffff_8100_0010,
+            name: name.into(),
+            offset,
+            module: module.map(str::to_string),
+        };
+        let bcc = FrameFormat { module_and_offset: true, addresses: false };
+        let style = Style { annotate_kernel: true, ..Style::default() };
+        assert_eq!(bcc.kernel(&f("vfs_read", 0xbb, None), style), "vfs_read+0xbb [kernel]");
+        assert_eq!(bcc.kernel(&f("nft_do_chain", 0x1f, Some("nf_tables")), style), "nft_do_chain+0x1f [nf_tables]");
+        assert_eq!(bcc.kernel(&f("[unknown]", 0, None), style), "[unknown]");
+        assert_eq!(bcc.user(&f("read", 0xd, Some("/usr/lib/libc.so.6")), style), "read+0xd [libc.so.6]");
+        assert_eq!(bcc.user(&f("[unknown]", 0, Some("/usr/bin/stripped")), style), "[unknown] [stripped]");
+        assert_eq!(bcc.user(&f("[unknown]", 0, None), style), "[unknown]");
+        let addresses = FrameFormat { addresses: true, ..bcc };
+        assert_eq!(addresses.kernel(&f("vfs_read", 0xbb, None), style), "0xffffffff81000010 vfs_read+0xbb [kernel]");
+        let user = Frame { addr: 0x5555_1234, ..f("main", 4, Some("/bin/x")) };
+        assert_eq!(addresses.user(&user, style), "0x0000000055551234 main+0x4 [x]");
+        // The other tools' frames are unchanged: names, `+0x..` only under -s, `_[k]` under -a.
+        let plain = FrameFormat::default();
+        assert_eq!(plain.kernel(&f("vfs_read", 0xbb, None), style), "vfs_read_[k]");
+        assert_eq!(plain.user(&f("read", 0xd, Some("/lib/libc.so.6")), Style { offsets: true, ..style }), "read+0xd");
     }
 
     #[test]

@@ -9,22 +9,22 @@ mod bpf;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, IntoRawFd};
-use std::path::PathBuf;
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, object_storage};
 use common::attach::perf::{Rate, SamplingEvents};
-use common::output::stacks::{self, Collected, FlameGraph, Palette, Sample, StackTraces, Style};
+use common::output::stacks::{self, Collected, FlameGraph, FrameFormat, MergeBy, Palette, Sample, StackTraces, Style};
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 
@@ -39,6 +39,9 @@ examples:
     profile -L 185      # only profile thread with TID 185
     profile -U          # only show user space stacks (no kernel)
     profile -K          # only show kernel space stacks (no user)
+    profile --cgroupmap mappath  # only trace cgroups in this BPF map
+    profile --mntnsmap mappath   # only trace mount namespaces in the map
+    profile --cgroup /sys/fs/cgroup/app  # only profile tasks in this cgroup (v2) or below it
     profile --flamegraph cpu.svg 10  # also draw a flame graph of 10 seconds";
 
 /// Profile CPU usage by sampling stack traces at a timed interval.
@@ -82,9 +85,21 @@ struct Args {
     /// The number of unique stack traces that can be stored and displayed
     #[arg(long, value_name = "N", default_value_t = 16384, value_parser = parse_map_size)]
     stack_storage_size: u32,
-    /// CPU number to run profile on
-    #[arg(short = 'C', long, value_name = "CPU")]
-    cpu: Option<u32>,
+    /// CPU number to run profile on (-1: all CPUs, the default)
+    #[arg(short = 'C', long, value_name = "CPU", allow_negative_numbers = true, value_parser = parse_cpu)]
+    cpu: Option<i32>,
+    /// Trace cgroups in this BPF map only (BCC's pinned hash of cgroup ids)
+    #[arg(long, value_name = "MAPPATH")]
+    cgroupmap: Option<PathBuf>,
+    /// Trace mount namespaces in this BPF map only (BCC's pinned hash of mount namespace ids)
+    #[arg(long, value_name = "MAPPATH")]
+    mntnsmap: Option<PathBuf>,
+    /// Profile tasks in this cgroup v2 directory (or below it) only
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+    /// Show raw addresses
+    #[arg(short = 'A', long)]
+    address: bool,
     /// Print JSON lines: one object per unique stack
     #[arg(short = 'j', long, conflicts_with = "folded")]
     json: bool,
@@ -96,6 +111,14 @@ struct Args {
     /// Duration of trace, in seconds (default: until Ctrl-C)
     #[arg(value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
+}
+
+/// `-C`: a CPU number, or -1 (BCC's default) for all CPUs.
+fn parse_cpu(s: &str) -> Result<i32, String> {
+    match s.trim().parse::<i32>() {
+        Ok(cpu) if cpu >= -1 => Ok(cpu),
+        _ => Err(format!("'{s}' is not a CPU number (0 or more, or -1 for all CPUs)")),
+    }
 }
 
 fn parse_map_size(s: &str) -> Result<u32, String> {
@@ -112,7 +135,9 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn profile(args: Args) -> Result<()> {
     args.pids.iter().chain(&args.tids).flatten().try_for_each(|&id| common::cli::require_process(id))?;
-    let cpus = common::attach::perf::sampling_cpus(args.cpu)?;
+    let cpus = common::attach::perf::sampling_cpus(only_cpu(&args))?;
+    // Every filter is opened now, so that a bad path is a one-line error before anything is loaded.
+    let filters = Filters::open(&args)?;
     let rate = match args.count {
         Some(n) => Rate::Period(n),
         None => Rate::Frequency(args.frequency.unwrap_or(49)),
@@ -123,7 +148,7 @@ fn profile(args: Args) -> Result<()> {
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
 
     let ((skel, links), _) =
-        load_first_working(&[Attach::PerfEvent], args.verbose.on(), |_| load_and_attach(&args, &cpus, rate))?;
+        load_first_working(&[Attach::PerfEvent], args.verbose.on(), |_| load_and_attach(&args, &filters, &cpus, rate))?;
 
     let mut out = Output::new();
     let context = sampling_context(&args, rate);
@@ -158,15 +183,22 @@ fn profile(args: Args) -> Result<()> {
     }
     let samples = read_samples(&skel, collected)?;
     let missing = stacks::missing(&samples);
-    let named = stacks::symbolize(samples, &mut symbolizer, args.verbose.on());
+    // Multi-line and JSON output show each frame's offset, so only samples at the same offsets are added up;
+    // folded lines and the flame graph show names only, and add up all samples that print the same.
+    let mut exact = stacks::symbolize_by(samples, &mut symbolizer, args.verbose.on(), MergeBy::Frames);
+    stacks::add_modules(&mut exact);
+    let named = if args.folded || flamegraph.is_some() { stacks::merge_same_names(exact.clone()) } else { Vec::new() };
 
+    // BCC's `_[k]` (-a) is in folded output only; its multi-line frames are `name+0x1f [module]`, with -A the
+    // address first.
     let style = Style {
         delimited: args.delimited && collected.user && collected.kernel,
         annotate_kernel: args.annotations,
         offsets: false,
     };
+    let frames = FrameFormat { module_and_offset: true, addresses: args.address };
     match flamegraph {
-        Some((_, path)) if named.is_empty() => {
+        Some((_, path)) if exact.is_empty() => {
             let _ = std::fs::remove_file(path);
             eprintln!("profile: no samples, so no flame graph written to {}", path.display())
         }
@@ -182,11 +214,11 @@ fn profile(args: Args) -> Result<()> {
         None => {}
     }
     if args.json {
-        stacks::write_json(&mut out, &named, "count", false)?;
+        stacks::write_json(&mut out, &exact, "count", false)?;
     } else if args.folded {
         stacks::write_folded(&mut out, &named, style)?;
     } else {
-        stacks::write_multiline(&mut out, &named, style)?;
+        stacks::write_multiline_as(&mut out, &exact, Style { annotate_kernel: false, ..style }, frames)?;
     }
 
     warn_about_losses(&skel, missing);
@@ -212,8 +244,51 @@ fn sampling_context(args: &Args, rate: Rate) -> String {
     } else {
         "user + kernel"
     };
-    let cpu = args.cpu.map(|c| format!(" on CPU#{c}")).unwrap_or_default();
+    let cpu = only_cpu(args).map(|c| format!(" on CPU#{c}")).unwrap_or_default();
     format!("{rate} of {whom} by {stacks} stack{cpu}")
+}
+
+/// The one CPU to sample (`-C N`), or none for all (`-C -1` or no `-C`).
+fn only_cpu(args: &Args) -> Option<u32> {
+    args.cpu.and_then(|cpu| u32::try_from(cpu).ok())
+}
+
+/// The cgroup and container filters, opened before loading: `--cgroup`'s directory and BCC's pinned maps.
+struct Filters {
+    cgroup: Option<std::fs::File>,
+    cgroupmap: Option<MapHandle>,
+    mntnsmap: Option<MapHandle>,
+}
+
+impl Filters {
+    fn open(args: &Args) -> Result<Filters> {
+        let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+        let cgroupmap = args.cgroupmap.as_deref().map(|p| pinned_id_map(p, "--cgroupmap", "cgroup ids")).transpose()?;
+        let mntnsmap =
+            args.mntnsmap.as_deref().map(|p| pinned_id_map(p, "--mntnsmap", "mount namespace ids")).transpose()?;
+        Ok(Filters { cgroup, cgroupmap, mntnsmap })
+    }
+}
+
+/// Opens the BPF map pinned at `path` (BCC's `--cgroupmap`/`--mntnsmap`), which must be a hash keyed by 64-bit
+/// ids, as BCC's `BPF_TABLE_PINNED("hash", u64, ...)` is.
+fn pinned_id_map(path: &Path, flag: &str, what: &str) -> Result<MapHandle> {
+    let map = MapHandle::from_pinned_path(path).map_err(|e| match path.exists() {
+        // A file that is not a BPF object (not on a bpf file system) gives EPERM or EINVAL.
+        true => anyhow::anyhow!("{flag}: '{}' is not a pinned BPF map ({e})", path.display()),
+        false => anyhow::anyhow!("{flag}: cannot open the pinned BPF map '{}': {e}", path.display()),
+    })?;
+    let hash =
+        matches!(map.map_type(), MapType::Hash | MapType::LruHash | MapType::PercpuHash | MapType::LruPercpuHash);
+    if !hash || map.key_size() != 8 {
+        bail!(
+            "{flag}: '{}' is a {:?} map with {}-byte keys, not a hash of {what} with 8-byte keys",
+            path.display(),
+            map.map_type(),
+            map.key_size()
+        );
+    }
+    Ok(map)
 }
 
 /// Warnings on stderr, as BCC prints them, for stacks and samples that could not be kept.
@@ -252,7 +327,7 @@ fn read_samples(skel: &BpfSkel<'_>, collected: Collected) -> Result<Vec<Sample<u
 
 /// Opens and loads the BPF object sized by the flags, fills the PID/TID filters, and attaches the sampling program
 /// to a perf event on each CPU.
-fn load_and_attach(args: &Args, cpus: &[u32], rate: Rate) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(args: &Args, filters: &Filters, cpus: &[u32], rate: Rate) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
     rodata.user_stacks_only = args.user_stacks_only;
@@ -260,7 +335,18 @@ fn load_and_attach(args: &Args, cpus: &[u32], rate: Rate) -> Result<(BpfSkel<'st
     rodata.include_idle = args.include_idle;
     rodata.filter_by_pid = args.pids.is_some();
     rodata.filter_by_tid = args.tids.is_some();
+    rodata.filter_cgroup = filters.cgroup.is_some();
+    rodata.filter_cgroupmap = filters.cgroupmap.is_some();
+    rodata.filter_mntnsmap = filters.mntnsmap.is_some();
     let maps = &mut open.maps;
+    // BCC's pinned maps are used as they are (the inner map of a one-slot array), so that entries changed while
+    // profile runs count at once.
+    if let Some(map) = &filters.cgroupmap {
+        maps.cgroupset.set_inner_map_fd(map.as_fd()).context("using the --cgroupmap map")?;
+    }
+    if let Some(map) = &filters.mntnsmap {
+        maps.mount_ns_set.set_inner_map_fd(map.as_fd()).context("using the --mntnsmap map")?;
+    }
     maps.stackmap.set_max_entries(args.stack_storage_size)?;
     maps.counts.set_max_entries(args.hash_storage_size)?;
     maps.pids.set_max_entries(args.pids.as_ref().map_or(1, |p| p.len() as u32))?;
@@ -271,6 +357,17 @@ fn load_and_attach(args: &Args, cpus: &[u32], rate: Rate) -> Result<(BpfSkel<'st
         for id in ids.iter().flatten() {
             map.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
         }
+    }
+    for (outer, map) in [(&skel.maps.cgroupset, &filters.cgroupmap), (&skel.maps.mount_ns_set, &filters.mntnsmap)] {
+        if let Some(map) = map {
+            let fd = map.as_fd().as_raw_fd() as u32;
+            outer
+                .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+                .context("setting the container filter")?;
+        }
+    }
+    if let Some(cgroup) = &filters.cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
 
     let events = SamplingEvents::open(cpus, rate)?;

@@ -4,11 +4,13 @@
  * User space opens one sampling perf event per CPU and attaches do_perf_event to each. Every sample looks up the
  * current task's user and kernel stacks in a stack-trace map and adds one to a count per (process, command name,
  * user stack, kernel stack); only the unique stacks and their counts reach user space, at the end. Idle (thread 0)
- * is skipped unless include_idle. The first sample of each process is reported on a ring buffer so user space
+ * is skipped unless include_idle; -p/-L, --cgroup and BCC's --cgroupmap/--mntnsmap filter before anything is
+ * counted. The first sample of each process is reported on a ring buffer so user space
  * can save its memory maps while it lives. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 #include "stacks.bpf.h"
 #include "profile.h"
@@ -18,6 +20,11 @@ const volatile bool kernel_stacks_only = false;
 const volatile bool include_idle = false;
 const volatile bool filter_by_pid = false;
 const volatile bool filter_by_tid = false;
+/* --cgroup PATH: only tasks in that cgroup v2 directory or below it. */
+const volatile bool filter_cgroup = false;
+/* --cgroupmap / --mntnsmap: only tasks whose cgroup id / mount namespace id is a key of BCC's pinned map. */
+const volatile bool filter_cgroupmap = false;
+const volatile bool filter_mntnsmap = false;
 
 /* Samples not counted because the counts map was full. */
 __u64 lost_samples = 0;
@@ -39,6 +46,47 @@ struct {
 	__uint(max_entries, 1);
 } tids SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} cgroup_map SEC(".maps");
+
+/* BCC's container filters (bcc/containers.py): hashes keyed by cgroup id (u64) and by mount namespace inode
+ * (u64), pinned by the user. Each outer array's one slot holds the pinned map itself (user space makes the pinned
+ * map the inner-map template and stores it in the slot before attaching), so entries added or removed while
+ * profile runs take effect at once, as in BCC. */
+struct id_set {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct id_set);
+} cgroupset SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct id_set);
+} mount_ns_set SEC(".maps");
+
+/* True if `id` is a key of the pinned set in slot 0 of `outer`. */
+static __always_inline bool in_pinned_set(void *outer, __u64 id)
+{
+	__u32 slot = 0;
+	void *set = bpf_map_lookup_elem(outer, &slot);
+
+	return set && bpf_map_lookup_elem(set, &id);
+}
+
 STACK_TRACE_MAP(stackmap);
 PROCESS_NOTICE_MAPS(seen_pids, new_pids);
 
@@ -54,6 +102,23 @@ struct stack_key _stack_key_type = {};
 
 static const __u64 zero;
 
+/* BCC's container_should_be_filtered(): true if the current task's cgroup or mount namespace is not wanted. */
+static __always_inline bool container_filtered(void)
+{
+	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+		return true;
+	if (filter_cgroupmap && !in_pinned_set(&cgroupset, bpf_get_current_cgroup_id()))
+		return true;
+	if (filter_mntnsmap) {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		__u64 ns_id = BPF_CORE_READ(task, nsproxy, mnt_ns, ns.inum);
+
+		if (!in_pinned_set(&mount_ns_set, ns_id))
+			return true;
+	}
+	return false;
+}
+
 SEC("perf_event")
 int do_perf_event(struct bpf_perf_event_data *ctx)
 {
@@ -67,6 +132,8 @@ int do_perf_event(struct bpf_perf_event_data *ctx)
 	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
 		return 0;
 	if (filter_by_tid && !bpf_map_lookup_elem(&tids, &tid))
+		return 0;
+	if (container_filtered())
 		return 0;
 
 	key.pid = tgid;
