@@ -1,0 +1,256 @@
+//! syscount: summarize syscall counts and latencies (BCC's tool, CO-RE).
+//!
+//! Counts every syscall as it returns (raw_syscalls sys_exit; with `-L` also sys_enter, for its time), per
+//! syscall or per process (`-P`), in kernel maps filtered in BPF by PID, TID, parent, cgroup, syscall, failure
+//! or errno; this front end prints the top entries of each interval in BCC's layout or as JSON lines
+//! ([`report`]). Syscall and errno names come from `common::domain::syscalls`.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64, require_process};
+use common::domain::syscalls;
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals, Tick};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::{Link, MapCore};
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Report, Totals};
+
+const EXAMPLES: &str = "\
+examples:
+    syscount                 # count syscalls, print the top 10 at Ctrl-C
+    syscount -p $(pidof dd)  # look only at a particular process
+    syscount -t 185          # look only at thread 185
+    syscount -c 185          # look only at the children of process 185
+    syscount --cgroup /sys/fs/cgroup/system.slice  # look only at this cgroup
+    syscount -L              # measure and sort output by latency
+    syscount -L -m           # latency in milliseconds
+    syscount -P              # group statistics by pid, not by syscall
+    syscount -x -i 5         # count only failed syscalls, print every 5 seconds
+    syscount -e ENOENT -i 5  # count only syscalls failed with a given errno
+    syscount --syscall openat -i 1  # count only openat, every second
+    syscount -d 10 -T 20     # trace for 10 seconds, print the top 20
+    syscount -l              # list the syscalls of this architecture
+    syscount --json -i 1     # JSON lines, one per second";
+
+/// Summarize syscall counts and latencies.
+#[derive(Debug, Parser)]
+#[command(name = "syscount", version, after_help = EXAMPLES)]
+struct Args {
+    /// Trace only this pid
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Trace only this tid
+    #[arg(short = 't', long, value_parser = parse_pid)]
+    tid: Option<u32>,
+    /// Trace only child of this pid
+    #[arg(short = 'c', long, value_parser = parse_pid)]
+    ppid: Option<u32>,
+    /// Trace only tasks in this cgroup (v2 directory)
+    #[arg(long, value_name = "CGROUP_PATH")]
+    cgroup: Option<PathBuf>,
+    /// Print summary at this interval (seconds)
+    #[arg(short = 'i', long, value_parser = parse_interval_secs)]
+    interval: Option<u64>,
+    /// Total duration of trace, in seconds
+    #[arg(short = 'd', long, value_parser = parse_interval_secs)]
+    duration: Option<u64>,
+    /// Print only the top syscalls by count or latency
+    #[arg(short = 'T', long, default_value_t = 10, value_parser = parse_positive_u64)]
+    top: u64,
+    /// Trace only failed syscalls (return < 0)
+    #[arg(short = 'x', long)]
+    failures: bool,
+    /// Trace only syscalls that return this error (numeric or EPERM, etc.)
+    #[arg(short = 'e', long, value_parser = parse_errno)]
+    errno: Option<i32>,
+    /// Collect syscall latency
+    #[arg(short = 'L', long)]
+    latency: bool,
+    /// Display latency in milliseconds (default: microseconds)
+    #[arg(short = 'm', long)]
+    milliseconds: bool,
+    /// Count by process and not by syscall
+    #[arg(short = 'P', long)]
+    process: bool,
+    /// Print list of recognized syscalls and exit
+    #[arg(short = 'l', long)]
+    list: bool,
+    /// Trace this syscall only (use option -l to get all recognized syscalls)
+    #[arg(long, value_name = "SYSCALL", value_parser = parse_syscall)]
+    syscall: Option<u32>,
+    /// JSON output: one object per interval, the top entries with exact counts and nanoseconds
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    if args.list {
+        // Needs neither privileges nor BPF.
+        return run::main(list);
+    }
+    run::bpf_main(args.verbose, || syscount(args))
+}
+
+/// An errno by name (`ENOENT`) or number, as BCC's `-e`.
+fn parse_errno(s: &str) -> Result<i32, String> {
+    syscalls::errno_number(s).ok_or_else(|| format!("couldn't map {s} to an errno"))
+}
+
+/// A syscall of this architecture by name.
+fn parse_syscall(s: &str) -> Result<u32, String> {
+    syscalls::number(s).ok_or_else(|| format!("syscall '{s}' not found (syscount -l lists them)"))
+}
+
+/// `-l`: the syscall names, sorted, four to a line as BCC prints them.
+fn list() -> Result<()> {
+    let mut names: Vec<&str> = syscalls::all().into_iter().map(|(_, name)| name).collect();
+    names.sort_unstable();
+    let mut out = Output::new();
+    for row in names.chunks(4) {
+        let cells: Vec<String> = row.iter().map(|n| format!("{n:<22}")).collect();
+        writeln!(out, "{}", cells.join("   "))?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn syscount(args: Args) -> Result<()> {
+    for pid in [args.pid, args.tid, args.ppid].into_iter().flatten() {
+        require_process(pid)?;
+    }
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let signals = Signals::install()?;
+
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+
+    let mut out = Output::new();
+    if !args.json {
+        let failed = if args.failures { "failed " } else { "" };
+        match args.syscall {
+            Some(nr) => writeln!(out, "Tracing {failed}syscall '{}'... Ctrl+C to quit.", syscalls::display_name(nr))?,
+            None => writeln!(out, "Tracing {failed}syscalls, printing top {}... Ctrl+C to quit.", args.top)?,
+        }
+        out.flush()?;
+    }
+    let mut report = Report::new(args.process, args.latency, args.milliseconds, args.top as usize, args.json);
+    let mut drops = [
+        DropCounter::new("syscalls from the per-process counts", "too many processes at once"),
+        DropCounter::new("syscall latencies", "too many threads in syscalls at once"),
+        DropCounter::new("syscalls", "their number is beyond the table"),
+        DropCounter::new("32-bit (compat) syscalls", "not counted: their numbers are another table"),
+    ];
+    let interval = args.interval.or(args.duration);
+    let count = args.duration.zip(interval).map(|(d, i)| d.div_ceil(i));
+    run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
+        let totals = read_totals(&skel, args.process)?;
+        report.write(&mut out, totals, tick == Tick::Last)?;
+        if args.process {
+            // Exited processes have made their last call: forget them, so the map holds the live ones only.
+            for pid in report.exited() {
+                let _ = skel.maps.processes.delete(&pid.to_ne_bytes());
+            }
+        }
+        check_drops(&skel, &mut drops);
+        Ok(())
+    })?;
+    check_drops(&skel, &mut drops);
+    Ok(())
+}
+
+/// Reports, on stderr, what the BPF side could not count.
+fn check_drops(skel: &BpfSkel<'_>, drops: &mut [DropCounter; 4]) {
+    if let Some(bss) = skel.maps.bss_data.as_ref() {
+        drops[0].check(&bss.proc_map_full);
+        drops[1].check(&bss.start_map_full);
+        drops[2].check(&bss.out_of_range);
+        drops[3].check(&bss.compat_calls);
+    }
+}
+
+/// The cumulative counts so far: per syscall (summed over CPUs) or per process.
+fn read_totals(skel: &BpfSkel<'_>, by_process: bool) -> Result<Totals> {
+    if by_process {
+        let entries = common::attach::maps::hash_entries::<u32, bpf::types::proc_stat>(&skel.maps.processes)?;
+        return Ok(Totals::Processes(entries));
+    }
+    let map = &skel.maps.syscalls;
+    let mut per_syscall = Vec::new();
+    for nr in 0..bpf::consts::SYSCALL_SLOTS as u32 {
+        let Some(cpus) =
+            map.lookup_percpu(&nr.to_ne_bytes(), libbpf_rs::MapFlags::ANY).context("reading map syscalls")?
+        else {
+            continue;
+        };
+        let (mut count, mut total_ns) = (0u64, 0u64);
+        for bytes in cpus {
+            let stat: bpf::types::sys_stat = common::attach::maps::from_bytes(&bytes);
+            count += stat.count;
+            total_ns += stat.total_ns;
+        }
+        if count > 0 {
+            per_syscall.push((nr, count, total_ns));
+        }
+    }
+    Ok(Totals::Syscalls(per_syscall))
+}
+
+/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.filter_pid = args.pid.unwrap_or(0);
+    rodata.filter_tid = args.tid.unwrap_or(0);
+    rodata.filter_ppid = args.ppid.unwrap_or(0);
+    rodata.filter_cgroup = cgroup.is_some();
+    rodata.filter_syscall = args.syscall.is_some();
+    rodata.target_syscall = args.syscall.unwrap_or(0);
+    rodata.filter_failed = args.failures;
+    rodata.filter_errno = args.errno.unwrap_or(0);
+    rodata.by_process = args.process;
+    rodata.latency = args.latency;
+    if args.process {
+        open.maps.processes.set_max_entries(bpf::consts::MAX_PROCESSES as u32)?;
+    }
+
+    let tp_btf = mech == Attach::TpBtf;
+    let progs = &mut open.progs;
+    progs.sys_enter_btf.set_autoload(tp_btf && args.latency);
+    progs.sys_exit_btf.set_autoload(tp_btf);
+    progs.sys_enter_raw.set_autoload(!tp_btf && args.latency);
+    progs.sys_exit_raw.set_autoload(!tp_btf);
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    // Filters are in place before the first program is attached.
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+
+    let p = &skel.progs;
+    let (enter, exit) = if tp_btf { (&p.sys_enter_btf, &p.sys_exit_btf) } else { (&p.sys_enter_raw, &p.sys_exit_raw) };
+    let mut links = Vec::new();
+    // sys_enter first, so that every call counted with -L has its entry time.
+    if args.latency {
+        links.push(attach_tracepoint(enter, "raw_syscalls", "sys_enter", mech)?);
+    }
+    links.push(attach_tracepoint(exit, "raw_syscalls", "sys_exit", mech)?);
+    Ok((skel, links))
+}
