@@ -27,6 +27,7 @@ import netbytes  # noqa: E402
 import offcpu  # noqa: E402
 import netcost  # noqa: E402
 import vfs  # noqa: E402
+import argdist  # noqa: E402
 
 
 class Config:
@@ -91,6 +92,12 @@ FIGURES.append((17, "cost per counted VFS call: vfsstat", vfs.fig_vfs_cost))
 notes.TITLES[17] = vfs.TITLE
 notes.METHOD[17] = vfs.METHOD
 report.RENDER[17] = vfs.render
+
+# Figure 19 (argdist's generic histogram program per write, against bpftrace's hist()) lives in argdist.py.
+FIGURES.append((19, "cost per write: argdist -H", argdist.fig_argdist_cost))
+notes.TITLES[19] = argdist.TITLE
+notes.METHOD[19] = argdist.METHOD
+report.RENDER[19] = argdist.render
 
 
 def main():

@@ -9,11 +9,13 @@
 //!   patterns, blazesym symbolization.
 //! - [`output`]: what tools print: stdout that survives pipes, BCC's histograms.
 //! - [`domain`]: helpers for one subject: block devices, cgroups, network addresses.
+//! - [`probe`]: the probe specs of argdist and trace, parsed into parameters of generic BPF programs.
 
 pub mod attach;
 pub mod cli;
 pub mod domain;
 pub mod output;
+pub mod probe;
 pub mod process;
 pub mod run;
 pub mod tool;

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/* argdist: one object per probe spec. The generic probe (probe.bpf.h) fetches the values the spec names and
+ * applies its filter; this program then counts the first expression into a log2 histogram (-H, in .bss) or the
+ * whole key (up to MAX_KEYS integers and strings) into a hash of counts (-C). The maps are cumulative; the Rust
+ * side prints each interval's difference, as BCC's tool clears its tables. The count map's key size is set at
+ * load time to the integers plus only as many strings as the spec has, so integer keys hash 32 bytes. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bits.bpf.h"
+#include "argdist.h"
+#include "probe.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 mode = MODE_HIST;
+const volatile __u32 n_keys = 1;
+const volatile struct key_expr keys[MAX_KEYS] = {};
+const volatile __u32 str_size = 80;
+
+struct count_key {
+	__u64 vals[MAX_KEYS];
+	char strs[MAX_KEYS][STR_MAX];
+};
+
+__u64 hist_slots[HIST_SLOTS] = {};
+/* Events not counted: the count map was full. */
+__u64 dropped = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MAX_ENTRIES);
+	__uint(key_size, sizeof(struct count_key));
+	__type(value, __u64);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	/* By size, not type: the skeleton cannot derive Default for long arrays. */
+	__uint(value_size, sizeof(struct count_key));
+} scratch SEC(".maps");
+
+static __always_inline int handle(void *record, struct pt_regs *regs)
+{
+	__u64 vals[MAX_FETCH] = {};
+	__u32 tid, zero = 0;
+
+	if (!probe_wanted(&tid))
+		return 0;
+	if (!probe_fetch(record, regs, tid, vals))
+		return 0;
+	if (!probe_filter(vals))
+		return 0;
+
+	if (mode == MODE_HIST) {
+		__u8 f = keys[0].fetch;
+		__u64 v;
+
+		if (f >= MAX_FETCH)
+			return 0;
+		v = probe_extend(vals[f], keys[0].size, keys[0].is_signed);
+		__u64 slot = log2l(v);
+		if (slot >= HIST_SLOTS)
+			slot = HIST_SLOTS - 1;
+		__sync_fetch_and_add(&hist_slots[slot], 1);
+		return 0;
+	}
+
+	struct count_key *key = bpf_map_lookup_elem(&scratch, &zero);
+	if (!key)
+		return 0;
+	__builtin_memset(key, 0, sizeof(*key));
+#pragma unroll
+	for (int i = 0; i < MAX_KEYS; i++) {
+		__u8 f = keys[i].fetch, s = keys[i].str;
+
+		if (i >= n_keys)
+			break;
+		if (f >= MAX_FETCH)
+			return 0;
+		if (s < MAX_KEYS)
+			probe_string(key->strs[s], str_size, record, f, vals[f]);
+		else
+			key->vals[i] = probe_extend(vals[f], keys[i].size, keys[i].is_signed);
+	}
+	__u64 one = 1, *count = bpf_map_lookup_elem(&counts, key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+	} else if (bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST)) {
+		count = bpf_map_lookup_elem(&counts, key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+		else
+			__sync_fetch_and_add(&dropped, 1);
+	}
+	return 0;
+}
+
+SEC("tracepoint")
+int ad_tracepoint(void *ctx)
+{
+	return handle(ctx, NULL);
+}
+
+/* Attached as a uprobe or a kprobe (both are kprobe programs). */
+SEC("kprobe")
+int ad_probe(struct pt_regs *ctx)
+{
+	return handle(NULL, ctx);
+}
+
+SEC("kretprobe")
+int ad_retprobe(struct pt_regs *ctx)
+{
+	return handle(NULL, ctx);
+}
+
+/* The entry side of a $latency return probe. */
+SEC("kprobe")
+int ad_entry(struct pt_regs *ctx)
+{
+	return probe_entry();
+}

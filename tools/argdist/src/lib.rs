@@ -1,0 +1,249 @@
+//! argdist: trace a function or tracepoint and display a summary of its parameter values (BCC's tool, CO-RE,
+//! with no compiler at run time).
+//!
+//! Each `-H`/`-C` spec is parsed and resolved by `common::probe` into the parameters of one generic, prebuilt
+//! BPF object (`argdist.bpf.c` over `bpf/include/probe.bpf.h`): the values to fetch (tracepoint fields at their
+//! tracefs offsets, function arguments by position, `$retval`, `$latency`), the filter's comparisons, and the
+//! key's expressions. Loading and attaching is in [`attach`], printing in [`report`].
+
+mod attach;
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Parser;
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::output::stdout::{clock_hms, Output};
+use common::probe::plan::{plan, Limits};
+use common::probe::spec::{parse_argdist, ProbeType, Spec};
+use common::probe::{usage_exit, SpecError};
+use common::process::elf::{find_binary, ElfSymbols};
+use common::run::{self, run_intervals, Signals};
+
+use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_KEYS, STR_MAX};
+
+const EXAMPLES: &str = "\
+Probe specifier syntax:
+        {p,r,t}:{[library],category}:function(signature)[:type[,type...]:expr[,expr...][:filter]][#label]
+Where:
+        p,r,t      -- probe at function entry, function exit, or kernel
+                      tracepoint
+                      in exit probes: can use $retval, $latency
+        library    -- the library that contains the function
+                      (leave empty for kernel functions)
+        category   -- the category of the kernel tracepoint (e.g. net, sched)
+        function   -- the function name to trace (or tracepoint name)
+        signature  -- the function's parameters, as in the C header
+        type       -- the type of the expression to collect (supports multiple)
+        expr       -- the expression to collect (supports multiple): a
+                      parameter, args->FIELD of a tracepoint, $retval,
+                      $latency, $PID, $TID, $UID
+        filter     -- the filter that is applied to collected values:
+                      comparisons (== != < <= > >=) joined by && and ||
+        label      -- the label for this probe in the resulting output
+
+EXAMPLES:
+
+argdist -H 't:syscalls:sys_enter_write():u64:args->count'
+        Print a histogram of the sizes passed to write()
+
+argdist -H 't:syscalls:sys_enter_write():u64:args->count:args->count > 100'
+        The same, for writes of more than 100 bytes only
+
+argdist -p 1005 -C 'p:c:malloc(size_t size):size_t:size:size==16'
+        Print a frequency count of how many times process 1005 called malloc
+        with an allocation size of 16 bytes
+
+argdist -C 'r:c:gets():char*:(char*)$retval#snooped strings'
+        Snoop on all strings returned by gets()
+
+argdist -p 1005 -C 'p:c:write(int fd):int:fd' -T 5
+        Print frequency counts of how many times writes were issued to a
+        particular file descriptor number, in process 1005, but only show
+        the top 5 busiest fds
+
+argdist -p 1005 -H 'r:c:read()'
+        Print a histogram of results (sizes) returned by read() in process 1005
+
+argdist -H 'r:c:usleep():u64:$latency'
+        Print a histogram of the latency of usleep() in nanoseconds
+
+argdist -C 'r::__vfs_read():u32:$PID:$latency > 100000'
+        Print frequency of reads by process where the latency was >0.1ms
+        (kernel functions need kprobes)
+
+argdist -C 't:irq:irq_handler_entry():int:args->irq'
+        Aggregate interrupts by interrupt request (IRQ)
+
+argdist -C 't:syscalls:sys_enter_openat():char*:args->filename'
+        Count the files opened, by name
+
+argdist -H 'p:c:sleep(u32 seconds):u32:seconds' -H 't:syscalls:sys_enter_nanosleep():u64:args->rqtp'
+        Print histograms of sleep() arguments and nanosleep() request pointers";
+
+/// Trace a function and display a summary of its parameter values.
+#[derive(Debug, Parser)]
+#[command(name = "argdist", version, after_help = EXAMPLES)]
+struct Args {
+    /// id of the process to trace (optional)
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// id of the thread to trace (optional)
+    #[arg(short = 't', long, value_parser = parse_pid)]
+    tid: Option<u32>,
+    /// maximum string size to read from char* arguments
+    #[arg(short = 'z', long = "string-size", default_value_t = 80,
+          value_parser = clap::value_parser!(u32).range(1..=STR_MAX as i64))]
+    string_size: u32,
+    /// output interval, in seconds (default 1 second)
+    #[arg(short = 'i', long, default_value_t = 1, value_parser = parse_interval_secs)]
+    interval: u64,
+    /// total duration of trace, in seconds
+    #[arg(short = 'd', long, value_parser = parse_interval_secs)]
+    duration: Option<u64>,
+    /// number of outputs
+    #[arg(short = 'n', long = "number", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+    /// do not clear histograms and freq counts at each interval
+    #[arg(short = 'c', long)]
+    cumulative: bool,
+    /// number of top results to show (not applicable to histograms)
+    #[arg(short = 'T', long, value_parser = clap::value_parser!(u32).range(1..))]
+    top: Option<u32>,
+    /// probe specifier to capture histogram of (see examples below)
+    #[arg(short = 'H', long = "histogram", value_name = "specifier")]
+    histogram: Vec<String>,
+    /// probe specifier to capture count of (see examples below)
+    #[arg(short = 'C', long = "count", value_name = "specifier")]
+    count_spec: Vec<String>,
+    /// additional header files (accepted for BCC compatibility and not needed: field types come from tracefs
+    /// and the spec's signature, so nothing is compiled)
+    #[arg(short = 'I', long = "include", value_name = "header")]
+    include: Vec<String>,
+    /// JSON output: one object per probe per interval
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Kprobe]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    if args.histogram.is_empty() && args.count_spec.is_empty() {
+        eprintln!("{}: at least one specifier is required (-H or -C)", common::tool::invoked_name());
+        return ExitCode::from(2);
+    }
+    run::bpf_main(args.verbose, || argdist(args))
+}
+
+const LIMITS: Limits = Limits { fetches: MAX_FETCH, cmps: MAX_CMPS, exprs: MAX_KEYS };
+
+/// Parses and resolves every spec (exit 2 on the first it cannot take), counts first as BCC orders them.
+fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, attach::Site, bool)> {
+    let tracefs = if args.histogram.iter().chain(&args.count_spec).any(|s| s.trim_start().starts_with("t:")) {
+        match common::attach::features::tracefs() {
+            Ok(dir) => Some(dir),
+            Err(err) => {
+                eprintln!("{}: {err:#}", common::tool::invoked_name());
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
+    let specs = args.count_spec.iter().map(|s| (s, false)).chain(args.histogram.iter().map(|s| (s, true)));
+    let mut out = Vec::new();
+    for (raw, hist) in specs {
+        let resolved = parse_argdist(raw, hist).and_then(|spec| {
+            let plan = plan(&spec, tracefs.as_deref(), &LIMITS)?;
+            let site = site(&spec, args.pid)?;
+            Ok((spec, plan, site, hist))
+        });
+        match resolved {
+            Ok(r) => out.push(r),
+            Err(err) => usage_exit(&err),
+        }
+    }
+    out
+}
+
+/// Where a spec attaches: the tracepoint, the user function's file offset, or the kernel function.
+fn site(spec: &Spec, pid: Option<u32>) -> Result<attach::Site, SpecError> {
+    let raw = &spec.raw;
+    Ok(match spec.probe {
+        ProbeType::Tracepoint => {
+            attach::Site::Tracepoint { category: spec.library.clone(), event: spec.function.clone() }
+        }
+        _ if spec.is_user() => {
+            let binary = find_binary(&spec.library, pid)
+                .map_err(|e| SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)))?;
+            let symbols = ElfSymbols::read(&binary).map_err(|e| SpecError(format!("in '{raw}': {e:#}")))?;
+            let Some(f) = symbols.find(&spec.function) else {
+                return Err(SpecError(format!("in '{raw}': no function '{}' in {}", spec.function, binary.display())));
+            };
+            attach::Site::User { offset: f.file_offset as usize, binary }
+        }
+        _ => {
+            if let Ok(btf) = KernelBtf::load() {
+                if !btf.has_function(&spec.function) {
+                    return Err(SpecError(format!("in '{raw}': no kernel function '{}'", spec.function)));
+                }
+            }
+            attach::Site::Kernel { function: spec.function.clone() }
+        }
+    })
+}
+
+fn argdist(args: Args) -> Result<()> {
+    if let Some(pid) = args.pid {
+        require_process(pid)?;
+    }
+    if !args.include.is_empty() {
+        eprintln!(
+            "{}: -I {} ignored: this argdist is prebuilt, nothing is compiled (types come from tracefs and the spec)",
+            common::tool::invoked_name(),
+            args.include.join(" -I ")
+        );
+    }
+    let resolved = resolve_all(&args);
+    let signals = Signals::install()?;
+    let options = |hist| attach::Options { pid: args.pid, tid: args.tid, string_size: args.string_size, hist };
+    let mut probes = Vec::new();
+    for (spec, plan, site, hist) in resolved {
+        let attached = attach::attach(&spec, &plan, &site, &options(hist))?;
+        if args.verbose.on() {
+            eprintln!("attached with {} ({}: {} values fetched)", attached.how, spec.raw, plan.fetches.len());
+        }
+        probes.push(report::Probe::new(spec, plan, hist, attached));
+    }
+    let mut out = Output::new();
+    let interval = Duration::from_secs(args.interval);
+    let by_duration = args.duration.map(|d| d.div_ceil(args.interval));
+    let count = match (args.count, by_duration) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let mut dropped = DropCounter::new("events from the counts", "too many distinct keys");
+    let top = args.top.map(|t| t as usize);
+    run_intervals(&signals, Some(interval), count, |_| {
+        let time = clock_hms();
+        if !args.json {
+            writeln!(out, "[{time}]")?;
+        }
+        for p in probes.iter_mut() {
+            p.write(&mut out, &time, top, args.cumulative, args.json)?;
+        }
+        out.flush()?;
+        dropped.check_all(probes.iter().map(|p| p.dropped()));
+        Ok(())
+    })
+}
