@@ -87,8 +87,9 @@ fn traced_env(args: &[&str], signal: i32, env: &[(&str, &str)], target: Target) 
         }
     }
     let mut run = Running::start_with_env("syscount", &all, env);
-    // Attached once it holds its links: sys_exit, and sys_enter with -L (JSON prints no banner to wait for).
-    let links = if args.contains(&"-L") { 2 } else { 1 };
+    // Attached once it holds its links: sys_exit, and sched_process_exit and sys_enter with -L (JSON prints no
+    // banner to wait for).
+    let links = if args.contains(&"-L") { 3 } else { 1 };
     let deadline = Instant::now() + Duration::from_secs(30);
     while link_count(run.pid()) < links {
         assert!(Instant::now() < deadline, "syscount {all:?} did not attach within 30 s");

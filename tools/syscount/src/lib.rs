@@ -238,6 +238,8 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     progs.sys_exit_btf.set_autoload(tp_btf);
     progs.sys_enter_raw.set_autoload(!tp_btf && args.latency);
     progs.sys_exit_raw.set_autoload(!tp_btf);
+    progs.thread_exit_btf.set_autoload(tp_btf && args.latency);
+    progs.thread_exit_raw.set_autoload(!tp_btf && args.latency);
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     // Filters are in place before the first program is attached.
     if let Some(cgroup) = cgroup {
@@ -245,10 +247,15 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     }
 
     let p = &skel.progs;
-    let (enter, exit) = if tp_btf { (&p.sys_enter_btf, &p.sys_exit_btf) } else { (&p.sys_enter_raw, &p.sys_exit_raw) };
+    let (enter, exit, thread_exit) = if tp_btf {
+        (&p.sys_enter_btf, &p.sys_exit_btf, &p.thread_exit_btf)
+    } else {
+        (&p.sys_enter_raw, &p.sys_exit_raw, &p.thread_exit_raw)
+    };
     let mut links = Vec::new();
     // sys_enter first, so that every call counted with -L has its entry time.
     if args.latency {
+        links.push(attach_tracepoint(thread_exit, "sched", "sched_process_exit", mech)?);
         links.push(attach_tracepoint(enter, "raw_syscalls", "sys_enter", mech)?);
     }
     links.push(attach_tracepoint(exit, "raw_syscalls", "sys_exit", mech)?);

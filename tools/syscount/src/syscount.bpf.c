@@ -2,7 +2,7 @@
 /* syscount: syscall counts, and with -L their total time, per syscall or per process (-P).
  *
  * raw_syscalls sys_exit counts each call once it returns (so -x/-e see its return value); with -L, sys_enter
- * keeps the entry time per thread. Both are attached as tp_btf where the kernel allows it, else as raw_tp; user
+ * keeps the entry time per thread (removed at sched_process_exit). They are attached as tp_btf where the kernel allows it, else as raw_tp; user
  * space loads one pair. Every filter (PID, TID, parent PID, cgroup, syscall, failed, errno) is applied here, set
  * before loading (rodata) or, for the cgroup, filled in before attaching. Counts are cumulative and never cleared,
  * so reading them at an interval loses no call: per syscall in a per-CPU array (no atomics on the hot path), per
@@ -119,12 +119,17 @@ static __always_inline int on_enter(long id)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = pid_tgid;
-	__u64 ts;
+	__u64 ts, *slot;
 
 	if (id < 0 || (filter_syscall && id != target_syscall) || !wanted_task(pid_tgid))
 		return 0;
 	ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&start, &tid, &ts, BPF_ANY))
+	/* The thread's entry is reused from call to call (no allocation on the hot path) and removed when the thread
+	 * exits (sched_process_exit), so calls that never return (exit, a thread killed in a call) leave nothing. */
+	slot = bpf_map_lookup_elem(&start, &tid);
+	if (slot)
+		*slot = ts;
+	else if (bpf_map_update_elem(&start, &tid, &ts, BPF_ANY))
 		__sync_fetch_and_add(&start_map_full, 1);
 	return 0;
 }
@@ -144,10 +149,10 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		return 0;
 	if (latency) {
 		ts = bpf_map_lookup_elem(&start, &tid);
-		if (!ts)
+		if (!ts || !*ts)
 			return 0; /* entered before tracing began, or not timed */
 		lat = bpf_ktime_get_ns() - *ts;
-		bpf_map_delete_elem(&start, &tid);
+		*ts = 0;
 	}
 	if (filter_failed && ret >= 0)
 		return 0;
@@ -204,6 +209,27 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 {
 	return on_exit(regs, ret);
+}
+
+/* -L: a thread's entry time goes with the thread (it runs this in its own context as it exits). */
+static __always_inline int on_thread_exit(void)
+{
+	__u32 tid = bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&start, &tid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thread_exit_btf)
+{
+	return on_thread_exit();
+}
+
+SEC("raw_tp/sched_process_exit")
+int thread_exit_raw(void *ctx)
+{
+	return on_thread_exit();
 }
 
 SEC("raw_tp/sys_enter")
