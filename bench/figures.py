@@ -148,6 +148,7 @@ def startup_specs():
         ("vfsstat", our("vfsstat", ready="^TIME"), bt(BT_VFSSTAT)),
         # offwaketime (no libbpf-tools port): bpftrace counting waker stacks on the same tracepoint.
         ("offwaketime", our("offwaketime"), bt(BT_READY + "tracepoint:sched:sched_waking { @[kstack] = count(); }")),
+        ("wakeuptime", our("wakeuptime"), c_tool("wakeuptime")),
         ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
         ("funccount t:syscalls:sys_enter_write", our("funccount", ["t:syscalls:sys_enter_write"]),
          bt(BT_FUNCCOUNT)),
@@ -162,6 +163,7 @@ def startup_specs():
         ("runqlen", our("runqlen", ready="^Sampling"), c_tool("runqlen", ready="^Sampling")),
         ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
         ("opensnoop", our("opensnoop", ready="^PID"), c_tool("opensnoop", ready="^PID")),
+        ("syscount", our("syscount"), c_tool("syscount")),
     ]
 
 

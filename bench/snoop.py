@@ -9,7 +9,7 @@ import subprocess
 import time
 
 from figures import BT_READY, bt, c_tool, our, orders, run_traced
-from lib import BenchError, median, spread
+from lib import BenchError, dd_syscalls, median, spread
 import report
 
 TITLE = "Cost per traced exec, open and syscall: the event tools"
@@ -17,7 +17,11 @@ TITLE = "Cost per traced exec, open and syscall: the event tools"
 METHOD = """
 Each row is one workload of a known number of events, run untraced and under each tracer with default options
 (printing every event to a pipe that the bench reads): `execs` is a shell loop that runs `/bin/true` n times
-(n execve calls, each with a fork); `opens` is a Python loop that opens and closes `/etc/hostname` n times; the workload's CPU time includes its children's (wait4). *Extra per event* =
+(n execve calls, each with a fork); `opens` is a Python loop that opens and closes `/etc/hostname` n times;
+`syscalls` is `dd bs=1` copying /dev/zero to /dev/null (n/2 reads and n/2 writes), under syscount counting every
+syscall of the system per syscall (`-L`: also timing each, from sys_enter to sys_exit), libbpf-tools' syscount
+with the same flags, and bpftrace counting (and timing) by syscall number on the same tracepoints; the workload's
+CPU time includes its children's (wait4). *Extra per event* =
 (median CPU time traced − untraced) / n. The bpftrace one-liners do what the tool does in the kernel (copy the
 event to user space and print it). {cfg.repeat} rounds.
 """
@@ -29,6 +33,13 @@ BT_EXECSNOOP = (BT_READY + "tracepoint:syscalls:sys_enter_execve { printf(\"%d %
 BT_OPENSNOOP = (BT_READY + "tracepoint:syscalls:sys_enter_openat { @f[tid] = args->filename; } "
                 "tracepoint:syscalls:sys_exit_openat /@f[tid]/ { printf(\"%d %s %d %s\\n\", pid, comm, args->ret, "
                 "str(@f[tid])); delete(@f[tid]); }")
+
+
+BT_SYSCOUNT = BT_READY + "tracepoint:raw_syscalls:sys_exit { @[args->id] = count(); }"
+
+BT_SYSCOUNT_L = (BT_READY + "tracepoint:raw_syscalls:sys_enter { @s[tid] = nsecs; } "
+                 "tracepoint:raw_syscalls:sys_exit /@s[tid]/ { @c[args->id] = count(); "
+                 "@t[args->id] = sum(nsecs - @s[tid]); delete(@s[tid]); }")
 
 
 def run_cost(argv):
@@ -56,6 +67,7 @@ def specs(cfg):
     """(name, n, workload, [(label, contender)])."""
     n_exec = 500 if cfg.quick else 2_000
     n_open = 20_000 if cfg.quick else 200_000
+    n_sys = 100_000 if cfg.quick else 1_000_000  # read+write pairs
     return [
         ("execsnoop", n_exec, lambda: execs(n_exec),
          [("ours", our("execsnoop", ready="^COMM")), ("libbpf-tools", c_tool("execsnoop", ready="^PCOMM")),
@@ -63,6 +75,11 @@ def specs(cfg):
         ("opensnoop", n_open, lambda: opens(n_open),
          [("ours", our("opensnoop", ready="^PID")), ("libbpf-tools", c_tool("opensnoop", ready="^PID")),
           ("bpftrace", bt(BT_OPENSNOOP))]),
+        ("syscount", 2 * n_sys, lambda: dd_syscalls(n_sys),
+         [("ours", our("syscount")), ("libbpf-tools", c_tool("syscount")), ("bpftrace", bt(BT_SYSCOUNT))]),
+        ("syscount -L", 2 * n_sys, lambda: dd_syscalls(n_sys),
+         [("ours", our("syscount", ["-L"])), ("libbpf-tools", c_tool("syscount", ["-L"])),
+          ("bpftrace", bt(BT_SYSCOUNT_L))]),
     ]
 
 
