@@ -4,15 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::thread;
-use std::time::Duration;
 
+use corebpf_tests::irq::{json_counts, table_counts, Bounds, IrqTool, Snapshot};
+use corebpf_tests::pipe::assert_head_1_ends_cleanly;
 use corebpf_tests::*;
 
 const BANNER: &str = "Tracing hard irq";
 
 /// /proc/interrupts' numbered lines with one handler: handler name → count per CPU (summed over lines that share
 /// a name, as the tool keys by name).
-fn proc_interrupts() -> BTreeMap<String, Vec<u64>> {
+fn proc_interrupts() -> Snapshot {
     let text = std::fs::read_to_string("/proc/interrupts").unwrap();
     let ncpu = text.lines().next().unwrap().split_whitespace().count();
     let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -34,54 +35,16 @@ fn proc_interrupts() -> BTreeMap<String, Vec<u64>> {
     out
 }
 
-fn on(snap: &BTreeMap<String, Vec<u64>>, name: &str, cpu: Option<usize>) -> u64 {
-    snap.get(name).map_or(0, |c| cpu.map_or_else(|| c.iter().sum(), |i| c[i]))
-}
-
-/// The TOTAL_count table of a text report, summed over intervals: name → count.
-fn table_counts(text: &str) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    for line in text.lines() {
-        let mut f = line.split_whitespace();
-        if let (Some(name), Some(n), None) = (f.next(), f.next(), f.next()) {
-            if let Ok(n) = n.parse::<u64>() {
-                *counts.entry(name.to_string()).or_default() += n;
-            }
-        }
-    }
-    counts
-}
+const HARDIRQS: IrqTool =
+    IrqTool { name: "hardirqs", banner: BANNER, snapshot: proc_interrupts, rename: |name| name.to_string() };
 
 /// Runs `hardirqs args` around 600 O_DIRECT writes; returns the finished run and, per handler name, the bounds
 /// (interrupts while surely attached, interrupts from before start to after exit).
-fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, BTreeMap<String, (u64, u64)>) {
-    let before = proc_interrupts();
-    let mut run = Running::start_with_env("hardirqs", args, env);
-    if args.contains(&"-j") {
-        for _ in 0..200 {
-            if prog_ids_of(run.pid()).len() >= 2 {
-                break;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        run.note_programs();
-        thread::sleep(Duration::from_millis(300));
-    } else {
-        run.wait_for_line(BANNER, Duration::from_secs(20));
-    }
-    let p0 = proc_interrupts();
-    let file = ScratchFile::new("hardirqs");
-    direct_writes(&file.0, 600);
-    let p1 = proc_interrupts();
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
-    let after = proc_interrupts();
-    let bounds = after
-        .keys()
-        .map(|n| (n.clone(), (on(&p1, n, cpu) - on(&p0, n, cpu), on(&after, n, cpu) - on(&before, n, cpu))))
-        .collect();
-    (done, bounds)
+fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, Bounds) {
+    HARDIRQS.traced(args, env, cpu, || {
+        let file = ScratchFile::new("hardirqs");
+        direct_writes(&file.0, 600);
+    })
 }
 
 /// Every handler that interrupted while the tool was attached is counted, no more than /proc/interrupts says
@@ -136,16 +99,7 @@ fn raw_tp_fallback_counts_the_same() {
 #[test]
 fn json_histograms_hold_every_event_and_time() {
     let (done, bounds) = traced(&["-j", "-d", "1"], &[], None);
-    let mut counts = BTreeMap::new();
-    for line in json_lines(&done.stdout) {
-        for v in line["hardirqs"].as_array().unwrap() {
-            let count = v["count"].as_u64().unwrap();
-            let in_buckets: u64 = v["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
-            assert_eq!(in_buckets, count, "{v}");
-            assert!(v["total_ns"].as_u64().unwrap() >= count * 100, "less than 100 ns per interrupt: {v}");
-            *counts.entry(v["hardirq"].as_str().unwrap().to_string()).or_insert(0) += count;
-        }
-    }
+    let counts = json_counts(&done.stdout, "hardirqs", "hardirq");
     assert_within(&counts, &bounds, &done.stdout);
 }
 
@@ -175,11 +129,5 @@ fn bad_input_and_closed_pipe() {
     let done = run_tool("hardirqs", &["-c", "4096"]);
     assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{} 1 | head -1", bin("hardirqs").display()))
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with(BANNER));
-    assert!(out.status.success());
+    assert_head_1_ends_cleanly("hardirqs", "1", BANNER);
 }

@@ -8,12 +8,14 @@ use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
+use corebpf_tests::irq::{json_counts, table_counts, Bounds, IrqTool, Snapshot};
+use corebpf_tests::pipe::assert_head_1_ends_cleanly;
 use corebpf_tests::*;
 
 const BANNER: &str = "Tracing soft irq";
 
 /// /proc/softirqs: per vector name (as the kernel prints it, e.g. NET_RX), the count per CPU.
-fn proc_softirqs() -> BTreeMap<String, Vec<u64>> {
+fn proc_softirqs() -> Snapshot {
     let text = std::fs::read_to_string("/proc/softirqs").unwrap();
     text.lines()
         .skip(1)
@@ -22,12 +24,6 @@ fn proc_softirqs() -> BTreeMap<String, Vec<u64>> {
             Some((name.trim().to_string(), counts.split_whitespace().map(|c| c.parse().unwrap()).collect()))
         })
         .collect()
-}
-
-/// Count of a vector on `cpu`, or on all CPUs.
-fn on(snap: &BTreeMap<String, Vec<u64>>, name: &str, cpu: Option<usize>) -> u64 {
-    let counts = &snap[name];
-    cpu.map_or_else(|| counts.iter().sum(), |c| counts[c])
 }
 
 /// 3000 ping-pongs of 100 bytes over a loopback TCP connection (each delivery is a NET_RX softirq).
@@ -52,50 +48,13 @@ fn loopback_traffic() {
     server.join().unwrap();
 }
 
-/// The TOTAL_count table of a text report, summed over intervals: name → count.
-fn table_counts(text: &str) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    for line in text.lines() {
-        let mut f = line.split_whitespace();
-        if let (Some(name), Some(n), None) = (f.next(), f.next(), f.next()) {
-            if let Ok(n) = n.parse::<u64>() {
-                *counts.entry(name.to_string()).or_default() += n;
-            }
-        }
-    }
-    counts
-}
+const SOFTIRQS: IrqTool =
+    IrqTool { name: "softirqs", banner: BANNER, snapshot: proc_softirqs, rename: |name| name.to_lowercase() };
 
 /// Runs `softirqs args` around loopback traffic; returns the finished run and the bounds per vector:
 /// (events while surely attached, events from before start to after exit).
-fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, BTreeMap<String, (u64, u64)>) {
-    let before = proc_softirqs();
-    let mut run = Running::start_with_env("softirqs", args, env);
-    if args.contains(&"-j") {
-        // JSON prints no banner: wait until the programs are loaded and give the attach a moment.
-        for _ in 0..200 {
-            if prog_ids_of(run.pid()).len() >= 2 {
-                break;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        run.note_programs();
-        thread::sleep(Duration::from_millis(300));
-    } else {
-        run.wait_for_line(BANNER, Duration::from_secs(20));
-    }
-    let p0 = proc_softirqs();
-    loopback_traffic();
-    let p1 = proc_softirqs();
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
-    let after = proc_softirqs();
-    let bounds = before
-        .keys()
-        .map(|n| (n.to_lowercase(), (on(&p1, n, cpu) - on(&p0, n, cpu), on(&after, n, cpu) - on(&before, n, cpu))))
-        .collect();
-    (done, bounds)
+fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, Bounds) {
+    SOFTIRQS.traced(args, env, cpu, loopback_traffic)
 }
 
 fn assert_within(counts: &BTreeMap<String, u64>, bounds: &BTreeMap<String, (u64, u64)>, out: &str) {
@@ -139,16 +98,7 @@ fn raw_tp_fallback_counts_the_same() {
 #[test]
 fn json_histograms_hold_every_event_and_time() {
     let (done, bounds) = traced(&["-j", "-d", "1"], &[], None);
-    let mut counts = BTreeMap::new();
-    for line in json_lines(&done.stdout) {
-        for v in line["softirqs"].as_array().unwrap() {
-            let count = v["count"].as_u64().unwrap();
-            let in_buckets: u64 = v["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
-            assert_eq!(in_buckets, count, "{v}");
-            assert!(v["total_ns"].as_u64().unwrap() >= count * 100, "less than 100 ns per softirq: {v}");
-            *counts.entry(v["softirq"].as_str().unwrap().to_string()).or_insert(0) += count;
-        }
-    }
+    let counts = json_counts(&done.stdout, "softirqs", "softirq");
     assert_within(&counts, &bounds, &done.stdout);
 }
 
@@ -174,13 +124,7 @@ fn bad_input_and_closed_pipe() {
     let done = run_tool("softirqs", &["-c", "4096"]);
     assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{} 1 | head -1", bin("softirqs").display()))
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with(BANNER));
-    assert!(out.status.success());
+    assert_head_1_ends_cleanly("softirqs", "1", BANNER);
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! What tools print: [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
+//! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
 //! [`offcpu`] is the run and report of the off-CPU tools (offcputime, offwaketime, wakeuptime) over [`stacks`].
 
 pub mod heatmap;
 pub mod hist;
+pub mod irqtime;
 pub mod metrics;
 pub mod offcpu;
 pub mod stacks;

@@ -1,0 +1,105 @@
+//! Helpers for the IRQ time tools' tests (hardirqs, softirqs): run the tool around a workload while the
+//! kernel's own per-CPU counts (/proc/interrupts, /proc/softirqs) are read around it, and read the counts the
+//! tool printed (its text table or its JSON lines).
+
+use std::collections::BTreeMap;
+use std::thread;
+use std::time::Duration;
+
+use crate::{json_lines, prog_ids_of, Finished, Running};
+
+/// A kernel count file read once: name → count per CPU.
+pub type Snapshot = BTreeMap<String, Vec<u64>>;
+
+/// Per name: (events while the tool was surely attached, events from before its start to after its exit).
+pub type Bounds = BTreeMap<String, (u64, u64)>;
+
+/// How one IRQ time tool is run and checked.
+pub struct IrqTool {
+    /// The binary (`hardirqs`).
+    pub name: &'static str,
+    /// The start of its banner (`Tracing hard irq`).
+    pub banner: &'static str,
+    /// Reads the kernel's counts.
+    pub snapshot: fn() -> Snapshot,
+    /// The tool's name for a kernel count's name (softirqs prints `NET_RX` as `net_rx`).
+    pub rename: fn(&str) -> String,
+}
+
+fn on(snap: &Snapshot, name: &str, cpu: Option<usize>) -> u64 {
+    snap.get(name).map_or(0, |c| cpu.map_or_else(|| c.iter().sum(), |i| c[i]))
+}
+
+impl IrqTool {
+    /// Runs the tool with `args` and `env` around `workload`; returns the finished run and the bounds per name,
+    /// on CPU `cpu` or on all CPUs.
+    pub fn traced(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        cpu: Option<usize>,
+        workload: impl FnOnce(),
+    ) -> (Finished, Bounds) {
+        let before = (self.snapshot)();
+        let mut run = Running::start_with_env(self.name, args, env);
+        if args.contains(&"-j") {
+            // JSON prints no banner: wait until the programs are loaded and give the attach a moment.
+            for _ in 0..200 {
+                if prog_ids_of(run.pid()).len() >= 2 {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            run.note_programs();
+            thread::sleep(Duration::from_millis(300));
+        } else {
+            run.wait_for_line(self.banner, Duration::from_secs(20));
+        }
+        let p0 = (self.snapshot)();
+        workload();
+        let p1 = (self.snapshot)();
+        run.signal(libc::SIGINT);
+        let done = run.finish(Duration::from_secs(20));
+        done.assert_success();
+        let after = (self.snapshot)();
+        let bounds = after
+            .keys()
+            .map(|n| {
+                let attached = on(&p1, n, cpu) - on(&p0, n, cpu);
+                let around = on(&after, n, cpu) - on(&before, n, cpu);
+                ((self.rename)(n), (attached, around))
+            })
+            .collect();
+        (done, bounds)
+    }
+}
+
+/// The TOTAL_count table of a text report, summed over intervals: name → count.
+pub fn table_counts(text: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        if let (Some(name), Some(n), None) = (f.next(), f.next(), f.next()) {
+            if let Ok(n) = n.parse::<u64>() {
+                *counts.entry(name.to_string()).or_default() += n;
+            }
+        }
+    }
+    counts
+}
+
+/// The counts of `-j -d` JSON lines, summed over intervals: name (the `field` of each object of the `array`) →
+/// count. Checks on the way that each histogram holds every event and that each event took at least 100 ns.
+pub fn json_counts(text: &str, array: &str, field: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in json_lines(text) {
+        for v in line[array].as_array().unwrap() {
+            let count = v["count"].as_u64().unwrap();
+            let in_buckets: u64 = v["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+            assert_eq!(in_buckets, count, "{v}");
+            assert!(v["total_ns"].as_u64().unwrap() >= count * 100, "less than 100 ns per event: {v}");
+            *counts.entry(v[field].as_str().unwrap().to_string()).or_insert(0) += count;
+        }
+    }
+    counts
+}
