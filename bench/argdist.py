@@ -14,7 +14,7 @@ METHOD = """
 `dd if=/dev/zero of=/dev/null bs=1 count=n` makes n one-byte writes (and n reads, which neither tracer sees), run
 untraced, under `argdist -H 't:syscalls:sys_enter_write():u64:args->count'` (one generic BPF program whose
 fetch and filter are rodata parameters, printing every second) and under the bpftrace one-liner
-`tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }` (compiled by LLVM at start-up). *Extra per
+`tracepoint:syscalls:sys_enter_write {{ @ = hist(args->count); }}` (compiled by LLVM at start-up). *Extra per
 write* = (median CPU time traced − untraced) / n; the untraced row gives dd's own cost per write, so the extra
 can be read as a percentage of it (the seeds' "~5%" claim). {cfg.repeat} rounds.
 """

@@ -3,13 +3,15 @@
  * rodata by the Rust side (common::probe turns a BCC probe spec into these arrays), so that one verified program
  * serves every spec and no compiler runs at run time.
  *
- * The including tool's header defines MAX_FETCH, MAX_CMPS, the SRC_*, F_*, OP_* and C_* codes. A fetch reads one
+ * probe.h defines the limits and the SRC_*, F_*, OP_* and C_* codes. A fetch reads one
  * value: a tracepoint field (record offset and size), a function argument (pt_regs), the return value, the
  * latency since the function's entry (an entry program stores the time per thread), the PID, TID or UID; sizes
  * below 8 are zero- or sign-extended to 64 bits. The filter is an OR of AND groups of comparisons (`a && b || c`),
  * each of a fetched value with a constant or another fetched value, evaluated in a bounded loop. */
 #ifndef __COREBPF_PROBE_BPF_H
 #define __COREBPF_PROBE_BPF_H
+
+#include "probe.h"
 
 struct fetch {
 	__u32 src;

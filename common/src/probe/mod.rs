@@ -41,3 +41,67 @@ pub fn usage_exit(err: &SpecError) -> ! {
     eprintln!("{}: {err}", crate::tool::invoked_name());
     std::process::exit(2);
 }
+
+/// Fills the generic probe's rodata (`bpf/include/probe.bpf.h`: `target_tgid`, `target_tid`, `fetches`, `cmps`,
+/// `need_start`) of a tool's skeleton from a [`plan::Plan`]. A macro, because each tool's skeleton has its own
+/// rodata type and its own `crate::bpf::consts` (from `src/probe.h`, a link to `bpf/include/probe.h`, where the
+/// codes are defined once).
+// `crate::bpf::consts` is the calling tool's, on purpose.
+#[allow(clippy::crate_in_macro_def)]
+#[macro_export]
+macro_rules! probe_rodata {
+    ($ro:expr, $plan:expr, $pid:expr, $tid:expr) => {{
+        use crate::bpf::consts as pc;
+        use $crate::probe::fields::{Source, StrKind};
+        use $crate::probe::filter::Op;
+        use $crate::probe::plan::Rhs;
+        let ro = $ro;
+        let plan: &$crate::probe::plan::Plan = $plan;
+        ro.target_tgid = $pid.unwrap_or(0);
+        ro.target_tid = $tid.unwrap_or(0);
+        ro.n_fetch = plan.fetches.len() as u32;
+        for (slot, f) in ro.fetches.iter_mut().zip(&plan.fetches) {
+            let (src, offset) = match f.source {
+                Source::Record(off) => (pc::SRC_RECORD, off),
+                Source::Arg(n) => (pc::SRC_ARG, n),
+                Source::Retval => (pc::SRC_RETVAL, 0),
+                Source::Latency => (pc::SRC_LATENCY, 0),
+                Source::Pid => (pc::SRC_PID, 0),
+                Source::Tid => (pc::SRC_TID, 0),
+                Source::Uid => (pc::SRC_UID, 0),
+            };
+            slot.src = src as u32;
+            slot.offset = offset;
+            slot.size = f.size;
+            let string = match f.string {
+                None => 0,
+                Some(StrKind::User) => pc::F_STR_USER,
+                Some(StrKind::Kernel) => pc::F_STR_KERNEL,
+                Some(StrKind::DataLoc) => pc::F_DATA_LOC,
+                Some(StrKind::Inline) => pc::F_INLINE,
+            };
+            slot.flags = (if f.signed { pc::F_SIGNED } else { 0 } | string) as u32;
+        }
+        ro.n_cmps = plan.cmps.len() as u32;
+        for (slot, c) in ro.cmps.iter_mut().zip(&plan.cmps) {
+            slot.lhs = c.lhs as u8;
+            slot.op = (match c.op {
+                Op::Eq => pc::OP_EQ,
+                Op::Ne => pc::OP_NE,
+                Op::Lt => pc::OP_LT,
+                Op::Le => pc::OP_LE,
+                Op::Gt => pc::OP_GT,
+                Op::Ge => pc::OP_GE,
+            }) as u8;
+            slot.flags = (if c.signed { pc::C_SIGNED } else { 0 } | if c.or_next { pc::C_OR_NEXT } else { 0 }) as u8;
+            match c.rhs {
+                Rhs::Const(v) => slot.rhs = v,
+                Rhs::Fetch(i) => {
+                    slot.rhs_fetch = i as u8;
+                    slot.flags |= pc::C_RHS_FETCH as u8;
+                }
+            }
+        }
+        ro.need_start = plan.needs_entry();
+    }};
+}

@@ -1,55 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Limits and codes shared by argdist.bpf.c (through bpf/include/probe.bpf.h) and the Rust side; the Rust plan
- * (common::probe) is turned into the rodata `fetches`, `cmps` and `keys` arrays of one object per spec. */
+/* Limits and codes of argdist's object, shared with the Rust side; the generic probe's own (fetch sources,
+ * operators) are in probe.h (a link to bpf/include/probe.h, so that they reach the Rust side too). */
 #ifndef __ARGDIST_H
 #define __ARGDIST_H
 
-/* Values one probe fetches (key expressions and filter operands together). */
-#define MAX_FETCH 6
-/* Comparisons in one filter. */
-#define MAX_CMPS 4
+#include "probe.h"
+
 /* Expressions in one key (-C): -H has one. */
 #define MAX_KEYS 4
-/* The longest string kept (-z is capped at this). */
-#define STR_MAX 128
 /* log2 slots of a -H histogram. */
 #define HIST_SLOTS 64
 /* Distinct keys a -C count keeps. */
 #define MAX_ENTRIES 10240
-/* Threads with a call in flight ($latency). */
-#define MAX_THREADS 10240
-
-/* Where a fetched value comes from. */
-#define SRC_RECORD 1  /* a tracepoint field: `offset` into the record */
-#define SRC_ARG 2     /* function argument number `offset` (0-based) */
-#define SRC_RETVAL 3  /* the return value */
-#define SRC_LATENCY 4 /* ns since the function's entry */
-#define SRC_PID 5
-#define SRC_TID 6
-#define SRC_UID 7
-
-/* fetch.flags */
-#define F_SIGNED 1
-#define F_STR_USER 2   /* the value is a pointer to a user string */
-#define F_STR_KERNEL 4 /* the value is a pointer to a kernel string */
-#define F_DATA_LOC 8   /* a __data_loc field: the string is in the record at (value & 0xffff) */
-#define F_INLINE 16    /* a char array field: the string is the field itself */
-
-/* cmp.op */
-#define OP_EQ 0
-#define OP_NE 1
-#define OP_LT 2
-#define OP_LE 3
-#define OP_GT 4
-#define OP_GE 5
-/* cmp.flags */
-#define C_SIGNED 1
-#define C_RHS_FETCH 2 /* the right operand is fetch `rhs`, not a constant */
-#define C_OR_NEXT 4   /* `||` follows: this comparison ends an && group */
-
-/* No such slot (a key without a string). */
-#define NONE 255
-
 /* What one object keeps: a log2 histogram (-H) or counts by key (-C). */
 #define MODE_HIST 1
 #define MODE_COUNT 2

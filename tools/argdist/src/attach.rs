@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, open_skeleton, rodata};
-use common::probe::fields::{Source, StrKind};
-use common::probe::filter::Op;
-use common::probe::plan::{Plan, Rhs};
+use common::probe::plan::Plan;
 use common::probe::spec::{ProbeType, Spec};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{Link, UprobeOpts};
@@ -45,66 +43,13 @@ pub fn key_size(strings: usize) -> usize {
     8 * MAX_KEYS + STR_MAX * strings
 }
 
-fn source_code(source: Source) -> (u32, u32) {
-    match source {
-        Source::Record(off) => (SRC_RECORD as u32, off),
-        Source::Arg(n) => (SRC_ARG as u32, n),
-        Source::Retval => (SRC_RETVAL as u32, 0),
-        Source::Latency => (SRC_LATENCY as u32, 0),
-        Source::Pid => (SRC_PID as u32, 0),
-        Source::Tid => (SRC_TID as u32, 0),
-        Source::Uid => (SRC_UID as u32, 0),
-    }
-}
-
-fn op_code(op: Op) -> u8 {
-    (match op {
-        Op::Eq => OP_EQ,
-        Op::Ne => OP_NE,
-        Op::Lt => OP_LT,
-        Op::Le => OP_LE,
-        Op::Gt => OP_GT,
-        Op::Ge => OP_GE,
-    }) as u8
-}
-
 /// Loads and attaches the object of one spec.
 pub fn attach(spec: &Spec, plan: &Plan, site: &Site, options: &Options) -> Result<Attached> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let strings = plan.exprs.iter().filter(|e| e.ctype.string).count();
     {
         let ro = rodata(&mut open.maps.rodata_data)?;
-        ro.target_tgid = options.pid.unwrap_or(0);
-        ro.target_tid = options.tid.unwrap_or(0);
-        ro.n_fetch = plan.fetches.len() as u32;
-        for (slot, f) in ro.fetches.iter_mut().zip(&plan.fetches) {
-            let (src, offset) = source_code(f.source);
-            slot.src = src;
-            slot.offset = offset;
-            slot.size = f.size;
-            slot.flags = if f.signed { F_SIGNED as u32 } else { 0 }
-                | match f.string {
-                    None => 0,
-                    Some(StrKind::User) => F_STR_USER,
-                    Some(StrKind::Kernel) => F_STR_KERNEL,
-                    Some(StrKind::DataLoc) => F_DATA_LOC,
-                    Some(StrKind::Inline) => F_INLINE,
-                } as u32;
-        }
-        ro.n_cmps = plan.cmps.len() as u32;
-        for (slot, c) in ro.cmps.iter_mut().zip(&plan.cmps) {
-            slot.lhs = c.lhs as u8;
-            slot.op = op_code(c.op);
-            slot.flags = (if c.signed { C_SIGNED } else { 0 } | if c.or_next { C_OR_NEXT } else { 0 }) as u8;
-            match c.rhs {
-                Rhs::Const(v) => slot.rhs = v,
-                Rhs::Fetch(i) => {
-                    slot.rhs_fetch = i as u8;
-                    slot.flags |= C_RHS_FETCH as u8;
-                }
-            }
-        }
-        ro.need_start = plan.needs_entry();
+        common::probe_rodata!(&mut *ro, plan, options.pid, options.tid);
         ro.mode = if options.hist { MODE_HIST } else { MODE_COUNT } as u32;
         ro.n_keys = plan.exprs.len() as u32;
         ro.str_size = options.string_size;
