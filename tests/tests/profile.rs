@@ -253,9 +253,10 @@ fn idle_is_sampled_only_with_include_idle() {
 fn helper_that_exits_first_is_still_symbolized() {
     let exe = c_helper();
     let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
-    let mut helper = Helper::start(&exe, &["1"]);
+    let mut helper = Helper::start(&exe, &["2"]);
     let pid = helper.pid();
-    let run = Running::start("profile", &["-p", &pid, "-f", "3"]);
+    // 199 Hz: under load, profile may start late in the helper's two seconds.
+    let run = Running::start("profile", &["-p", &pid, "-F", "199", "-f", "4"]);
     let status = helper.0.wait().unwrap();
     assert!(status.success());
     assert!(!Path::new(&format!("/proc/{pid}")).exists(), "helper {pid} not reaped");
@@ -613,12 +614,12 @@ fn cpu_minus_one_means_all_cpus() {
         "{}",
         done.stdout
     );
-    let done = run_profile(&["-C", "-1", "-f", "-p", &pid, "2"]);
+    let done = run_profile(&["-C", "-1", "-F", "199", "-f", "-p", &pid, "2"]);
     assert!(samples(&done.stdout) >= 20, "too few samples with -C -1:\n{}", done.stdout);
-    let done = run_profile(&["-C", &last, "-f", "-p", &pid, "2"]);
+    let done = run_profile(&["-C", &last, "-F", "199", "-f", "-p", &pid, "2"]);
     assert!(samples(&done.stdout) >= 20, "too few samples on CPU {last}:\n{}", done.stdout);
     if cpus > 1 {
-        let done = run_profile(&["-C", "0", "-f", "-p", &pid, "2"]);
+        let done = run_profile(&["-C", "0", "-F", "199", "-f", "-p", &pid, "2"]);
         assert_eq!(samples(&done.stdout), 0, "samples on CPU 0 of a helper pinned to CPU {last}:\n{}", done.stdout);
     }
 }
@@ -674,7 +675,7 @@ fn samples_by_pid(stdout: &str) -> std::collections::HashMap<String, u64> {
 /// Two identical spinning helpers, one in the test's cgroup: only the member is sampled, with no PID filter.
 fn assert_only_member_sampled(member: &Helper, outsider: &Helper, args: &[&str]) {
     let mut all = args.to_vec();
-    all.extend(["--json", "-U", "-F", "99", "2"]);
+    all.extend(["--json", "-U", "-F", "199", "2"]);
     let done = run_profile(&all);
     let by_pid = samples_by_pid(&done.stdout);
     assert!(by_pid.get(&member.pid()).copied().unwrap_or(0) >= 20, "member not sampled {args:?}:\n{}", done.stdout);

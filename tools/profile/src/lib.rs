@@ -186,7 +186,10 @@ fn profile(args: Args) -> Result<()> {
     // Multi-line and JSON output show each frame's offset, so only samples at the same offsets are added up;
     // folded lines and the flame graph show names only, and add up all samples that print the same.
     let mut exact = stacks::symbolize_by(samples, &mut symbolizer, args.verbose.on(), MergeBy::Frames);
-    stacks::add_modules(&mut exact);
+    if !args.folded {
+        // Modules are printed in multi-line output and JSON only.
+        stacks::add_modules(&mut exact);
+    }
     let named = if args.folded || flamegraph.is_some() { stacks::merge_same_names(exact.clone()) } else { Vec::new() };
 
     // BCC's `_[k]` (-a) is in folded output only; its multi-line frames are `name+0x1f [module]`, with -A the
