@@ -11,7 +11,8 @@ use serde_json::Value;
 
 const BANNER: &str = "Ctrl+C to quit.";
 
-/// `helper PATH N M`: wait for a line, then N getppid() and M open(PATH) (PATH must not exist).
+/// `helper PATH N M [nowait]`: wait for a line (unless `nowait`), then N getppid() and M open(PATH) (PATH must
+/// not exist).
 const HELPER: &str = r#"
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -23,7 +24,7 @@ const HELPER: &str = r#"
 int main(int argc, char **argv) {
     char line[16];
     long n = atol(argv[2]), m = atol(argv[3]);
-    if (!fgets(line, sizeof line, stdin)) return 1;
+    if (argc < 5 && !fgets(line, sizeof line, stdin)) return 1;
     for (long i = 0; i < n; i++) syscall(SYS_getppid);
     for (long i = 0; i < m; i++)
         if (syscall(SYS_open, argv[1], O_RDONLY) != -1) return 1;
@@ -357,4 +358,23 @@ fn tid_parent_and_cgroup_filters_count_exactly() {
         // This test waited for the helper (wait4) while the tool was attached: outside the filter, not counted.
         assert!(!rows.iter().any(|r| r.0 == "wait4"), "{rows:?}");
     }
+}
+
+/// `--exec`: the command runs once the tool is attached, every call of it is counted, and the tool ends with it.
+#[test]
+fn exec_counts_a_command_from_its_start_and_ends_with_it() {
+    let (exe, _) = helper_exe();
+    let missing = ScratchFile::new("syscount-missing");
+    let (exe, path, n, m) = (exe.to_string_lossy(), missing.0.to_string_lossy(), N.to_string(), M.to_string());
+    let done = Running::start("syscount", &["--json", "-T", "100", "--exec", &exe, &path, &n, &m, "nowait"])
+        .finish(Duration::from_secs(30));
+    done.assert_success();
+    let rows = json_rows(&done.stdout);
+    assert!(rows.contains(&("getppid".into(), N, None)), "{rows:?}");
+    assert!(rows.contains(&("open".into(), M, None)), "{rows:?}");
+    assert!(rows.contains(&("execve".into(), 1, None)), "one exec, of the resolved path: {rows:?}");
+    assert!(!rows.iter().any(|r| r.0 == "wait4"), "another process counted: {rows:?}");
+    let done = run_tool("syscount", &["--exec", "no-such-command-anywhere"]);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert_eq!(done.stderr, "syscount: --exec: command not found: no-such-command-anywhere\n");
 }

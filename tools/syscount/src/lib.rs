@@ -6,6 +6,7 @@
 //! ([`report`]). Syscall and errno names come from `common::domain::syscalls`.
 
 mod bpf;
+mod exec;
 mod report;
 
 use std::ffi::OsString;
@@ -44,6 +45,7 @@ examples:
     syscount --syscall openat -i 1  # count only openat, every second
     syscount -d 10 -T 20     # trace for 10 seconds, print the top 20
     syscount -l              # list the syscalls of this architecture
+    syscount --exec ls -l /tmp  # run a command and count its syscalls
     syscount --json -i 1     # JSON lines, one per second";
 
 /// Summarize syscall counts and latencies.
@@ -51,7 +53,7 @@ examples:
 #[command(name = "syscount", version, after_help = EXAMPLES)]
 struct Args {
     /// Trace only this pid
-    #[arg(short = 'p', long, value_parser = parse_pid)]
+    #[arg(short = 'p', long, value_parser = parse_pid, conflicts_with = "exec")]
     pid: Option<u32>,
     /// Trace only this tid
     #[arg(short = 't', long, value_parser = parse_pid)]
@@ -92,6 +94,10 @@ struct Args {
     /// Trace this syscall only (use option -l to get all recognized syscalls)
     #[arg(long, value_name = "SYSCALL", value_parser = parse_syscall)]
     syscall: Option<u32>,
+    /// Execute command (as the last parameter, supports multiple parameters, for example: --exec ls -l /tmp)
+    /// and trace its syscalls until it exits
+    #[arg(long, value_name = "CMD", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
+    exec: Option<Vec<OsString>>,
     /// JSON output: one object per interval, the top entries with exact counts and nanoseconds
     #[arg(short = 'j', long)]
     json: bool,
@@ -133,9 +139,14 @@ fn list() -> Result<()> {
     Ok(())
 }
 
-fn syscount(args: Args) -> Result<()> {
+fn syscount(mut args: Args) -> Result<()> {
     for pid in [args.pid, args.tid, args.ppid].into_iter().flatten() {
         require_process(pid)?;
+    }
+    // Forked before anything else (no thread exists yet), traced by its PID, run once attached.
+    let mut command = args.exec.as_deref().map(exec::Command::fork).transpose()?;
+    if let Some(command) = &command {
+        args.pid = Some(command.pid());
     }
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
@@ -151,6 +162,9 @@ fn syscount(args: Args) -> Result<()> {
             None => writeln!(out, "Tracing {failed}syscalls, printing top {}... Ctrl+C to quit.", args.top)?,
         }
         out.flush()?;
+    }
+    if let Some(command) = command.as_mut() {
+        command.start()?;
     }
     let mut report = Report::new(args.process, args.latency, args.milliseconds, args.top as usize, args.json);
     let mut drops = [
