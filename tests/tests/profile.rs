@@ -683,12 +683,15 @@ fn assert_only_member_sampled(member: &Helper, outsider: &Helper, args: &[&str])
     assert!(!by_pid.contains_key(&outsider.pid()));
 }
 
+/// --cgroup PATH: a helper in a cgroup below PATH is sampled; the same helper outside it is not.
 #[test]
 fn cgroup_path_filters_by_membership() {
     let exe = c_helper();
     let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
     let cg = TestCgroup::new("cg");
-    let member = cg.spawn(&exe, "30");
+    let below = TestCgroup(cg.0.join("below"));
+    fs::create_dir_all(&below.0).unwrap();
+    let member = below.spawn(&exe, "30");
     let outsider = Helper::start(&exe, &["30"]);
     thread::sleep(Duration::from_millis(200));
     assert_only_member_sampled(&member, &outsider, &["--cgroup", cg.0.to_str().unwrap()]);
@@ -748,6 +751,27 @@ impl PinnedMaps {
     }
 }
 
+impl PinnedMaps {
+    /// Adds `key` to the map pinned at `path`.
+    fn insert(&self, path: &Path, key: u64) {
+        const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+        const BPF_OBJ_GET: libc::c_long = 7;
+        let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let mut attr = [0u64; 16];
+        attr[0] = cpath.as_ptr() as u64;
+        let fd = bpf_syscall(BPF_OBJ_GET, &mut attr);
+        assert!(fd >= 0, "opening {}: {}", path.display(), std::io::Error::last_os_error());
+        let value = 1u64;
+        let mut attr = [0u64; 16];
+        attr[0] = fd as u64;
+        attr[1] = &key as *const u64 as u64;
+        attr[2] = &value as *const u64 as u64;
+        assert_eq!(bpf_syscall(BPF_MAP_UPDATE_ELEM, &mut attr), 0, "{}", std::io::Error::last_os_error());
+        // SAFETY: fd is ours.
+        unsafe { libc::close(fd as i32) };
+    }
+}
+
 impl Drop for PinnedMaps {
     fn drop(&mut self) {
         let target = std::ffi::CString::new(self.dir.to_str().unwrap()).unwrap();
@@ -774,6 +798,24 @@ fn cgroupmap_filters_by_the_pinned_maps_cgroup_ids() {
     let empty = pins.hash("empty", 8, &[]);
     let done = run_profile(&["--cgroupmap", empty.to_str().unwrap(), "--json", "1"]);
     assert!(json_lines(&done.stdout).is_empty(), "samples with an empty cgroup map:\n{}", done.stdout);
+
+    // The pinned map is used live, as in BCC: a cgroup id added while profile runs is sampled from then on.
+    let mut run = Running::start("profile", &["--cgroupmap", empty.to_str().unwrap(), "-U", "-F", "199"]);
+    run.wait_for_line("Hit Ctrl-C to end.", Duration::from_secs(20));
+    thread::sleep(Duration::from_millis(300));
+    pins.insert(&empty, cg.id());
+    thread::sleep(Duration::from_secs(1));
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(60));
+    done.assert_success();
+    // `    -                comm (pid)` after each stack.
+    let pids: HashSet<&str> = done
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("    -  "))
+        .filter_map(|l| l.rsplit_once(" (").and_then(|(_, p)| p.strip_suffix(')')))
+        .collect();
+    assert_eq!(pids, HashSet::from([member.pid().as_str()]), "after adding the id:\n{}", done.stdout);
 
     let narrow = pins.hash("narrow", 4, &[]);
     let done = run_tool("profile", &["--cgroupmap", narrow.to_str().unwrap(), "1"]);
