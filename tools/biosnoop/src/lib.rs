@@ -1,0 +1,193 @@
+//! biosnoop: trace block I/O, one line per request with the process that issued it (BCC's tool, CO-RE).
+//!
+//! The BPF side follows each block request from the moment it is first seen in the issuing task's context
+//! (block_io_start, else block_rq_insert, else block_rq_issue) to its completion, with the disk and cgroup
+//! filters applied there, and sends one record per completed request through a ring buffer. This front end
+//! prints BCC's columns (`TIME(s) COMM PID DISK T SECTOR BYTES [P] [QUE(ms)] LAT(ms)`) or JSON lines, and reports
+//! any request it could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::domain::blockdev::{Disks, RqFlagNames};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Io, Printer, Style};
+
+const EXAMPLES: &str = "\
+examples:
+    biosnoop           # trace all block I/O
+    biosnoop -Q        # include OS queued time
+    biosnoop -d sdc    # trace sdc only
+    biosnoop -P        # display block I/O pattern
+    biosnoop -e        # show the request flags
+    biosnoop -t        # use timestamps instead
+    biosnoop 10        # trace for 10 seconds only
+    biosnoop -m 1      # trace for slower than 1ms
+    biosnoop -c /sys/fs/cgroup/system.slice  # trace I/O issued from this cgroup only
+    biosnoop --json    # JSON lines, with exact nanoseconds";
+
+/// Trace block I/O.
+#[derive(Debug, Parser)]
+#[command(name = "biosnoop", version, after_help = EXAMPLES)]
+struct Args {
+    /// Include OS queued time
+    #[arg(short = 'Q', long = "queue")]
+    queue: bool,
+    /// Trace this disk only
+    #[arg(short = 'd', long, value_name = "DISK")]
+    disk: Option<String>,
+    /// Display block I/O pattern (sequential or random)
+    #[arg(short = 'P', long)]
+    pattern: bool,
+    /// Show extended fields: the request flags (e.g. Sync-Write)
+    #[arg(short = 'e', long = "extended_fields")]
+    extended_fields: bool,
+    /// Trace I/O issued by tasks in this cgroup only
+    #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
+    cgroup: Option<PathBuf>,
+    /// Trace I/O slower than this only, in ms
+    #[arg(short = 'm', long = "min", value_name = "MIN")]
+    min: Option<u64>,
+    /// Include timestamp on output (HH:MM:SS.mmm instead of TIME(s))
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// JSON output: one object per I/O, with exact nanoseconds
+    #[arg(short = 'j', long)]
+    json: bool,
+    /// Total duration of trace, in seconds
+    #[arg(value_parser = common::cli::parse_interval_secs)]
+    duration: Option<u64>,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || biosnoop(args))
+}
+
+fn biosnoop(args: Args) -> Result<()> {
+    let disks = Disks::scan();
+    let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+    let verbose = args.verbose.on();
+    let ((skel, _links), _mech) = load_first_working(TOOL.attach, verbose, |mech| {
+        load_and_attach(&args, &btf, target_dev, cgroup.as_ref(), mech)
+    })?;
+
+    let mut out = Output::new();
+    let mut printer = Printer::new(
+        Style {
+            json: args.json,
+            queue: args.queue,
+            pattern: args.pattern,
+            extended: args.extended_fields,
+            timestamp: args.timestamp,
+        },
+        disks,
+        RqFlagNames::from_btf(&btf),
+        report::WriteOp::from_btf(&btf),
+    );
+    printer.write_header(&mut out)?;
+
+    // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
+    let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut lost = DropCounter::new("I/Os", "ring buffer full");
+    let mut missed = DropCounter::new("I/Os", "too many in flight");
+    common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skel.maps.events,
+        || {
+            lost.check(&bss.lost);
+            missed.check(&bss.reqs_full);
+            deadline.is_some_and(|d| Instant::now() >= d)
+        },
+        |data| Ok(printer.write(&mut out, &Io::from_bytes(data))?),
+    )?;
+    lost.check(&bss.lost);
+    missed.check(&bss.reqs_full);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(
+    args: &Args,
+    btf: &KernelBtf,
+    target_dev: Option<u32>,
+    cgroup: Option<&std::fs::File>,
+    mech: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.filter_cgroup = cgroup.is_some();
+    rodata.filter_dev = target_dev.is_some();
+    rodata.target_dev = target_dev.unwrap_or(0);
+    rodata.min_ns = args.min.unwrap_or(0).saturating_mul(1_000_000);
+    // Before 5.11 these tracepoints also passed the request_queue, as the first argument.
+    rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
+    rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
+    // block_io_start (6.5+) sees every request in its submitter's context; block_rq_merge (5.x) forgets merged ones.
+    let io_start = btf.has_tracepoint("block_io_start");
+    let merge = btf.has_tracepoint("block_rq_merge");
+    rodata.have_io_start = io_start;
+    if args.verbose.on() && !io_start {
+        eprintln!("biosnoop: no block_io_start tracepoint; the issuing process is taken at insert or issue");
+    }
+
+    let tp_btf = mech == Attach::TpBtf;
+    let progs = &mut open.progs;
+    progs.block_rq_insert_btf.set_autoload(tp_btf);
+    progs.block_rq_issue_btf.set_autoload(tp_btf);
+    progs.block_rq_complete_btf.set_autoload(tp_btf);
+    progs.block_io_start_btf.set_autoload(tp_btf && io_start);
+    progs.block_rq_merge_btf.set_autoload(tp_btf && merge);
+    progs.block_rq_insert_raw.set_autoload(!tp_btf);
+    progs.block_rq_issue_raw.set_autoload(!tp_btf);
+    progs.block_rq_complete_raw.set_autoload(!tp_btf);
+    progs.block_io_start_raw.set_autoload(!tp_btf && io_start);
+    progs.block_rq_merge_raw.set_autoload(!tp_btf && merge);
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    // Filters are in place before the first program is attached, so no I/O from outside the cgroup is traced.
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+
+    // block_io_start first, so that every request that starts once we are attached is seen there first.
+    let p = &skel.progs;
+    let pick = |btf_prog, raw_prog| if tp_btf { btf_prog } else { raw_prog };
+    let mut wanted = Vec::new();
+    if io_start {
+        wanted.push((pick(&p.block_io_start_btf, &p.block_io_start_raw), "block_io_start"));
+    }
+    if merge {
+        wanted.push((pick(&p.block_rq_merge_btf, &p.block_rq_merge_raw), "block_rq_merge"));
+    }
+    wanted.push((pick(&p.block_rq_insert_btf, &p.block_rq_insert_raw), "block_rq_insert"));
+    wanted.push((pick(&p.block_rq_issue_btf, &p.block_rq_issue_raw), "block_rq_issue"));
+    wanted.push((pick(&p.block_rq_complete_btf, &p.block_rq_complete_raw), "block_rq_complete"));
+    let links = wanted
+        .into_iter()
+        .map(|(prog, name)| attach_tracepoint(prog, "block", name, mech))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((skel, links))
+}
