@@ -83,7 +83,7 @@ static __always_inline __u64 probe_arg(struct pt_regs *regs, __u32 n)
 }
 
 /* The entry program of a $latency probe. */
-static __always_inline int probe_entry(void)
+static __always_inline int probe_record_start(void)
 {
 	__u32 tid;
 	__u64 now;

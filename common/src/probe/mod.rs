@@ -14,6 +14,7 @@ macro_rules! spec_bail {
     ($($arg:tt)*) => { return Err($crate::probe::SpecError(format!($($arg)*))) };
 }
 
+pub mod attach;
 pub mod ctype;
 pub mod fields;
 pub mod filter;

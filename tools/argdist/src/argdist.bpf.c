@@ -101,27 +101,27 @@ static __always_inline int handle(void *record, struct pt_regs *regs)
 }
 
 SEC("tracepoint")
-int ad_tracepoint(void *ctx)
+int probe_tracepoint(void *ctx)
 {
 	return handle(ctx, NULL);
 }
 
 /* Attached as a uprobe or a kprobe (both are kprobe programs). */
 SEC("kprobe")
-int ad_probe(struct pt_regs *ctx)
+int probe_entry(struct pt_regs *ctx)
 {
 	return handle(NULL, ctx);
 }
 
 SEC("kretprobe")
-int ad_retprobe(struct pt_regs *ctx)
+int probe_return(struct pt_regs *ctx)
 {
 	return handle(NULL, ctx);
 }
 
 /* The entry side of a $latency return probe. */
 SEC("kprobe")
-int ad_entry(struct pt_regs *ctx)
+int probe_start(struct pt_regs *ctx)
 {
-	return probe_entry();
+	return probe_record_start();
 }

@@ -2,25 +2,17 @@
 //! tracepoint (classic, through tracefs: fields are read at the format file's offsets), a user function
 //! (uprobe or uretprobe, with a uprobe at entry for `$latency`) or a kernel function (kprobe or kretprobe).
 
-use std::path::PathBuf;
-
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, open_skeleton, rodata};
+use common::attach::loader::{open_skeleton, rodata};
+use common::probe::attach::{attach as probe_attach, select_programs, Site};
 use common::probe::plan::Plan;
-use common::probe::spec::{ProbeType, Spec};
-use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, UprobeOpts};
+use common::probe::spec::Spec;
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
 
 use crate::bpf::consts::*;
 use crate::bpf::{BpfSkel, BpfSkelBuilder};
-
-/// Where a spec attaches, resolved before anything is loaded.
-pub enum Site {
-    Tracepoint { category: String, event: String },
-    User { binary: PathBuf, offset: usize },
-    Kernel { function: String },
-}
 
 /// What the object is asked to keep.
 pub struct Options {
@@ -70,66 +62,9 @@ pub fn attach(spec: &Spec, plan: &Plan, site: &Site, options: &Options) -> Resul
     if options.hist {
         open.maps.counts.set_max_entries(1)?;
     }
-    let entry = plan.needs_entry();
-    let (wanted, how): (&[&str], Attach) = match (site, spec.probe) {
-        (Site::Tracepoint { .. }, _) => (&["ad_tracepoint"], Attach::Tracepoint),
-        (Site::User { .. }, ProbeType::Return) if entry => (&["ad_retprobe", "ad_entry"], Attach::Uprobe),
-        (Site::User { .. }, ProbeType::Return) => (&["ad_retprobe"], Attach::Uprobe),
-        (Site::User { .. }, _) => (&["ad_probe"], Attach::Uprobe),
-        (Site::Kernel { .. }, ProbeType::Return) if entry => (&["ad_retprobe", "ad_entry"], Attach::Kprobe),
-        (Site::Kernel { .. }, ProbeType::Return) => (&["ad_retprobe"], Attach::Kprobe),
-        (Site::Kernel { .. }, _) => (&["ad_probe"], Attach::Kprobe),
-    };
-    // COREBPF_ATTACH (the kernel matrix) may force a mechanism: a spec that needs another one is refused.
-    common::attach::loader::allowed(&[how])?;
-    for mut prog in open.open_object_mut().progs_mut() {
-        let keep = prog.name().to_str().is_some_and(|n| wanted.contains(&n));
-        prog.set_autoload(keep);
-    }
+    let latency = plan.needs_entry();
+    let how = select_programs(open.open_object_mut(), site, spec.probe, latency)?;
     let skel = open.load().context("loading the BPF program")?;
-    let mut links = Vec::new();
-    let pid = options.pid.map_or(-1, |p| p as i32);
-    match site {
-        Site::Tracepoint { category, event } => {
-            links.push(attach_tracepoint(&skel.progs.ad_tracepoint, category, event, Attach::Tracepoint)?);
-        }
-        Site::User { binary, offset } => {
-            let ret = spec.probe == ProbeType::Return;
-            if entry {
-                let opts = UprobeOpts { retprobe: false, ..Default::default() };
-                links.push(
-                    skel.progs
-                        .ad_entry
-                        .attach_uprobe_with_opts(pid, binary, *offset, opts)
-                        .with_context(|| format!("attaching a uprobe to {}", spec.function))?,
-                );
-            }
-            let prog = if ret { &skel.progs.ad_retprobe } else { &skel.progs.ad_probe };
-            let opts = UprobeOpts { retprobe: ret, ..Default::default() };
-            links.push(prog.attach_uprobe_with_opts(pid, binary, *offset, opts).with_context(|| {
-                format!("attaching a {} to {}", if ret { "uretprobe" } else { "uprobe" }, spec.function)
-            })?);
-        }
-        Site::Kernel { function } => {
-            if !kprobes_available() {
-                bail!(
-                    "kernel function {function}: this kernel has no kprobes (CONFIG_KPROBES is not set), which \
-                     p:: and r:: specs need; use a tracepoint (t:) instead"
-                );
-            }
-            let ret = spec.probe == ProbeType::Return;
-            if entry {
-                links.push(skel.progs.ad_entry.attach_kprobe(false, function).context("attaching a kprobe")?);
-            }
-            let prog = if ret { &skel.progs.ad_retprobe } else { &skel.progs.ad_probe };
-            links.push(prog.attach_kprobe(ret, function).with_context(|| format!("attaching a kprobe to {function}"))?);
-        }
-    }
+    let links = probe_attach(skel.object(), site, spec, latency, options.pid)?;
     Ok(Attached { skel, _links: links, how })
-}
-
-/// Whether the kernel has kprobes (the perf `kprobe` event source, or tracefs' kprobe_events).
-pub fn kprobes_available() -> bool {
-    std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists()
-        || common::attach::features::find_tracefs().is_some_and(|t| t.join("kprobe_events").exists())
 }

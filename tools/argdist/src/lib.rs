@@ -17,14 +17,14 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Parser;
-use common::attach::features::{Attach, KernelBtf};
+use common::attach::features::Attach;
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, require_process};
 use common::output::stdout::{clock_hms, Output};
+use common::probe::attach::Site;
 use common::probe::plan::{plan, Limits};
-use common::probe::spec::{parse_argdist, ProbeType, Spec};
-use common::probe::{usage_exit, SpecError};
-use common::process::elf::{find_binary, ElfSymbols};
+use common::probe::spec::{parse_argdist, Spec};
+use common::probe::usage_exit;
 use common::run::{self, run_intervals, Signals};
 
 use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_KEYS, STR_MAX};
@@ -148,7 +148,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 const LIMITS: Limits = Limits { fetches: MAX_FETCH, cmps: MAX_CMPS, exprs: MAX_KEYS };
 
 /// Parses and resolves every spec (exit 2 on the first it cannot take), counts first as BCC orders them.
-fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, attach::Site, bool)> {
+fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, Site, bool)> {
     let tracefs = if args.histogram.iter().chain(&args.count_spec).any(|s| s.trim_start().starts_with("t:")) {
         match common::attach::features::tracefs() {
             Ok(dir) => Some(dir),
@@ -165,7 +165,7 @@ fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, attach::Sit
     for (raw, hist) in specs {
         let resolved = parse_argdist(raw, hist).and_then(|spec| {
             let plan = plan(&spec, tracefs.as_deref(), &LIMITS)?;
-            let site = site(&spec, args.pid)?;
+            let site = common::probe::attach::site(&spec, args.pid)?;
             Ok((spec, plan, site, hist))
         });
         match resolved {
@@ -174,33 +174,6 @@ fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, attach::Sit
         }
     }
     out
-}
-
-/// Where a spec attaches: the tracepoint, the user function's file offset, or the kernel function.
-fn site(spec: &Spec, pid: Option<u32>) -> Result<attach::Site, SpecError> {
-    let raw = &spec.raw;
-    Ok(match spec.probe {
-        ProbeType::Tracepoint => {
-            attach::Site::Tracepoint { category: spec.library.clone(), event: spec.function.clone() }
-        }
-        _ if spec.is_user() => {
-            let binary = find_binary(&spec.library, pid)
-                .map_err(|e| SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)))?;
-            let symbols = ElfSymbols::read(&binary).map_err(|e| SpecError(format!("in '{raw}': {e:#}")))?;
-            let Some(f) = symbols.find(&spec.function) else {
-                return Err(SpecError(format!("in '{raw}': no function '{}' in {}", spec.function, binary.display())));
-            };
-            attach::Site::User { offset: f.file_offset as usize, binary }
-        }
-        _ => {
-            if let Ok(btf) = KernelBtf::load() {
-                if !btf.has_function(&spec.function) {
-                    return Err(SpecError(format!("in '{raw}': no kernel function '{}'", spec.function)));
-                }
-            }
-            attach::Site::Kernel { function: spec.function.clone() }
-        }
-    })
 }
 
 fn argdist(args: Args) -> Result<()> {
