@@ -28,6 +28,7 @@ import offcpu  # noqa: E402
 import netcost  # noqa: E402
 import vfs  # noqa: E402
 import argdist  # noqa: E402
+import biosnoop  # noqa: E402
 
 
 class Config:
@@ -98,6 +99,12 @@ FIGURES.append((19, "cost per write: argdist -H", argdist.fig_argdist_cost))
 notes.TITLES[19] = argdist.TITLE
 notes.METHOD[19] = argdist.METHOD
 report.RENDER[19] = argdist.render
+
+# Figure 21 (biosnoop per traced block I/O, against libbpf-tools' where it loads and bpftrace) lives in biosnoop.py.
+FIGURES.append((21, "cost per traced block I/O: biosnoop", biosnoop.fig_biosnoop_cost))
+notes.TITLES[21] = biosnoop.TITLE
+notes.METHOD[21] = biosnoop.METHOD
+report.RENDER[21] = biosnoop.render
 
 
 def main():

@@ -60,6 +60,16 @@ BT_VFSSTAT = BT_READY + (
     "else if ($id == 133 || $id == 259) { @[\"CREATE\"] = count(); } else if ($id == 87 || $id == 263) { @[\"UNLINK\"] = count(); } "
     "else if ($id == 83 || $id == 258) { @[\"MKDIR\"] = count(); } else if ($id == 84) { @[\"RMDIR\"] = count(); } } "
     "interval:s:1 { print(@); clear(@); }")
+# biosnoop (libbpf-tools' needs fentry or kprobes on blk_account_io_start): the issuing PID and comm per (disk,
+# sector) at block_io_start, the issue time at block_rq_issue, one line per completion, as BCC's tracepoint path.
+BT_BIOSNOOP = BT_READY + (
+    "tracepoint:block:block_io_start { @pid[args->dev, args->sector] = pid; @comm[args->dev, args->sector] = comm; } "
+    "tracepoint:block:block_rq_issue { @iss[args->dev, args->sector] = nsecs; } "
+    "tracepoint:block:block_rq_complete /@iss[args->dev, args->sector]/ { "
+    "printf(\"%d %s %d %s %d %d %d\\n\", @pid[args->dev, args->sector], @comm[args->dev, args->sector], args->dev, "
+    "args->rwbs, args->sector, args->nr_sector * 512, (nsecs - @iss[args->dev, args->sector]) / 1000); "
+    "delete(@iss[args->dev, args->sector]); delete(@pid[args->dev, args->sector]); "
+    "delete(@comm[args->dev, args->sector]); }")
 
 
 def ours(name):
@@ -164,6 +174,7 @@ def startup_specs():
         ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
         ("opensnoop", our("opensnoop", ready="^PID"), c_tool("opensnoop", ready="^PID")),
         ("syscount", our("syscount"), c_tool("syscount")),
+        ("biosnoop", our("biosnoop", ready="^TIME"), bt(BT_BIOSNOOP)),
     ]
 
 
