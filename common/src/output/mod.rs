@@ -1,6 +1,7 @@
 //! What tools print: [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
+//! [`taskhist`] is the run and report of the scheduler latency histogram tools (cpudist, runqlat).
 //! [`offcpu`] is the run and report of the off-CPU tools (offcputime, offwaketime, wakeuptime) over [`stacks`].
 
 pub mod heatmap;
@@ -10,3 +11,4 @@ pub mod metrics;
 pub mod offcpu;
 pub mod stacks;
 pub mod stdout;
+pub mod taskhist;

@@ -1,11 +1,10 @@
 //! cpudist: summarize on- and off-CPU time per task as a histogram (BCC's tool, CO-RE).
 //!
 //! Times each slice a task spends on a CPU (or with `-O` off it) from sched_switch alone, in BPF, into log2
-//! histograms kept in a kernel map: one, or per process (`-P`) or thread (`-L`). This front end prints them every
-//! interval in BCC's layout or as JSON lines.
+//! histograms kept in a kernel map: one, or per process (`-P`) or thread (`-L`). The scheduler histogram tools' shared
+//! report (`common::output::taskhist`) prints them every interval in BCC's layout or as JSON lines.
 
 mod bpf;
-mod report;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -14,15 +13,19 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
-use common::attach::maps::DropCounter;
+use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
-use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::output::hist::Log2Hist;
+use common::output::taskhist::{self, Per, Report};
+use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
 
+use bpf::types::hist;
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::{Per, Report};
+
+// SAFETY: a plain C struct of integers and chars, generated from cpudist.h.
+unsafe impl plain::Plain for hist {}
 
 const EXAMPLES: &str = "\
 examples:
@@ -81,13 +84,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn per(args: &Args) -> Per {
-    if args.pids {
-        Per::Process
-    } else if args.tids {
-        Per::Thread
-    } else {
-        Per::All
-    }
+    Per::from_flags(args.pids, args.tids, false)
 }
 
 fn cpudist(args: Args) -> Result<()> {
@@ -98,27 +95,20 @@ fn cpudist(args: Args) -> Result<()> {
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
-    let mut out = Output::new();
-    let mut report = Report::new(args.milliseconds, per(&args), args.extension);
-    if !args.json {
-        use std::io::Write;
-        writeln!(out, "Tracing {}-CPU time... Hit Ctrl-C to end.", if args.offcpu { "off" } else { "on" })?;
-        out.flush()?;
-    }
+    let report = Report::new(args.milliseconds, per(&args), args.extension);
+    let what = if args.offcpu { "off-CPU time" } else { "on-CPU time" };
     let mut start_full = DropCounter::new("slices from the histograms", "too many tasks for the start map");
     let mut hists_full = DropCounter::new("slices from the histograms", "too many histograms");
-    run_intervals(&signals, args.every.interval(), args.every.count, |_| {
-        let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
-        if args.json {
-            report.write_json(&mut out, hists)?;
-        } else {
-            report.write_text(&mut out, hists, args.timestamp)?;
-        }
+    taskhist::run(&signals, &args.every, what, report, args.json, args.timestamp, || {
+        let hists: Vec<(u32, hist)> = hash_entries(&skel.maps.hists)?;
         if let Some(bss) = skel.maps.bss_data.as_ref() {
             start_full.check(&bss.start_map_full);
             hists_full.check(&bss.hists_full);
         }
-        Ok(())
+        Ok(hists
+            .into_iter()
+            .map(|(k, h)| (k, c_string(&h.comm), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns }))
+            .collect())
     })
 }
 

@@ -2,10 +2,10 @@
 //!
 //! Times each task from becoming runnable (woken, created, or preempted while runnable) to running on a CPU, in
 //! BPF, into log2 histograms kept in a kernel map: one, or per process (`-P`), thread (`-L`) or PID namespace
-//! (`--pidnss`). This front end prints them every interval in BCC's layout or as JSON lines.
+//! (`--pidnss`). The scheduler histogram tools' shared report
+//! (`common::output::taskhist`) prints them every interval in BCC's layout or as JSON lines.
 
 mod bpf;
-mod report;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -14,15 +14,19 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
-use common::attach::maps::DropCounter;
+use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
-use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::output::hist::Log2Hist;
+use common::output::taskhist::{self, Per, Report};
+use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
 
+use bpf::types::hist;
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::{Per, Report};
+
+// SAFETY: a plain C struct of integers and chars, generated from runqlat.h.
+unsafe impl plain::Plain for hist {}
 
 const EXAMPLES: &str = "\
 examples:
@@ -72,15 +76,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn per(args: &Args) -> Per {
-    if args.pids {
-        Per::Process
-    } else if args.tids {
-        Per::Thread
-    } else if args.pidnss {
-        Per::PidNamespace
-    } else {
-        Per::All
-    }
+    Per::from_flags(args.pids, args.tids, args.pidnss)
 }
 
 fn runqlat(args: Args) -> Result<()> {
@@ -92,27 +88,19 @@ fn runqlat(args: Args) -> Result<()> {
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
 
-    let mut out = Output::new();
-    let mut report = Report::new(args.milliseconds, per(&args));
-    if !args.json {
-        use std::io::Write;
-        writeln!(out, "Tracing run queue latency... Hit Ctrl-C to end.")?;
-        out.flush()?;
-    }
+    let report = Report::new(args.milliseconds, per(&args), false);
     let mut start_full = DropCounter::new("waits from the histograms", "too many runnable tasks for the start map");
     let mut hists_full = DropCounter::new("waits from the histograms", "too many histograms");
-    run_intervals(&signals, args.every.interval(), args.every.count, |_| {
-        let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
-        if args.json {
-            report.write_json(&mut out, hists)?;
-        } else {
-            report.write_text(&mut out, hists, args.timestamp)?;
-        }
+    taskhist::run(&signals, &args.every, "run queue latency", report, args.json, args.timestamp, || {
+        let hists: Vec<(u32, hist)> = hash_entries(&skel.maps.hists)?;
         if let Some(bss) = skel.maps.bss_data.as_ref() {
             start_full.check(&bss.start_map_full);
             hists_full.check(&bss.hists_full);
         }
-        Ok(())
+        Ok(hists
+            .into_iter()
+            .map(|(k, h)| (k, c_string(&h.comm), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns }))
+            .collect())
     })
 }
 

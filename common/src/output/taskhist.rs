@@ -1,19 +1,21 @@
-//! cpudist's output: per-interval histograms in BCC's text layout or as JSON lines.
+//! The report of the scheduler latency histogram tools (cpudist, runqlat): log2 histograms kept by the BPF side
+//! in one histogram or per process (`-P`), thread (`-L`) or PID namespace (`--pidnss`) ([`Per`]), each with the
+//! comm of the first task seen in it, and the run that prints them every interval ([`run`]).
 //!
-//! The BPF side keeps cumulative histograms keyed by process or thread (0 for the single one); [`Report`]
-//! subtracts the previous read to get this interval's slices, names the sections as libbpf-tools does
-//! (`pid = 1234 comm`) and writes them, with `-e` BCC's average/total/count line.
+//! The histograms are cumulative; [`Report`] subtracts the previous read to get the interval's, names the
+//! sections as libbpf-tools does (`pid = 1234 comm`) and writes them in BCC's layout (a blank line, the time with
+//! `-T`, each histogram, with `-e` BCC's average/total/count line), or as one JSON line per histogram.
+
+use std::collections::HashMap;
+use std::io::Write;
 
 use anyhow::Result;
-use common::attach::maps::c_string;
-use common::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
-use crate::bpf::types::hist;
-
-// SAFETY: a plain C struct of integers and chars, generated from cpudist.h.
-unsafe impl plain::Plain for hist {}
+use crate::cli::IntervalCount;
+use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
+use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
+use crate::run::{run_intervals, Signals};
 
 /// What a histogram is per; the value is the BPF side's `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,18 +23,37 @@ pub enum Per {
     All = 0,
     Process = 1,
     Thread = 2,
+    PidNamespace = 3,
 }
 
 impl Per {
+    /// From the flags `-P`, `-L` and `--pidnss` (false where a tool has no such flag), in that order of precedence.
+    pub fn from_flags(pids: bool, tids: bool, pidnss: bool) -> Per {
+        if pids {
+            Per::Process
+        } else if tids {
+            Per::Thread
+        } else if pidnss {
+            Per::PidNamespace
+        } else {
+            Per::All
+        }
+    }
+
     /// The section header's name, as BCC prints it (`pid = 1234`).
     fn label(self) -> Option<&'static str> {
         match self {
             Per::All => None,
             Per::Process => Some("pid"),
             Per::Thread => Some("tid"),
+            Per::PidNamespace => Some("pidns"),
         }
     }
 }
+
+/// One histogram's cumulative record as read from the BPF map: its key (0 for the single one), the comm of the
+/// first task seen in it, and the histogram.
+pub type Entry = (u32, String, Log2Hist);
 
 /// One histogram of one interval, as a JSON line.
 #[derive(Serialize)]
@@ -43,6 +64,8 @@ struct JsonHist<'a> {
     pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pidns: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     comm: Option<&'a str>,
     buckets: Vec<Bucket>,
@@ -59,24 +82,25 @@ pub struct Report {
     per: Per,
     extension: bool,
     /// The first task seen in each histogram (its comm), by key.
-    comms: std::collections::HashMap<u32, String>,
+    comms: HashMap<u32, String>,
     diff: IntervalDiff<u32>,
 }
 
 impl Report {
+    /// Histograms in milliseconds (`-m`) or microseconds; `extension` (`-e`) adds BCC's average/total/count line.
     pub fn new(millis: bool, per: Per, extension: bool) -> Self {
         let (unit, ns_per_unit) = if millis { ("msecs", 1_000_000) } else { ("usecs", 1_000) };
-        Report { unit, ns_per_unit, per, extension, comms: Default::default(), diff: IntervalDiff::new() }
+        Report { unit, ns_per_unit, per, extension, comms: HashMap::new(), diff: IntervalDiff::new() }
     }
 
     /// This interval's non-empty histograms, sorted by key.
-    pub fn interval(&mut self, entries: Vec<(u32, hist)>) -> Vec<(u32, Log2Hist)> {
-        for (key, h) in &entries {
-            self.comms.entry(*key).or_insert_with(|| c_string(&h.comm));
+    pub fn interval(&mut self, entries: Vec<Entry>) -> Vec<(u32, Log2Hist)> {
+        let mut hists = Vec::with_capacity(entries.len());
+        for (key, comm, hist) in entries {
+            self.comms.entry(key).or_insert(comm);
+            hists.push((key, hist));
         }
-        self.diff.update(
-            entries.into_iter().map(|(k, h)| (k, Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns })),
-        )
+        self.diff.update(hists)
     }
 
     fn comm(&self, key: u32) -> &str {
@@ -84,8 +108,7 @@ impl Report {
     }
 
     /// One interval in BCC's layout: a blank line, the time with `-T`, then each histogram.
-    pub fn write_text(&mut self, out: &mut Output, entries: Vec<(u32, hist)>, timestamp: bool) -> Result<()> {
-        use std::io::Write;
+    pub fn write_text(&mut self, out: &mut Output, entries: Vec<Entry>, timestamp: bool) -> Result<()> {
         let sections = self.interval(entries);
         writeln!(out)?;
         if timestamp {
@@ -108,7 +131,7 @@ impl Report {
     }
 
     /// One JSON line per histogram of this interval; with one histogram, a line even for an idle interval.
-    pub fn write_json(&mut self, out: &mut Output, entries: Vec<(u32, hist)>) -> Result<()> {
+    pub fn write_json(&mut self, out: &mut Output, entries: Vec<Entry>) -> Result<()> {
         let mut sections = self.interval(entries);
         let timestamp = clock_rfc3339();
         if sections.is_empty() && self.per == Per::All {
@@ -121,6 +144,7 @@ impl Report {
                 unit: self.unit,
                 pid: id(Per::Process),
                 tid: id(Per::Thread),
+                pidns: id(Per::PidNamespace),
                 comm: (self.per != Per::All).then(|| self.comm(*key)),
                 buckets: log2_buckets(&hist.slots),
                 count: hist.count,
@@ -131,4 +155,30 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// The run: BCC's banner `Tracing <what>... Hit Ctrl-C to end.` (text only), then one report per interval (or
+/// one at Ctrl-C) of what `read` returns, every histogram's cumulative record.
+pub fn run(
+    signals: &Signals,
+    every: &IntervalCount,
+    what: &str,
+    mut report: Report,
+    json: bool,
+    timestamp: bool,
+    mut read: impl FnMut() -> Result<Vec<Entry>>,
+) -> Result<()> {
+    let mut out = Output::new();
+    if !json {
+        writeln!(out, "Tracing {what}... Hit Ctrl-C to end.")?;
+        out.flush()?;
+    }
+    run_intervals(signals, every.interval(), every.count, |_| {
+        let entries = read()?;
+        if json {
+            report.write_json(&mut out, entries)
+        } else {
+            report.write_text(&mut out, entries, timestamp)
+        }
+    })
 }
