@@ -7,6 +7,7 @@
 
 mod bpf;
 mod exec;
+mod maps;
 mod report;
 
 use std::ffi::OsString;
@@ -28,7 +29,7 @@ use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{Link, MapCore};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::{Report, Totals};
+use report::Report;
 
 const EXAMPLES: &str = "\
 examples:
@@ -176,7 +177,7 @@ fn syscount(mut args: Args) -> Result<()> {
     let interval = args.interval.or(args.duration);
     let count = args.duration.zip(interval).map(|(d, i)| d.div_ceil(i));
     run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
-        let totals = read_totals(&skel, args.process)?;
+        let totals = maps::read_totals(&skel, args.process)?;
         report.write(&mut out, totals, tick == Tick::Last)?;
         if args.process {
             // Exited processes have made their last call: forget them, so the map holds the live ones only.
@@ -199,33 +200,6 @@ fn check_drops(skel: &BpfSkel<'_>, drops: &mut [DropCounter; 4]) {
         drops[2].check(&bss.out_of_range);
         drops[3].check(&bss.compat_calls);
     }
-}
-
-/// The cumulative counts so far: per syscall (summed over CPUs) or per process.
-fn read_totals(skel: &BpfSkel<'_>, by_process: bool) -> Result<Totals> {
-    if by_process {
-        let entries = common::attach::maps::hash_entries::<u32, bpf::types::proc_stat>(&skel.maps.processes)?;
-        return Ok(Totals::Processes(entries));
-    }
-    let map = &skel.maps.syscalls;
-    let mut per_syscall = Vec::new();
-    for nr in 0..bpf::consts::SYSCALL_SLOTS as u32 {
-        let Some(cpus) =
-            map.lookup_percpu(&nr.to_ne_bytes(), libbpf_rs::MapFlags::ANY).context("reading map syscalls")?
-        else {
-            continue;
-        };
-        let (mut count, mut total_ns) = (0u64, 0u64);
-        for bytes in cpus {
-            let stat: bpf::types::sys_stat = common::attach::maps::from_bytes(&bytes);
-            count += stat.count;
-            total_ns += stat.total_ns;
-        }
-        if count > 0 {
-            per_syscall.push((nr, count, total_ns));
-        }
-    }
-    Ok(Totals::Syscalls(per_syscall))
 }
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
