@@ -7,6 +7,7 @@
 pub mod irq;
 pub mod pipe;
 pub mod scenario;
+pub mod usage;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read};

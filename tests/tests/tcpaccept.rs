@@ -3,12 +3,14 @@
 //! with the right remote and local ports; -p, -P and -4/-6 keep only theirs. Tests run concurrently, so each looks
 //! only at its own ports.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 
 const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -200,28 +202,8 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     done.assert_no_programs_left();
 
     // `tcpaccept | head -1`: the header is read, the pipe closes, the tool ends quietly.
-    let mut child = Command::new(bin("tcpaccept")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    assert!(first.starts_with(HEADER), "{first}");
-    let ids = prog_ids_of(child.id());
-    drop(reader);
-    let deadline = Instant::now() + WAIT;
     let mut keep = Vec::new();
-    let status = loop {
-        keep.push(accept_one(&l));
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "tcpaccept kept running after its pipe closed");
-        thread::sleep(Duration::from_millis(50));
-    };
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert!(status.success(), "{status:?} {stderr}");
-    assert!(stderr.is_empty(), "stderr: {stderr}");
-    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
+    assert_ends_when_pipe_closes("tcpaccept", &[], HEADER, || keep.push(accept_one(&l)));
 }
 
 #[test]
@@ -231,9 +213,6 @@ fn bad_input_is_refused_clearly() {
         (&["-4", "-6"][..], "cannot be used with", 2),
         (&["-p", "999999999"][..], "", 1),
     ] {
-        let done = run_tool("tcpaccept", args);
-        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
-        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
-        assert_eq!(done.stderr.trim_end().lines().count(), 1, "{args:?}: {}", done.stderr);
+        assert_refused("tcpaccept", args, code, what);
     }
 }

@@ -4,12 +4,14 @@
 //! equal the connects made. Tests run concurrently, so each looks only at its own ports.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
@@ -296,29 +298,11 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     done.assert_no_programs_left();
 
     // `tcpconnect | head -1`: the banner is read, the pipe closes, the tool ends quietly.
-    let mut child = Command::new(bin("tcpconnect")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    assert!(first.starts_with(BANNER), "{first}");
-    let ids = prog_ids_of(child.id());
-    drop(reader);
-    let deadline = Instant::now() + WAIT;
     let mut keep = HashMap::new();
-    let status = loop {
+    assert_ends_when_pipe_closes("tcpconnect", &[], BANNER, || {
         let (lport, s) = connect(&l);
         keep.insert(lport, s);
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "tcpconnect kept running after its pipe closed");
-        thread::sleep(Duration::from_millis(50));
-    };
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert!(status.success(), "{status:?} {stderr}");
-    assert!(stderr.is_empty(), "stderr: {stderr}");
-    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
+    });
 }
 
 #[test]
@@ -330,10 +314,6 @@ fn bad_input_is_refused_clearly() {
         (&["--cgroup", "/tmp"][..], "not a cgroup v2 directory", 1),
         (&["-p", "999999999"][..], "", 1),
     ] {
-        let done = run_tool("tcpconnect", args);
-        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
-        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
-        assert_eq!(done.stderr.trim_end().lines().count(), 1, "{args:?}: {}", done.stderr);
-        let _ = std::io::stdout().flush();
+        assert_refused("tcpconnect", args, code, what);
     }
 }

@@ -3,13 +3,13 @@
 //! private network namespace (a test thread's own, so no other test's drops land there). Each test looks only at
 //! its own ports or namespace, since all tests run at once.
 
-use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
@@ -300,10 +300,7 @@ fn bad_input_is_refused_clearly() {
         (&["--reasons", "NO_SUCH_REASON"][..], 1, "'NO_SUCH_REASON' is not a drop reason of this kernel"),
         (&["--pid-netns", "999999999"][..], 1, "no process with PID 999999999"),
     ] {
-        let done = run_tool("tcpdrop", args);
-        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
-        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
-        assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
+        assert_refused("tcpdrop", args, code, what);
     }
 }
 
@@ -317,24 +314,5 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     done.assert_no_programs_left();
 
     // `tcpdrop | head -1`: the header is read and the pipe closed; the tool ends without waiting for a drop.
-    let mut child = Command::new(bin("tcpdrop")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    assert!(first.starts_with("TIME "), "{first}");
-    let ids = prog_ids_of(child.id());
-    drop(reader);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("tcpdrop kept running after its pipe closed");
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "{status:?}");
-    Finished { status, stdout: first, stderr: String::new(), prog_ids: ids }.assert_no_programs_left();
+    assert_ends_when_pipe_closes("tcpdrop", &[], "TIME ", || {});
 }

@@ -16,6 +16,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
@@ -553,27 +555,9 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     done.assert_no_programs_left();
 
     // `tcplife | head -1`: the header is read, the pipe closes, the next session ends the tool quietly.
-    let mut child = Command::new(bin("tcplife")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    assert!(first.starts_with("PID "), "{first}");
-    let ids = prog_ids_of(child.id());
-    drop(reader);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
+    assert_ends_when_pipe_closes("tcplife", &[], "PID ", || {
         session(V4, 1, 1);
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "tcplife kept running after its pipe closed");
-        thread::sleep(Duration::from_millis(50));
-    };
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert!(status.success(), "{status:?} {stderr}");
-    assert!(stderr.is_empty(), "stderr: {stderr}");
-    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
+    });
 }
 
 #[test]
@@ -587,10 +571,7 @@ fn bad_input_is_refused_clearly() {
         (&["--json", "-s"][..], "cannot be used with"),
         (&["--bogus"][..], "unexpected argument"),
     ] {
-        let done = run_tool("tcplife", args);
-        assert_eq!(done.status.code(), Some(2), "{args:?}: {}", done.stderr);
-        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
-        assert!(!done.stderr.contains("panicked"));
+        assert_refused("tcplife", args, 2, what);
     }
     // An unknown PID is a runtime fact: one line, exit 1, as in every tool.
     let done = run_tool("tcplife", &["-p", "999999999"]);
@@ -651,38 +632,8 @@ fn a_server_that_closes_first_keeps_its_own_pid() {
 /// so the tool ends at once instead of at its next write.
 #[test]
 fn closed_pipe_ends_without_waiting_for_a_session() {
-    let mut idle = Command::new("sleep").arg("600").spawn().unwrap();
-    let mut child = Command::new(bin("tcplife"))
-        .args(["-p", &idle.id().to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    assert!(first.starts_with("PID "), "{first}");
-    let ids = prog_ids_of(child.id());
-    drop(reader);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = idle.kill();
-            panic!("tcplife kept running after its pipe closed");
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
-    let _ = idle.kill();
-    let _ = idle.wait();
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert!(status.success(), "{status:?} {stderr}");
-    assert!(stderr.is_empty(), "stderr: {stderr}");
-    Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
+    let idle = KillOnDrop(Command::new("sleep").arg("600").spawn().unwrap());
+    assert_ends_when_pipe_closes("tcplife", &["-p", &idle.0.id().to_string()], "PID ", || {});
 }
 
 /// How a session in `session_closed_by` ends.

@@ -3,12 +3,13 @@
 //! while the client sends more, then brought back up: the kernel retransmits the unacknowledged data until it
 //! gets through. Each test looks only at its own flow (addresses and ports), since all tests run at once.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
@@ -215,10 +216,7 @@ fn bad_input_is_refused_clearly() {
         (&["-c", "5"][..], 2, "unexpected argument"),
         (&["-l"][..], 1, "no tail loss probe tracepoint"),
     ] {
-        let done = run_tool("tcpretrans", args);
-        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
-        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
-        assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
+        assert_refused("tcpretrans", args, code, what);
     }
 }
 
@@ -232,24 +230,5 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     done.assert_no_programs_left();
 
     // `tcpretrans | head -1`: the first line is read and the pipe closed; the tool ends without a retransmit.
-    let mut child = Command::new(bin("tcpretrans")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    assert!(first.starts_with("Tracing retransmits"), "{first}");
-    let ids = prog_ids_of(child.id());
-    drop(reader);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("tcpretrans kept running after its pipe closed");
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "{status:?}");
-    Finished { status, stdout: first, stderr: String::new(), prog_ids: ids }.assert_no_programs_left();
+    assert_ends_when_pipe_closes("tcpretrans", &[], "Tracing retransmits", || {});
 }

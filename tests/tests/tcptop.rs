@@ -11,6 +11,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -362,27 +364,7 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     done.assert_no_programs_left();
 
     // `tcptop | head -1`: the banner is read, the pipe closes, the next screen ends the tool quietly.
-    let mut child =
-        Command::new(bin("tcptop")).arg("-C").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    assert!(first.starts_with(BANNER), "{first}");
-    let ids = prog_ids_of(child.id());
-    drop(reader);
-    let deadline = Instant::now() + WAIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "tcptop did not end after its pipe closed");
-        thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert!(status.success(), "{status:?}: {err}");
-    assert!(err.is_empty(), "{err}");
-    Finished { status, stdout: String::new(), stderr: err, prog_ids: ids }.assert_no_programs_left();
+    assert_ends_when_pipe_closes("tcptop", &["-C"], BANNER, || {});
 }
 
 #[test]
@@ -398,10 +380,6 @@ fn bad_input_is_refused_clearly() {
         (&["-c", "/tmp"][..], "not a cgroup v2 directory", 1),
         (&["-p", "999999999"][..], "no process with PID", 1),
     ] {
-        let done = run_tool("tcptop", args);
-        assert_eq!(done.status.code(), Some(code), "{args:?}: {}", done.stderr);
-        assert!(done.stderr.contains(what), "{args:?}: {}", done.stderr);
-        assert_eq!(done.stderr.trim_end().lines().count(), 1, "{args:?}: {}", done.stderr);
-        assert!(done.stdout.is_empty(), "{args:?}: {}", done.stdout);
+        assert_refused("tcptop", args, code, what);
     }
 }
