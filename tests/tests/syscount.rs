@@ -378,3 +378,45 @@ fn exec_counts_a_command_from_its_start_and_ends_with_it() {
     assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
     assert_eq!(done.stderr, "syscount: --exec: command not found: no-such-command-anywhere\n");
 }
+
+/// The same helper run under libbpf-tools' syscount (the anchor) at the same time: both count N getppid and M
+/// open calls.
+#[test]
+fn counts_agree_with_libbpf_tools() {
+    let anchor = std::path::Path::new("/usr/sbin/syscount");
+    if !anchor.exists() {
+        eprintln!("libbpf-tools' syscount is not installed: skipped");
+        return;
+    }
+    let (exe, _) = helper_exe();
+    let missing = ScratchFile::new("syscount-missing");
+    let mut helper = KillOnDrop(
+        Command::new(exe).arg(&missing.0).arg(N.to_string()).arg(M.to_string()).stdin(Stdio::piped()).spawn().unwrap(),
+    );
+    let pid = helper.0.id().to_string();
+    let mut theirs = KillOnDrop(
+        Command::new(anchor).args(["-p", &pid]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap(),
+    );
+    let mut ours = Running::start("syscount", &["--json", "-p", &pid]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while link_count(ours.pid()) < 1 || link_count(theirs.0.id()) < 1 {
+        assert!(Instant::now() < deadline, "the two syscounts did not attach within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ours.note_programs();
+    helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(helper.0.wait().unwrap().success());
+    ours.signal(libc::SIGINT);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(theirs.0.id() as i32, libc::SIGINT) };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut theirs.0.stdout.take().unwrap(), &mut text).unwrap();
+    let _ = theirs.0.wait();
+    let done = ours.finish(Duration::from_secs(30));
+    done.assert_success();
+    let rows = json_rows(&done.stdout);
+    for (name, want) in [("getppid", N), ("open", M)] {
+        assert_eq!(text_count(&text, name), Some(want), "libbpf-tools:\n{text}");
+        assert!(rows.contains(&(name.into(), want, None)), "ours: {rows:?}");
+    }
+}
