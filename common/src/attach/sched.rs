@@ -2,23 +2,118 @@
 //! `bpf/include/offcpu.bpf.h`.
 //!
 //! Every one of them stamps a thread when `sched_switch` takes it off a CPU, if it passes the filters of the flags
-//! (`-p`, `-t`, `-u`, `-k`, `--state`: [`ThreadFilters`]; `-m`, `-M`: [`BlockTimeArgs`], the flags themselves):
-//! [`BlockFilters`] holds them, checks them ([`usage_error`],
-//! [`require_processes`]), writes them into the skeleton's `.rodata` ([`set_block_filters!`](crate::set_block_filters),
-//! a macro because each skeleton has its own `.rodata` type) and its `pids`/`tids` maps ([`size_maps`] before load,
-//! [`fill_maps`] before attaching). [`has_prev_state_arg`] decides `sched_switch`'s prototype from BTF,
+//! (`-p`, `-t`, `-u`, `-k`: [`ThreadArgs`]; `-m`, `-M`: [`BlockTimeArgs`]; with `--state`, a [`BlockFilters`]).
+//! [`BlockFilters`] checks them ([`usage_error`], [`require_processes`]); before load,
+//! [`prepare_offcpu_skeleton!`](crate::prepare_offcpu_skeleton) (a macro: each skeleton has its own types) writes
+//! them into the skeleton's `.rodata`, sizes its `pids`/`tids` maps and picks the `sched_switch` program; before
+//! attaching, [`fill_maps`] fills those maps. [`has_prev_state_arg`] decides `sched_switch`'s prototype from BTF,
 //! [`wakeup_tracepoint`] which wakeup tracepoint to trace, and [`attach_programs`] attaches a tool's pair of
-//! `_btf`/`_raw` programs with the mechanism chosen.
+//! `_btf`/`_raw` programs with the mechanism chosen. [`StackArgs`] are the stack flags of offcputime and
+//! offwaketime (`-U`, `-K`, `-d`, `-f`).
 //!
 //! [`usage_error`]: BlockFilters::usage_error
 //! [`require_processes`]: BlockFilters::require_processes
-//! [`size_maps`]: BlockFilters::size_maps
 //! [`fill_maps`]: BlockFilters::fill_maps
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenMapMut, ProgramMut};
 
 use crate::attach::features::{Attach, KernelBtf};
+
+/// `-p`, `-t`, `-u` and `-k`, as BCC's offcputime words them (`#[command(flatten)]` in a tool's arguments;
+/// `#[command(mut_arg("pids", ...))]` rewords one for another tool).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ThreadArgs {
+    /// Trace these PIDs only, comma separated list
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',', value_parser = crate::cli::parse_pid,
+          group = "threads")]
+    pub pids: Option<Vec<u32>>,
+    /// Trace these TIDs only, comma separated list
+    #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',', value_parser = crate::cli::parse_pid,
+          group = "threads")]
+    pub tids: Option<Vec<u32>>,
+    /// User threads only (no kernel threads)
+    #[arg(short = 'u', long = "user-threads-only", group = "threads")]
+    pub user_threads_only: bool,
+    /// Kernel threads only (no user threads)
+    #[arg(short = 'k', long = "kernel-threads-only", group = "threads")]
+    pub kernel_threads_only: bool,
+}
+
+impl ThreadArgs {
+    /// These threads, in the given `--state`.
+    pub fn filters(&self, state: Option<u32>) -> ThreadFilters {
+        ThreadFilters {
+            pids: self.pids.clone(),
+            tids: self.tids.clone(),
+            user_threads_only: self.user_threads_only,
+            kernel_threads_only: self.kernel_threads_only,
+            state,
+        }
+    }
+
+    /// BCC's phrase for them in offcputime's header: `PIDs 185,175`, `user threads`, `all threads`.
+    pub fn phrase(&self) -> String {
+        let list = |ids: &[u32]| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        match (&self.pids, &self.tids) {
+            (Some(pids), _) => format!("PIDs {}", list(pids)),
+            (None, Some(tids)) => format!("TIDs {}", list(tids)),
+            _ if self.user_threads_only => "user threads".into(),
+            _ if self.kernel_threads_only => "kernel threads".into(),
+            _ => "all threads".into(),
+        }
+    }
+}
+
+/// `-U`, `-K`, `-d` and `-f`, as BCC's offcputime and offwaketime word them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StackArgs {
+    /// Show stacks from user space only (no kernel space stacks)
+    #[arg(short = 'U', long = "user-stacks-only", conflicts_with = "kernel_stacks_only")]
+    pub user_stacks_only: bool,
+    /// Show stacks from kernel space only (no user space stacks)
+    #[arg(short = 'K', long = "kernel-stacks-only")]
+    pub kernel_stacks_only: bool,
+    /// Insert delimiter between kernel/user stacks
+    #[arg(short = 'd', long)]
+    pub delimited: bool,
+    /// Output folded format
+    #[arg(short = 'f', long)]
+    pub folded: bool,
+}
+
+impl StackArgs {
+    /// The stacks collected.
+    pub fn collected(&self) -> crate::output::stacks::Collected {
+        crate::output::stacks::Collected { user: !self.kernel_stacks_only, kernel: !self.user_stacks_only }
+    }
+
+    /// BCC's phrase for them in the header: `user + kernel`, `user`, `kernel`.
+    pub fn phrase(&self) -> &'static str {
+        if self.user_stacks_only {
+            "user"
+        } else if self.kernel_stacks_only {
+            "kernel"
+        } else {
+            "user + kernel"
+        }
+    }
+
+    /// The style of the stacks: `-d` where both kinds are shown.
+    pub fn style(&self) -> crate::output::stacks::Style {
+        let collected = self.collected();
+        crate::output::stacks::Style {
+            delimited: self.delimited && collected.user && collected.kernel,
+            ..Default::default()
+        }
+    }
+}
+
+/// `--stack-storage-size N`: a map size, from 1 to `u32::MAX`.
+pub fn parse_stack_storage_size(s: &str) -> Result<u32, String> {
+    let n = crate::cli::parse_positive_u64(s)?;
+    u32::try_from(n).map_err(|_| format!("{n} is too large"))
+}
 
 /// `-m` and `-M`, as BCC's off-CPU tools word them (`#[command(flatten)]` in a tool's arguments).
 #[derive(Debug, Clone, clap::Args)]
@@ -64,13 +159,24 @@ pub struct BlockFilters {
 
 impl BlockFilters {
     /// The usage error of these flags together, if any: `-M` below `-m`, or user stacks (`-U`) of kernel threads
-    /// (`-k`). Said on stderr, after the tool's name.
+    /// (`-k`).
     pub fn usage_error(&self, user_stacks_only: bool) -> Option<String> {
         if let Some(max) = self.max_block_us.filter(|&max| max < self.min_block_us) {
             return Some(format!("-M {max} is below -m {} (see --help)", self.min_block_us));
         }
         (self.threads.kernel_threads_only && user_stacks_only)
             .then(|| "displaying user stacks for kernel threads doesn't make sense (see --help)".to_string())
+    }
+
+    /// [`usage_error`](Self::usage_error) said on stderr after the tool's name, as exit status 2.
+    pub fn check_usage(&self, user_stacks_only: bool) -> Result<(), std::process::ExitCode> {
+        match self.usage_error(user_stacks_only) {
+            Some(error) => {
+                eprintln!("{}: {error}", crate::tool::invoked_name());
+                Err(std::process::ExitCode::from(2))
+            }
+            None => Ok(()),
+        }
     }
 
     /// Fails if a `-p` or `-t` id is not a live process or thread.
@@ -96,14 +202,16 @@ impl BlockFilters {
     }
 }
 
-/// Writes a [`BlockFilters`] into a skeleton's `.rodata` (the globals of `offcpu.bpf.h`), with `sched_switch`'s
-/// prototype from `btf`: `common::set_block_filters!(ro, filters, &btf);` in a function returning
-/// `anyhow::Result`.
+/// Prepares an open skeleton of `offcpu.bpf.h` before load: the [`BlockFilters`] into its `.rodata` (with
+/// `sched_switch`'s prototype from `btf`), its `pids`/`tids` maps sized to them, and the `sched_switch` program of
+/// attach mechanism `mech` to load: `common::prepare_offcpu_skeleton!(open, &filters, &btf, mech);` in a function
+/// returning `anyhow::Result` (a macro because each skeleton has its own types).
 #[macro_export]
-macro_rules! set_block_filters {
-    ($ro:expr, $filters:expr, $btf:expr) => {{
-        let ro = $ro;
+macro_rules! prepare_offcpu_skeleton {
+    ($open:expr, $filters:expr, $btf:expr, $mech:expr) => {{
+        let open = &mut $open;
         let filters: &$crate::attach::sched::BlockFilters = $filters;
+        let ro = $crate::attach::loader::rodata(&mut open.maps.rodata_data)?;
         ro.user_threads_only = filters.threads.user_threads_only;
         ro.kernel_threads_only = filters.threads.kernel_threads_only;
         ro.filter_by_pid = filters.threads.pids.is_some();
@@ -113,6 +221,10 @@ macro_rules! set_block_filters {
         ro.min_block_us = filters.min_block_us;
         ro.max_block_us = filters.max_block_us.unwrap_or(u64::MAX);
         ro.has_prev_state_arg = $crate::attach::sched::has_prev_state_arg($btf)?;
+        filters.size_maps(&mut open.maps.pids, &mut open.maps.tids)?;
+        let tp_btf = $mech == $crate::attach::features::Attach::TpBtf;
+        open.progs.sched_switch_btf.set_autoload(tp_btf);
+        open.progs.sched_switch_raw.set_autoload(!tp_btf);
     }};
 }
 

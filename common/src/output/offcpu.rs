@@ -1,7 +1,8 @@
 //! The run and the report of the off-CPU tools (offcputime, offwaketime, wakeuptime), over [`stacks`]: BCC's
 //! header line ([`header`]), tracing until Ctrl-C or the duration while saving the memory maps of each process as
 //! its first stack is taken ([`collect`]), then naming the stacks and writing them in the form the flags chose
-//! with the flame graph ([`report`]), and saying what the BPF side lost ([`warn_lost`]).
+//! with the flame graph ([`report`]), and saying what the BPF side lost ([`warn_lost`]). [`run`] is all of it for
+//! a tool whose skeleton is a [`StackSkel`].
 
 use std::fs::File;
 use std::io::Write;
@@ -9,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use libbpf_rs::MapCore;
+use libbpf_rs::{Link, MapCore};
 
 use crate::attach::maps::DropCounter;
-use crate::output::stacks::{self, FlameGraph, Frame, Sample, Style};
+use crate::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Style};
 use crate::output::stdout::Output;
 use crate::process::symbols::Symbolizer;
 use crate::run::Signals;
@@ -84,6 +85,12 @@ pub fn collect(
 pub struct Report {
     /// The tool's name, for its messages.
     pub tool: &'static str,
+    /// BCC's header line, without its end (see [`header`]).
+    pub header: String,
+    /// Seconds to trace, or until a stop signal.
+    pub duration: Option<u64>,
+    /// `-v`: say on stderr which addresses could not be named.
+    pub verbose: bool,
     pub form: Form,
     pub style: Style,
     /// The flame graph's title, unit and palette.
@@ -99,36 +106,88 @@ pub fn flamegraph_file(path: Option<&Path>) -> Result<Option<(File, PathBuf)>> {
     Ok(stacks::create_flamegraph_file(path)?.zip(path.map(Path::to_path_buf)))
 }
 
-/// BCC's header line `what` (see [`header`]), then [`collect`]: returns the symbolizer that saved the processes'
-/// memory maps.
-pub fn trace(
-    out: &mut Output,
-    report: &Report,
-    what: &str,
-    duration: Option<u64>,
+/// `--json`, `--flamegraph FILE`, `-v` and the duration, last in the flags of offcputime and offwaketime
+/// (`#[command(flatten)]`; `#[command(mut_arg("flamegraph", ...))]` rewords one for a tool).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// Print JSON lines: one object per unique stack, with its total_us
+    #[arg(short = 'j', long, conflicts_with = "folded")]
+    pub json: bool,
+    /// Also write an SVG flame graph to FILE
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
+    #[command(flatten)]
+    pub verbose: crate::cli::Verbose,
+    /// Duration of trace, in seconds
+    #[arg(value_parser = crate::cli::parse_interval_secs)]
+    pub duration: Option<u64>,
+}
+
+impl ReportArgs {
+    /// The report of `tool` with these flags: BCC's `header`, folded (`-f`) or not, the stacks' `style`, and a
+    /// flame graph titled `title` in `palette` with values in microseconds (its file created now).
+    pub fn report(
+        &self,
+        tool: &'static str,
+        header: String,
+        folded: bool,
+        style: Style,
+        (title, palette): (String, Palette),
+    ) -> Result<Report> {
+        Ok(Report {
+            tool,
+            header,
+            duration: self.duration,
+            verbose: self.verbose.on(),
+            form: Form::from_flags(folded, self.json),
+            style,
+            graph: FlameGraph { title, count_name: "us".into(), palette },
+            per_thread: true,
+            flamegraph: flamegraph_file(self.flamegraph.as_deref())?,
+        })
+    }
+}
+
+/// A loaded stack tool (offcputime, offwaketime): what [`run`] needs of its skeleton.
+pub trait StackSkel {
+    /// The `new_pids` ring buffer of `PROCESS_NOTICE_MAPS` (`bpf/include/stacks.bpf.h`).
+    fn new_pids(&self) -> &dyn MapCore;
+    /// Every total, with its raw stacks.
+    fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>>;
+    /// The `.bss` counters `lost_blocks`, `lost_starts` and `lost_notices`.
+    fn lost(&self) -> Option<[&u64; 3]>;
+}
+
+/// The run of a stack tool loaded and attached: BCC's header, tracing until a stop signal or the duration while
+/// saving the memory maps of the processes seen ([`collect`]), detaching, the [`report`] of the `collected`
+/// stacks, and what was lost.
+pub fn run<S: StackSkel>(
+    report: Report,
+    collected: Collected,
     signals: &Signals,
-    new_pids: &dyn MapCore,
-) -> Result<Symbolizer> {
-    header(out, report.form, what, duration)?;
+    loaded: (S, Vec<Link>),
+) -> Result<()> {
+    let (skel, links) = loaded;
+    let mut out = Output::new();
+    header(&mut out, report.form, &report.header, report.duration)?;
     let mut symbolizer = Symbolizer::new();
-    collect(signals, new_pids, duration, &mut symbolizer)?;
-    Ok(symbolizer)
+    collect(signals, skel.new_pids(), report.duration, &mut symbolizer)?;
+    drop(links); // stop tracing before reading, so the snapshot is consistent
+    self::report(&mut out, skel.read_samples(collected)?, &mut symbolizer, report)?;
+    if let Some([blocks, starts, notices]) = skel.lost() {
+        warn_lost(blocks, starts, Some(notices));
+    }
+    Ok(())
 }
 
 /// Names the stacks of `samples` (dropping the tracing machinery's frames), draws the flame graph if asked (see
 /// [`write_flamegraph`]), writes the stacks in the report's form, and warns about stacks that could not be shown.
-pub fn report(
-    out: &mut Output,
-    samples: Vec<Sample<u64>>,
-    symbolizer: &mut Symbolizer,
-    verbose: bool,
-    report: Report,
-) -> Result<()> {
+pub fn report(out: &mut Output, samples: Vec<Sample<u64>>, symbolizer: &mut Symbolizer, report: Report) -> Result<()> {
     if report.form == Form::Multiline {
         writeln!(out)?;
     }
     let missing = stacks::missing(&samples);
-    let named = stacks::drop_tracing_frames(stacks::symbolize(samples, symbolizer, verbose));
+    let named = stacks::drop_tracing_frames(stacks::symbolize(samples, symbolizer, report.verbose));
     write_flamegraph(&named, &report)?;
     match report.form {
         Form::Json => stacks::write_json(out, &named, "total_us", report.per_thread)?,

@@ -8,20 +8,18 @@
 mod bpf;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
-use common::attach::sched::{self, BlockFilters, BlockTimeArgs, ThreadFilters};
-use common::output::offcpu::{self, Form, Report};
-use common::output::stacks::{Collected, FlameGraph, Palette, Sample, StackTraces, Style};
-use common::output::stdout::Output;
+use common::attach::sched::{self, BlockFilters, BlockTimeArgs, StackArgs, ThreadArgs};
+use common::output::offcpu::{self, ReportArgs, StackSkel};
+use common::output::stacks::{Collected, Palette, Sample, StackTraces, Style};
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::Link;
+use libbpf_rs::{Link, MapCore};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 
@@ -43,156 +41,81 @@ examples:
 
 /// Summarize off-CPU time by stack trace.
 #[derive(Debug, Parser)]
-#[command(name = "offcputime", version, after_help = EXAMPLES)]
+#[command(name = "offcputime", version, after_help = EXAMPLES,
+          mut_arg("json", |a| a.conflicts_with("offset")),
+          mut_arg("flamegraph", |a| a.help("Also write an SVG off-CPU flame graph to FILE")))]
 struct Args {
-    /// Trace these PIDs only, comma separated list
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',', value_parser = common::cli::parse_pid,
-          group = "threads")]
-    pids: Option<Vec<u32>>,
-    /// Trace these TIDs only, comma separated list
-    #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',', value_parser = common::cli::parse_pid,
-          group = "threads")]
-    tids: Option<Vec<u32>>,
-    /// User threads only (no kernel threads)
-    #[arg(short = 'u', long = "user-threads-only", group = "threads")]
-    user_threads_only: bool,
-    /// Kernel threads only (no user threads)
-    #[arg(short = 'k', long = "kernel-threads-only", group = "threads")]
-    kernel_threads_only: bool,
-    /// Show stacks from user space only (no kernel space stacks)
-    #[arg(short = 'U', long = "user-stacks-only", conflicts_with = "kernel_stacks_only")]
-    user_stacks_only: bool,
-    /// Show stacks from kernel space only (no user space stacks)
-    #[arg(short = 'K', long = "kernel-stacks-only")]
-    kernel_stacks_only: bool,
-    /// Insert delimiter between kernel/user stacks
-    #[arg(short = 'd', long)]
-    delimited: bool,
-    /// Output folded format
-    #[arg(short = 'f', long)]
-    folded: bool,
+    #[command(flatten)]
+    threads: ThreadArgs,
+    #[command(flatten)]
+    stacks: StackArgs,
     /// Show address offsets
     #[arg(short = 's', long, conflicts_with = "folded")]
     offset: bool,
     /// The number of unique stack traces that can be stored and displayed
-    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = parse_map_size)]
+    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = sched::parse_stack_storage_size)]
     stack_storage_size: u32,
     #[command(flatten)]
     block_time: BlockTimeArgs,
     /// Filter on this thread state bitmask (eg, 2 == TASK_UNINTERRUPTIBLE) see include/linux/sched.h
     #[arg(long, value_name = "STATE", value_parser = clap::value_parser!(u32))]
     state: Option<u32>,
-    /// Print JSON lines: one object per unique stack, with its total_us
-    #[arg(short = 'j', long, conflicts_with_all = ["folded", "offset"])]
-    json: bool,
-    /// Also write an SVG off-CPU flame graph to FILE
-    #[arg(long, value_name = "FILE")]
-    flamegraph: Option<PathBuf>,
     #[command(flatten)]
-    verbose: common::cli::Verbose,
-    /// Duration of trace, in seconds
-    #[arg(value_parser = common::cli::parse_interval_secs)]
-    duration: Option<u64>,
-}
-
-fn parse_map_size(s: &str) -> Result<u32, String> {
-    let n = common::cli::parse_positive_u64(s)?;
-    u32::try_from(n).map_err(|_| format!("{n} is too large"))
+    output: ReportArgs,
 }
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
-    if let Some(error) = filters(&args).usage_error(args.user_stacks_only) {
-        eprintln!("offcputime: {error}");
-        return ExitCode::from(2);
+    let filters = args.block_time.filters(args.threads.filters(args.state));
+    match filters.check_usage(args.stacks.user_stacks_only) {
+        Ok(()) => run::bpf_main(args.output.verbose, || offcputime(args, filters)),
+        Err(code) => code,
     }
-    run::bpf_main(args.verbose, || offcputime(args))
 }
 
-/// The flags' filters, applied in BPF.
-fn filters(args: &Args) -> BlockFilters {
-    args.block_time.filters(ThreadFilters {
-        pids: args.pids.clone(),
-        tids: args.tids.clone(),
-        user_threads_only: args.user_threads_only,
-        kernel_threads_only: args.kernel_threads_only,
-        state: args.state,
-    })
-}
-
-fn offcputime(args: Args) -> Result<()> {
-    let filters = filters(&args);
+fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
     filters.require_processes()?;
-    let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
-    let context = tracing_context(&args);
-    let report = Report {
-        tool: "offcputime",
-        form: Form::from_flags(args.folded, args.json),
-        style: Style {
-            delimited: args.delimited && collected.user && collected.kernel,
-            annotate_kernel: false,
-            offsets: args.offset,
-        },
-        graph: FlameGraph {
-            title: format!("Off-CPU Time Flame Graph: {context}"),
-            count_name: "us".into(),
-            palette: Palette::Io,
-        },
-        per_thread: true,
-        flamegraph: offcpu::flamegraph_file(args.flamegraph.as_deref())?,
-    };
+    // BCC's header phrase: `PIDs 185,175 by user + kernel stack`.
+    let context = format!("{} by {} stack", args.threads.phrase(), args.stacks.phrase());
+    let report = args.output.report(
+        "offcputime",
+        format!("Tracing off-CPU time (us) of {context}"),
+        args.stacks.folded,
+        Style { offsets: args.offset, ..args.stacks.style() },
+        (format!("Off-CPU Time Flame Graph: {context}"), Palette::Io),
+    )?;
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
-    let ((skel, links), _) =
-        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &filters, &btf, mech))?;
-
-    let mut out = Output::new();
-    let what = format!("Tracing off-CPU time (us) of {context}");
-    let mut symbolizer = offcpu::trace(&mut out, &report, &what, args.duration, &signals, &skel.maps.new_pids)?;
-    drop(links); // stop tracing before reading, so the snapshot is consistent
-    offcpu::report(&mut out, read_samples(&skel, collected)?, &mut symbolizer, args.verbose.on(), report)?;
-    if let Some(bss) = skel.maps.bss_data.as_ref() {
-        offcpu::warn_lost(&bss.lost_blocks, &bss.lost_starts, Some(&bss.lost_notices));
-    }
-    Ok(())
-}
-
-/// BCC's header phrase: `PIDs 185,175 by user + kernel stack`.
-fn tracing_context(args: &Args) -> String {
-    let list = |ids: &[u32]| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    let whom = match (&args.pids, &args.tids) {
-        (Some(pids), _) => format!("PIDs {}", list(pids)),
-        (None, Some(tids)) => format!("TIDs {}", list(tids)),
-        _ if args.user_threads_only => "user threads".into(),
-        _ if args.kernel_threads_only => "kernel threads".into(),
-        _ => "all threads".into(),
-    };
-    let stacks = if args.user_stacks_only {
-        "user"
-    } else if args.kernel_stacks_only {
-        "kernel"
-    } else {
-        "user + kernel"
-    };
-    format!("{whom} by {stacks} stack")
+    let (loaded, _) = load_first_working(TOOL.attach, report.verbose, |m| load_and_attach(&args, &filters, &btf, m))?;
+    offcpu::run(report, args.stacks.collected(), &signals, loaded)
 }
 
 unsafe impl plain::Plain for bpf::types::stack_key {}
 
-/// Reads every total with its raw stack addresses.
-fn read_samples(skel: &BpfSkel<'_>, collected: Collected) -> Result<Vec<Sample<u64>>> {
-    let mut traces = StackTraces::new(&skel.maps.stackmap, collected);
-    let mut samples = Vec::new();
-    for (key, total) in common::attach::maps::hash_entries::<bpf::types::stack_key, u64>(&skel.maps.totals)? {
-        if total > 0 {
-            let comm = common::attach::maps::c_string(&key.comm);
-            let task = traces.task(key.tgid, key.pid, comm, key.user_stack_id, key.kern_stack_id);
-            samples.push(Sample { task, waker: None, value: total });
-        }
+impl StackSkel for BpfSkel<'_> {
+    fn new_pids(&self) -> &dyn MapCore {
+        &self.maps.new_pids
     }
-    Ok(samples)
+
+    /// Every total with its raw stack addresses.
+    fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>> {
+        let mut traces = StackTraces::new(&self.maps.stackmap, collected);
+        let mut samples = Vec::new();
+        for (key, total) in common::attach::maps::hash_entries::<bpf::types::stack_key, u64>(&self.maps.totals)? {
+            if total > 0 {
+                let comm = common::attach::maps::c_string(&key.comm);
+                let task = traces.task(key.tgid, key.pid, comm, key.user_stack_id, key.kern_stack_id);
+                samples.push(Sample { task, waker: None, value: total });
+            }
+        }
+        Ok(samples)
+    }
+
+    fn lost(&self) -> Option<[&u64; 3]> {
+        self.maps.bss_data.as_ref().map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.lost_notices])
+    }
 }
 
 /// Opens and loads the BPF object with the flags' filters, fills the PID/TID maps, and attaches to sched_switch.
@@ -203,16 +126,10 @@ fn load_and_attach(
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    common::prepare_offcpu_skeleton!(open, filters, btf, mech);
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.user_stacks_only = args.user_stacks_only;
-    ro.kernel_stacks_only = args.kernel_stacks_only;
-    common::set_block_filters!(ro, filters, btf);
-    let maps = &mut open.maps;
-    maps.stackmap.set_max_entries(args.stack_storage_size)?;
-    filters.size_maps(&mut maps.pids, &mut maps.tids)?;
-    let tp_btf = mech == Attach::TpBtf;
-    open.progs.sched_switch_btf.set_autoload(tp_btf);
-    open.progs.sched_switch_raw.set_autoload(!tp_btf);
+    (ro.user_stacks_only, ro.kernel_stacks_only) = (args.stacks.user_stacks_only, args.stacks.kernel_stacks_only);
+    open.maps.stackmap.set_max_entries(args.stack_storage_size)?;
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the program is attached.

@@ -1,0 +1,139 @@
+//! wakeuptime: summarize sleep to wakeup time by waker kernel stack (BCC's tool, CO-RE).
+//!
+//! On every `sched_switch` the BPF program stamps the thread that blocks with the time; on `sched_waking` (else
+//! `sched_wakeup`), in the waker's context, it adds the time the woken thread was blocked to the total of (waker
+//! kernel stack, waker name, target name), in microseconds. At the end the stacks are named through the shared
+//! stack module and printed in BCC's layout (`report`), as folded lines, as JSON, and/or as a flame graph.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{load_first_working, open_skeleton};
+use common::attach::sched::{self, BlockFilters, BlockTimeArgs, ThreadFilters};
+use common::output::offcpu::{self, Form};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+
+const EXAMPLES: &str = "\
+examples:
+    wakeuptime             # trace blocked time with waker stacks
+    wakeuptime 5           # trace for 5 seconds only
+    wakeuptime -f 5        # 5 seconds, and output in folded format
+    wakeuptime -u          # don't include kernel threads (user only)
+    wakeuptime -p 185      # trace for PID 185 only
+    wakeuptime -m 1000     # trace only blocks that last more than 1000 usec
+    wakeuptime --flamegraph wakeup.svg 10  # also draw a wakeup flame graph of 10 seconds";
+
+/// Summarize sleep to wakeup time by waker kernel stack
+#[derive(Debug, Parser)]
+#[command(name = "wakeuptime", version, after_help = EXAMPLES)]
+struct Args {
+    /// User threads only (no kernel threads)
+    #[arg(short = 'u', long = "useronly", conflicts_with = "pid")]
+    useronly: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
+    pid: Option<u32>,
+    /// Show raw addresses (symbol offsets too) and verbose debug output (repeat for libbpf's debug messages)
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Output folded format
+    #[arg(short = 'f', long)]
+    folded: bool,
+    /// The number of unique stack traces that can be stored and displayed (default 16384)
+    #[arg(long, value_name = "STACK_STORAGE_SIZE", default_value_t = 16384, value_parser = sched::parse_stack_storage_size,
+          hide_default_value = true)]
+    stack_storage_size: u32,
+    #[command(flatten)]
+    block_time: BlockTimeArgs,
+    /// Print JSON lines: one object per unique waker stack, with its total_us
+    #[arg(short = 'j', long, conflicts_with = "folded")]
+    json: bool,
+    /// Also write an SVG wakeup flame graph to FILE (waker at the bottom, the woken thread on top)
+    #[arg(long, value_name = "FILE")]
+    flamegraph: Option<PathBuf>,
+    /// Duration of trace, in seconds
+    #[arg(value_parser = common::cli::parse_interval_secs)]
+    duration: Option<u64>,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    // The filters apply to the threads that block.
+    let threads =
+        ThreadFilters { pids: args.pid.map(|pid| vec![pid]), user_threads_only: args.useronly, ..Default::default() };
+    let filters = args.block_time.filters(threads);
+    match filters.check_usage(false) {
+        Ok(()) => run::bpf_main(common::cli::Verbose { level: args.verbose }, || wakeuptime(args, filters)),
+        Err(code) => code,
+    }
+}
+
+fn wakeuptime(args: Args, filters: BlockFilters) -> Result<()> {
+    filters.require_processes()?;
+    let form = Form::from_flags(args.folded, args.json);
+    let flamegraph = offcpu::flamegraph_file(args.flamegraph.as_deref())?;
+    let btf = KernelBtf::load()?;
+    let wakeup = sched::wakeup_tracepoint(&btf)?;
+    let signals = Signals::install()?;
+    let ((skel, links), _) =
+        load_first_working(TOOL.attach, args.verbose > 0, |mech| load_and_attach(&args, &filters, &btf, wakeup, mech))?;
+
+    let report = report::report_of(form, args.duration, args.verbose > 0, flamegraph);
+    let mut out = Output::new();
+    offcpu::header(&mut out, form, &report.header, args.duration)?;
+    signals.sleep_until(offcpu::deadline(args.duration));
+    drop(links); // stop tracing before reading, so the snapshot is consistent
+
+    let samples = report::read_samples(&skel.maps.totals, &skel.maps.stackmap)?;
+    report::report(&mut out, samples, report)?;
+    if let Some(bss) = skel.maps.bss_data.as_ref() {
+        offcpu::warn_lost(&bss.lost_blocks, &bss.lost_starts, None);
+    }
+    Ok(())
+}
+
+/// Opens and loads the BPF object with the flags' filters, fills the PID map, and attaches to the wakeup
+/// tracepoint and sched_switch.
+fn load_and_attach(
+    args: &Args,
+    filters: &BlockFilters,
+    btf: &KernelBtf,
+    wakeup: &str,
+    mech: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    common::prepare_offcpu_skeleton!(open, filters, btf, mech);
+    open.maps.stackmap.set_max_entries(args.stack_storage_size)?;
+    let tp_btf = mech == Attach::TpBtf;
+    let waking = wakeup == "sched_waking";
+    let progs = &mut open.progs;
+    progs.sched_waking_btf.set_autoload(tp_btf && waking);
+    progs.sched_waking_raw.set_autoload(!tp_btf && waking);
+    progs.sched_wakeup_btf.set_autoload(tp_btf && !waking);
+    progs.sched_wakeup_raw.set_autoload(!tp_btf && !waking);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+
+    // Filters are in place before the programs are attached.
+    filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
+    let p = &skel.progs;
+    let (btf_prog, raw_prog) =
+        if waking { (&p.sched_waking_btf, &p.sched_waking_raw) } else { (&p.sched_wakeup_btf, &p.sched_wakeup_raw) };
+    // The wakeups first: a stamp without its wakeup is only overwritten later, a wakeup without a stamp is ignored.
+    let wakeups = sched::attach_programs(btf_prog, raw_prog, wakeup, mech)?;
+    let switch = sched::attach_programs(&p.sched_switch_btf, &p.sched_switch_raw, "sched_switch", mech)?;
+    Ok((skel, vec![wakeups, switch]))
+}
