@@ -8,7 +8,7 @@ from figures import BT_READY, bt, our
 from lib import dd_syscalls
 import snoop
 
-TITLE = "Cost per write: argdist -H on sys_enter_write"
+TITLE = "Cost per write: argdist -H and trace on sys_enter_write"
 
 METHOD = """
 `dd if=/dev/zero of=/dev/null bs=1 count=n` makes n one-byte writes (and n reads, which neither tracer sees), run
@@ -16,11 +16,17 @@ untraced, under `argdist -H 't:syscalls:sys_enter_write():u64:args->count'` (one
 fetch and filter are rodata parameters, printing every second) and under the bpftrace one-liner
 `tracepoint:syscalls:sys_enter_write {{ @ = hist(args->count); }}` (compiled by LLVM at start-up). *Extra per
 write* = (median CPU time traced − untraced) / n; the untraced row gives dd's own cost per write, so the extra
-can be read as a percentage of it (the seeds' "~5%" claim). {cfg.repeat} rounds.
+can be read as a percentage of it (the seeds' "~5%" claim). The second row prints every write instead: `trace
+'t:syscalls:sys_enter_write "%d", args->count'` (the same generic fetch, a ring-buffer record per event, a line
+per event to a pipe; trace skips its own writes, the one-liner its own too) against `tracepoint:syscalls:sys_enter_write /comm != "bpftrace"/ {{ printf("%d\\n", args->count); }}`, over a
+tenth of the writes. {cfg.repeat} rounds.
 """
 
 SPEC = "t:syscalls:sys_enter_write():u64:args->count"
 BT_HIST = BT_READY + "tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }"
+TRACE_PROBE = 't:syscalls:sys_enter_write "%d", args->count'
+BT_PRINT = BT_READY + 'tracepoint:syscalls:sys_enter_write /comm != "bpftrace"/ { printf("%d\\n", args->count); }'
+
 
 
 def specs(cfg):
@@ -28,6 +34,8 @@ def specs(cfg):
     return [
         ("argdist -H write sizes", n, lambda: dd_syscalls(n),
          [("ours", our("argdist", ["-H", SPEC], ready=r"^\[")), ("bpftrace", bt(BT_HIST))]),
+        ("trace printing each write", n // 10, lambda: dd_syscalls(n // 10),
+         [("ours", our("trace", [TRACE_PROBE], ready="^PID")), ("bpftrace", bt(BT_PRINT))]),
     ]
 
 

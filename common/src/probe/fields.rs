@@ -132,7 +132,12 @@ impl<'a> Resolver<'a> {
             (ProbeType::Tracepoint, Some(dir)) => tracepoint_fields(dir, &spec.library, &spec.function)?,
             _ => Vec::new(),
         };
-        let retval = spec.exprs.iter().find(|(e, _)| strip_cast(e) == "$retval").map(|(_, t)| *t).unwrap_or(CType::INT);
+        let retval = spec
+            .exprs
+            .iter()
+            .find(|(e, _)| matches!(strip_cast(e), "$retval" | "retval"))
+            .map(|(_, t)| *t)
+            .unwrap_or(CType::INT);
         Ok(Resolver { spec, fields, retval })
     }
 

@@ -85,6 +85,13 @@ fn comparison(filter: &str, cmp: &str) -> SpecResult<Comparison> {
         }
     }
     let Some((at, tok, op)) = found else {
+        // A bare name is a truth test, as in C: `(retval)` is `retval != 0`.
+        let name = cmp.trim();
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_$->.".contains(c)) {
+            if let Operand::Name(n) = operand(name) {
+                return Ok(Comparison { lhs: Operand::Name(n), op: Op::Ne, rhs: Operand::Const(0), or_next: false });
+            }
+        }
         spec_bail!("filter '{filter}': cannot take '{cmp}': a comparison needs ==, !=, <, <=, > or >=");
     };
     let (lhs, rhs) = (cmp[..at].trim(), cmp[at + tok.len()..].trim());
@@ -146,7 +153,8 @@ mod tests {
         assert!(parse("(a == 1)").is_err());
         assert!(parse("a & 1").is_err());
         assert!(parse("a + 1 > 2").is_err());
-        assert!(parse("a").is_err());
+        assert_eq!(parse("a").unwrap()[0].op, Op::Ne);
+        assert!(parse("a b").is_err());
         assert!(parse("1 == 2").is_err());
     }
 }

@@ -19,6 +19,7 @@ pub mod ctype;
 pub mod fields;
 pub mod filter;
 pub mod plan;
+pub mod printf;
 pub mod spec;
 
 use std::fmt;

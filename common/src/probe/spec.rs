@@ -168,6 +168,127 @@ pub fn parse_params(raw: &str, signature: &str) -> SpecResult<Vec<(String, CType
     Ok(params)
 }
 
+/// A parsed trace probe: the spec (its expressions are the format's arguments, typed by their conversions) and
+/// the format, if any.
+#[derive(Debug, Clone)]
+pub struct TraceSpec {
+    pub spec: Spec,
+    pub format: Option<super::printf::Format>,
+}
+
+/// Parses a trace probe: `[{p,r}]:[library]:function[(signature)] [(predicate)] ["format"[, arguments]]`, or
+/// `t:category:event [(predicate)] ["format"[, arguments]]`. Arguments are `arg1`..`arg6` (or the signature's
+/// names), `retval`, `args->FIELD`, `$pid` (thread), `$tgid`, `$uid`.
+pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
+    let text = raw.trim();
+    let bail =
+        |why: String| -> SpecResult<TraceSpec> { Err(super::SpecError(format!("error in probe '{raw}': {why}"))) };
+    let end = text.find([' ', '\t', '(']).unwrap_or(text.len());
+    let (token, mut rest) = text.split_at(end);
+    let mut signature = None;
+    if rest.starts_with('(') {
+        let Some(close) = rest.find(')') else { return bail("unmatched '(' after the function".into()) };
+        if rest[1..close].contains('(') {
+            return bail("unmatched '(' after the function".into());
+        }
+        signature = Some(&rest[1..close]);
+        rest = &rest[close + 1..];
+    }
+    let parts: Vec<&str> = token.split(':').collect();
+    let (kind, library, function) = match parts.as_slice() {
+        [f] => ("p", "", *f),
+        [lib, f] => ("p", *lib, *f),
+        [k, lib, f] => (*k, *lib, *f),
+        _ => return bail("too many ':'-separated parts".into()),
+    };
+    let probe = match kind {
+        "" | "p" => ProbeType::Entry,
+        "r" => ProbeType::Return,
+        "t" => ProbeType::Tracepoint,
+        "u" => return bail("USDT probes ('u') are not supported by this prebuilt trace".into()),
+        other => return bail(format!("probe type must be '', 'p', 't', 'r', or 'u', but got '{other}'")),
+    };
+    if function.is_empty() {
+        return bail("no function or event named".into());
+    }
+    if function.contains('+') {
+        return bail(format!("cannot take the offset in '{function}': probes go on function entry or return"));
+    }
+    if probe == ProbeType::Tracepoint && (signature.is_some() || library.is_empty()) {
+        return bail("a tracepoint is t:CATEGORY:EVENT, without a signature (use args->FIELD)".into());
+    }
+    // The predicate, in balanced parentheses.
+    let mut rest = rest.trim_start();
+    let mut filter = String::new();
+    if rest.starts_with('(') {
+        let mut depth = 0;
+        let mut close = None;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { return bail("unmatched end of predicate".into()) };
+        filter = rest[1..close].trim().to_owned();
+        rest = rest[close + 1..].trim_start();
+    }
+    // The action: "format", arguments.
+    let mut format = None;
+    let mut args: Vec<String> = Vec::new();
+    if !rest.is_empty() {
+        let Some(body) = rest.strip_prefix('"') else {
+            return bail(format!("expected a format string in \"s, got '{rest}'"));
+        };
+        let Some(close) = body.find('"') else { return bail("unterminated format string".into()) };
+        format = Some(
+            super::printf::Format::parse(&body[..close]).map_err(|e| super::SpecError(format!("in '{raw}': {e}")))?,
+        );
+        let tail = body[close + 1..].trim();
+        let tail = tail.strip_prefix(',').unwrap_or(tail);
+        args = tail.split(',').map(|a| trace_alias(a.trim())).filter(|a| !a.is_empty()).collect();
+    }
+    let types = format.as_ref().map(|f| f.types()).unwrap_or_default();
+    if types.len() != args.len() {
+        return bail(format!("the format has {} conversions but {} arguments follow it", types.len(), args.len()));
+    }
+    let params = match signature {
+        Some(sig) => parse_params(raw, sig)?,
+        None if probe == ProbeType::Entry => (1..=6)
+            .map(|n| {
+                let name = format!("arg{n}");
+                let string = args.iter().zip(&types).any(|(a, t)| *a == name && t.string);
+                (name, if string { CType::STRING } else { CType::U64 })
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let spec = Spec {
+        raw: raw.to_owned(),
+        label: None,
+        probe,
+        library: library.to_owned(),
+        function: function.to_owned(),
+        params,
+        exprs: args.into_iter().zip(types).collect(),
+        filter: trace_alias(&filter),
+        default_expr: format.is_none(),
+    };
+    Ok(TraceSpec { spec, format })
+}
+
+/// trace's names of the special values, as the resolver knows them (`$pid` is the thread's id in BCC's trace).
+fn trace_alias(text: &str) -> String {
+    text.replace("$tgid", "$PID").replace("$pid", "$TID").replace("$uid", "$UID")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +312,25 @@ mod tests {
         assert_eq!(s.params[1], ("buf".to_owned(), CType::U64));
         let r = parse_argdist("r:c:read()", true).unwrap();
         assert_eq!(r.exprs[0].0, "$retval");
+    }
+
+    #[test]
+    fn trace_specs() {
+        let t = parse_trace(r#"t:syscalls:sys_enter_openat "%s", args->filename"#).unwrap();
+        assert_eq!(t.spec.probe, ProbeType::Tracepoint);
+        assert_eq!(t.spec.exprs, vec![("args->filename".to_owned(), CType::STRING)]);
+        let r = parse_trace(r#"r::do_sys_openat2 (retval < 0) "ret=%d", retval"#).unwrap();
+        assert_eq!(r.spec.filter, "retval < 0");
+        assert_eq!(r.spec.function, "do_sys_openat2");
+        let p = parse_trace(r#"p:c:malloc "size=%d", arg1"#).unwrap();
+        assert!(p.spec.is_user());
+        assert_eq!(p.spec.params.len(), 6);
+        let s = parse_trace(r#"c:open (arg2 == 42) "%s %d", arg1, arg2"#).unwrap();
+        assert_eq!(s.spec.params[0].1, CType::STRING);
+        assert!(parse_trace(r#"c:open "%s %d", arg1"#).is_err());
+        assert!(parse_trace("u:pthread:create").is_err());
+        assert!(parse_trace("do_sys_open+0x10").is_err());
+        assert!(parse_trace("c:open (arg1 == 1").is_err());
     }
 
     #[test]

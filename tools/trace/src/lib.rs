@@ -1,0 +1,310 @@
+//! trace: trace functions and tracepoints and print a line per event with chosen values, printf-style (BCC's
+//! tool, CO-RE, with no compiler at run time).
+//!
+//! Each probe is parsed by `common::probe` (`parse_trace`: the spec, the predicate, the format and its
+//! arguments) into the parameters of one generic, prebuilt BPF object (`trace.bpf.c` over
+//! `bpf/include/probe.bpf.h`); every object sends its events into the first one's ring buffer. Printing, -M, -n,
+//! -f and -A are in [`report`].
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::{parse_pid, require_process};
+use common::output::stdout::Output;
+use common::probe::attach::{attach as probe_attach, select_programs, site, Site};
+use common::probe::plan::{plan, Limits, Plan};
+use common::probe::spec::{parse_trace, TraceSpec};
+use common::probe::{usage_exit, SpecError};
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
+
+use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_STRS, STR_MAX};
+use crate::bpf::{BpfSkel, BpfSkelBuilder};
+
+const EXAMPLES: &str = r#"Probe syntax:
+        [{p,r}]:[library]:function[(signature)] [(predicate)] ["format"[, arguments]]
+        t:category:event [(predicate)] ["format"[, arguments]]
+Where:
+        p, r       -- function entry (default) or return
+        library    -- a library (c is libc) or program; empty for a kernel function
+        signature  -- the function's parameters, as in the C header (else arg1..arg6)
+        predicate  -- comparisons (== != < <= > >=) of arguments, retval, args->FIELD,
+                      $pid, $tgid, $uid and constants, joined by && and ||
+        format     -- printf-style: %d %u %x %c %s with h, l, ll
+        arguments  -- arg1..arg6 or signature names, retval, args->FIELD, $pid, $tgid, $uid
+
+EXAMPLES:
+
+trace do_sys_open
+        Trace the open syscall and print a default trace message when entered
+trace 't:syscalls:sys_enter_openat "%s", args->filename'
+        Trace openat() and print the file names
+trace 't:syscalls:sys_exit_openat (args->ret < 0) "ret=%d", args->ret'
+        Trace failing openat() calls and print the error
+trace 'r::do_sys_openat2 (retval < 0) "ret=%d", retval'
+        Trace the return from do_sys_openat2 when it fails (kernel functions need kprobes)
+trace 'c:open (arg2 == 42) "%s %d", arg1, arg2'
+        Trace the open() call from libc only if the flags (arg2) argument is 42
+trace 'c:malloc "size = %d", arg1'
+        Trace malloc calls and print the size being allocated
+trace 'p:c:write (arg1 == 1) "writing %d bytes to STDOUT", arg3'
+        Trace the write() call from libc to monitor writes to STDOUT
+trace 'r:c:malloc (retval) "allocated = %x", retval'
+        Trace returns from malloc and print non-NULL allocated buffers
+trace 't:block:block_rq_complete "sectors=%d", args->nr_sector'
+        Trace the block_rq_complete kernel tracepoint and print # of tx sectors
+trace -M 5 't:syscalls:sys_enter_write "fd=%d count=%d", args->fd, args->count'
+        Print the first five writes, then exit
+trace 'c:sleep(unsigned int seconds) "sleep for %u s", seconds'
+        Name the arguments with a signature"#;
+
+/// Attach to functions and print trace messages.
+#[derive(Debug, Parser)]
+#[command(name = "trace", version, after_help = EXAMPLES)]
+struct Args {
+    /// number of pages to use for the ring buffer, per CPU
+    #[arg(short = 'b', long = "buffer-pages", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    buffer_pages: u32,
+    /// id of the process to trace (optional)
+    #[arg(short = 'p', long, value_parser = parse_pid, conflicts_with = "tid")]
+    pid: Option<u32>,
+    /// id of the thread to trace (optional)
+    #[arg(short = 'L', long, value_parser = parse_pid)]
+    tid: Option<u32>,
+    /// id of the user to trace (optional)
+    #[arg(long, value_parser = clap::value_parser!(u32))]
+    uid: Option<u32>,
+    /// maximum size to read from strings
+    #[arg(short = 'Z', long = "string-size", default_value_t = 80,
+          value_parser = clap::value_parser!(u32).range(1..=STR_MAX as i64))]
+    string_size: u32,
+    /// do not filter trace's own pid from the trace
+    #[arg(short = 'S', long = "include-self")]
+    include_self: bool,
+    /// number of events to print before quitting
+    #[arg(short = 'M', long = "max-events", value_parser = clap::value_parser!(u64).range(1..))]
+    max_events: Option<u64>,
+    /// print timestamp column (offset from trace start)
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// print UNIX timestamp instead of offset from trace start, requires -t
+    #[arg(short = 'u', long = "unix-timestamp", requires = "timestamp")]
+    unix_timestamp: bool,
+    /// print time column
+    #[arg(short = 'T', long)]
+    time: bool,
+    /// print CPU id
+    #[arg(short = 'C', long = "print_cpu")]
+    print_cpu: bool,
+    /// cgroup path (not supported by this prebuilt trace: refused)
+    #[arg(short = 'c', long = "cgroup-path", value_name = "CGROUP_PATH")]
+    cgroup_path: Option<String>,
+    /// only print process names containing this name
+    #[arg(short = 'n', long)]
+    name: Option<String>,
+    /// only print the msg of event containing this string
+    #[arg(short = 'f', long = "msg-filter")]
+    msg_filter: Option<String>,
+    /// allow to use STRCMP with binary values (no effect: string comparisons are not supported)
+    #[arg(short = 'B', long = "bin_cmp")]
+    bin_cmp: bool,
+    /// comma separated list of symbol files to use for symbol resolution (not supported: refused)
+    #[arg(short = 's', long = "sym_file_list", value_name = "SYM_FILE_LIST")]
+    sym_file_list: Option<String>,
+    /// output kernel stack trace (not supported by this prebuilt trace: refused)
+    #[arg(short = 'K', long = "kernel-stack")]
+    kernel_stack: bool,
+    /// output user stack trace (not supported by this prebuilt trace: refused)
+    #[arg(short = 'U', long = "user-stack")]
+    user_stack: bool,
+    /// print virtual address in stacks (no effect without stacks)
+    #[arg(short = 'a', long)]
+    address: bool,
+    /// additional header files (accepted for BCC compatibility and not needed: nothing is compiled)
+    #[arg(short = 'I', long = "include", value_name = "header")]
+    include: Vec<String>,
+    /// aggregate amount of each trace
+    #[arg(short = 'A', long)]
+    aggregate: bool,
+    /// JSON output: one object per event
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// probe specifier (see examples)
+    #[arg(value_name = "probe", required = true)]
+    probes: Vec<String>,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Kprobe]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    let refuse = |what: &str| {
+        eprintln!("{}: {what}", common::tool::invoked_name());
+        ExitCode::from(2)
+    };
+    if args.kernel_stack || args.user_stack {
+        return refuse("-K/-U (stack traces) are not supported by this prebuilt trace; use stackcount");
+    }
+    if args.cgroup_path.is_some() {
+        return refuse("-c (cgroup filter) is not supported by this prebuilt trace");
+    }
+    if args.sym_file_list.is_some() {
+        return refuse("-s (symbol files) is not supported by this prebuilt trace: it prints no symbols");
+    }
+    run::bpf_main(args.verbose, || trace(args))
+}
+
+const LIMITS: Limits = Limits { fetches: MAX_FETCH, cmps: MAX_CMPS, exprs: MAX_FETCH };
+
+/// One probe: parsed, resolved, and (later) attached.
+pub struct Probe {
+    pub trace: TraceSpec,
+    pub plan: Plan,
+    site: Site,
+}
+
+fn resolve_all(args: &Args) -> Vec<Probe> {
+    let tracefs = if args.probes.iter().any(|p| p.trim_start().starts_with("t:")) {
+        match common::attach::features::tracefs() {
+            Ok(dir) => Some(dir),
+            Err(err) => {
+                eprintln!("{}: {err:#}", common::tool::invoked_name());
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    for raw in &args.probes {
+        let resolved = parse_trace(raw).and_then(|trace| {
+            let plan = plan(&trace.spec, tracefs.as_deref(), &LIMITS)?;
+            let strings = plan.exprs.iter().filter(|e| e.ctype.string).count();
+            if strings > MAX_STRS {
+                return Err(SpecError(format!("in '{raw}': at most {MAX_STRS} %s arguments")));
+            }
+            let site = site(&trace.spec, args.pid)?;
+            Ok(Probe { trace, plan, site })
+        });
+        match resolved {
+            Ok(p) => out.push(p),
+            Err(err) => usage_exit(&err),
+        }
+    }
+    out
+}
+
+/// The ring buffer's size: `pages` per CPU, a power of two.
+fn ring_size(pages: u32) -> u32 {
+    let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1).max(1) as u64;
+    let bytes = (pages as u64 * 4096 * cpus).next_power_of_two().min(1 << 30);
+    bytes as u32
+}
+
+fn load(
+    probe: &Probe,
+    index: u32,
+    args: &Args,
+    first: Option<&BpfSkel<'static>>,
+) -> Result<(BpfSkel<'static>, Attach)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    {
+        let ro = rodata(&mut open.maps.rodata_data)?;
+        common::probe_rodata!(&mut *ro, &probe.plan, args.pid, args.tid);
+        ro.probe_index = index;
+        ro.exclude_tgid = if args.include_self { 0 } else { std::process::id() };
+        ro.filter_uid = args.uid.is_some();
+        ro.target_uid = args.uid.unwrap_or(0);
+        ro.str_size = args.string_size;
+        let strings: Vec<u8> = probe.plan.exprs.iter().filter(|e| e.ctype.string).map(|e| e.fetch as u8).collect();
+        ro.n_strs = strings.len() as u32;
+        for (slot, f) in ro.str_fetch.iter_mut().zip(strings) {
+            *slot = f;
+        }
+    }
+    match first {
+        Some(first) => open.maps.events.reuse_fd(first.maps.events.as_fd())?,
+        None => open.maps.events.set_max_entries(ring_size(args.buffer_pages))?,
+    }
+    let latency = probe.plan.needs_entry();
+    let how = select_programs(open.open_object_mut(), &probe.site, probe.trace.spec.probe, latency)?;
+    let skel = open.load().context("loading the BPF program")?;
+    Ok((skel, how))
+}
+
+fn trace(args: Args) -> Result<()> {
+    if let Some(pid) = args.pid.or(args.tid) {
+        require_process(pid)?;
+    }
+    let tool = common::tool::invoked_name();
+    if !args.include.is_empty() {
+        eprintln!("{tool}: -I {} ignored: this trace is prebuilt, nothing is compiled", args.include.join(" -I "));
+    }
+    let probes = resolve_all(&args);
+    let signals = Signals::install()?;
+    let mut skels: Vec<BpfSkel<'static>> = Vec::new();
+    let mut links: Vec<Link> = Vec::new();
+    for (i, probe) in probes.iter().enumerate() {
+        let (skel, how) = load(probe, i as u32, &args, skels.first())?;
+        let latency = probe.plan.needs_entry();
+        links.extend(probe_attach(skel.object(), &probe.site, &probe.trace.spec, latency, args.pid)?);
+        if args.verbose.on() {
+            eprintln!("attached with {how} ({})", probe.trace.spec.raw);
+        }
+        skels.push(skel);
+    }
+    let mut out = Output::new();
+    let printer = std::cell::RefCell::new(report::Printer::new(args_view(&args), &probes));
+    if !args.json {
+        printer.borrow().header(&mut out)?;
+        out.flush()?;
+    }
+    let mut lost = DropCounter::new("events", "ring buffer full");
+    let bss: Vec<&u64> = skels.iter().filter_map(|s| s.maps.bss_data.as_ref()).map(|b| &b.lost).collect();
+    let result = common::attach::ring_buffer::poll_ring_buffer(
+        &signals,
+        &skels[0].maps.events,
+        || {
+            lost.check_all(bss.iter().copied());
+            printer.borrow().done()
+        },
+        |data| {
+            printer.borrow_mut().event(&mut out, data)?;
+            Ok(())
+        },
+    );
+    lost.check_all(bss.iter().copied());
+    result?;
+    printer.borrow().finish(&mut out)?;
+    out.flush()?;
+    drop(links);
+    Ok(())
+}
+
+fn args_view(args: &Args) -> report::Options {
+    report::Options {
+        timestamp: args.timestamp,
+        unix_timestamp: args.unix_timestamp,
+        time: args.time,
+        print_cpu: args.print_cpu,
+        name: args.name.clone(),
+        msg_filter: args.msg_filter.clone(),
+        max_events: args.max_events,
+        aggregate: args.aggregate,
+        json: args.json,
+    }
+}

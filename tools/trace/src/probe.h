@@ -1,0 +1,1 @@
+../../../bpf/include/probe.h

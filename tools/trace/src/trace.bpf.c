@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/* trace: one object per probe, all sending into the first object's ring buffer. The generic probe
+ * (probe.bpf.h) fetches the values the probe's format names and applies its predicate; this program copies the
+ * values, the %s strings, the time, CPU, PID, TID and command into one record. Records the ring buffer has no
+ * room for are counted in `lost`. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "trace.h"
+#include "probe.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 probe_index = 0;
+/* trace's own process (not traced unless -S). */
+const volatile __u32 exclude_tgid = 0;
+const volatile bool filter_uid = false;
+const volatile __u32 target_uid = 0;
+const volatile __u32 n_strs = 0;
+const volatile __u8 str_fetch[MAX_STRS] = {};
+const volatile __u32 str_size = 80;
+
+__u64 lost = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+_Static_assert(__builtin_offsetof(struct event, vals) == EV_VALS, "EV_VALS");
+_Static_assert(__builtin_offsetof(struct event, strs) == EV_STRS, "EV_STRS");
+_Static_assert(__builtin_offsetof(struct event, comm) == EV_COMM, "EV_COMM");
+
+static __always_inline int handle(void *record, struct pt_regs *regs)
+{
+	__u64 vals[MAX_FETCH] = {};
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid;
+	struct event *e;
+
+	if (exclude_tgid && (id >> 32) == exclude_tgid)
+		return 0;
+	if (filter_uid && (__u32)bpf_get_current_uid_gid() != target_uid)
+		return 0;
+	if (!probe_wanted(&tid))
+		return 0;
+	if (!probe_fetch(record, regs, tid, vals))
+		return 0;
+	if (!probe_filter(vals))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return 0;
+	}
+	e->ts = bpf_ktime_get_ns();
+	e->tgid = id >> 32;
+	e->tid = tid;
+	e->cpu = bpf_get_smp_processor_id();
+	e->probe = probe_index;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+#pragma unroll
+	for (int i = 0; i < MAX_FETCH; i++)
+		e->vals[i] = vals[i];
+#pragma unroll
+	for (int s = 0; s < MAX_STRS; s++) {
+		__u8 f = str_fetch[s];
+
+		e->strs[s][0] = 0;
+		if (s >= n_strs || f >= MAX_FETCH)
+			continue;
+		probe_string(e->strs[s], str_size, record, f, vals[f]);
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint")
+int probe_tracepoint(void *ctx)
+{
+	return handle(ctx, NULL);
+}
+
+/* Attached as a uprobe or a kprobe (both are kprobe programs). */
+SEC("kprobe")
+int probe_entry(struct pt_regs *ctx)
+{
+	return handle(NULL, ctx);
+}
+
+SEC("kretprobe")
+int probe_return(struct pt_regs *ctx)
+{
+	return handle(NULL, ctx);
+}
+
+/* The entry side of $latency. */
+SEC("kprobe")
+int probe_start(struct pt_regs *ctx)
+{
+	return probe_record_start();
+}

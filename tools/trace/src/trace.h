@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* trace's event record, shared with the Rust side (which reads it by these offsets); the generic probe's limits
+ * and codes are in probe.h (a link to bpf/include/probe.h). */
+#ifndef __TRACE_H
+#define __TRACE_H
+
+#include "probe.h"
+
+/* Strings one event carries (%s arguments). */
+#define MAX_STRS 4
+#define TASK_COMM_LEN 16
+
+/* One event: the header, every fetched value, then the strings. */
+struct event {
+	__u64 ts;
+	__u32 tgid;
+	__u32 tid;
+	__u32 cpu;
+	__u32 probe;
+	char comm[TASK_COMM_LEN];
+	__u64 vals[MAX_FETCH];
+	char strs[MAX_STRS][STR_MAX];
+};
+
+/* Byte offsets of the record's parts, for the Rust side. */
+#define EV_TS 0
+#define EV_TGID 8
+#define EV_TID 12
+#define EV_CPU 16
+#define EV_PROBE 20
+#define EV_COMM 24
+#define EV_VALS 40
+#define EV_STRS 88
+
+#endif
