@@ -340,40 +340,15 @@ def tool_names():
     return sorted(d.name for d in (ROOT / "tools").iterdir() if (d / "Cargo.toml").is_file())
 
 
-def build_static(without="", strip=True):
-    """`make static`, leaving the tools in `without` (comma-separated) out of the multicall's list (and, with
-    strip=False, keeping the symbols); returns the binary's size in bytes."""
+def build_static(without=""):
+    """`make static`, leaving the tools in `without` (comma-separated) out of the multicall's list; returns the
+    binary's size in bytes."""
     env = dict(os.environ, COREBPF_TOOLSET_WITHOUT=without)
-    if not strip:
-        env["CARGO_PROFILE_DIST_STRIP"] = "none"
     out = subprocess.run(["make", "-s", "--no-print-directory", "static"], cwd=ROOT, env=env,
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise BenchError(f"make static (without {without or 'nothing'}) failed: {out.stderr[-500:]}")
     return os.path.getsize(STATIC_DIR / "corebpf-tools")
-
-
-def crate_of(symbol):
-    """The crate of a Rust symbol in legacy mangling (`_ZN10biolatency4main17h...E` -> biolatency), or None."""
-    m = re.match(r"_ZN(\d+)", symbol)
-    if not m:
-        return None
-    start = m.end()
-    return symbol[start:start + int(m.group(1))]
-
-
-def own_code_by_crate(binary, crates):
-    """Bytes of the symbols (functions and data) each crate in `crates` defines in an unstripped binary."""
-    out = subprocess.run(["nm", "-S", "--defined-only", str(binary)], capture_output=True, text=True, check=True).stdout
-    sizes = dict.fromkeys(crates, 0)
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) != 4:
-            continue
-        crate = crate_of(parts[3])
-        if crate in sizes:
-            sizes[crate] += int(parts[1], 16)
-    return sizes
 
 
 def bpf_object_size(tool):
@@ -415,38 +390,27 @@ def libbpf_tools_installed():
 
 
 def fig_size(cfg):
-    """The shipped binary, the installed tree, and what each tool adds to it: for every tool, its own code (the
-    symbols of its crate in an unstripped build) plus its BPF object; for a sample (BENCH_SIZE_TOOLS, default the
-    template biolatency and the largest estimate), exactly, by building the binary without it."""
+    """The shipped binary, the installed tree, and what the tools add to it: all of them together (the binary
+    built with none), and each of a sample exactly (built without it; BENCH_SIZE_TOOLS, default two)."""
     res = {"tools": tool_names(), "rows": [], "theirs_installed": libbpf_tools_installed()}
-    binary = STATIC_DIR / "corebpf-tools"
-    kept = BUILD_DIR / "corebpf-tools.stripped"
     try:
         res["static"] = build_static()
         res["installed"] = installed_tree()
-        BUILD_DIR.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(binary, kept)
-        res["unstripped"] = build_static(strip=False)
-        own = own_code_by_crate(binary, res["tools"])
         for tool in res["tools"]:
             theirs_path = theirs(tool)
-            res["rows"].append({"name": tool, "own": own[tool], "bpf": bpf_object_size(tool),
-                                "estimate": own[tool] + bpf_object_size(tool), "without": None, "added": None,
+            res["rows"].append({"name": tool, "bpf": bpf_object_size(tool), "without": None, "added": None,
                                 "theirs": os.path.getsize(theirs_path) if theirs_path else None})
-        shutil.copy2(kept, binary)
-        sample = [t for t in os.environ.get("BENCH_SIZE_TOOLS", "").split(",") if t]
-        if not sample:
-            largest = max(res["rows"], key=lambda r: r["estimate"])["name"]
-            sample = sorted({"biolatency", largest})
+        res["base"] = build_static(",".join(res["tools"]))
+        sample = [t for t in os.environ.get("BENCH_SIZE_TOOLS", "biolatency,argdist").split(",") if t]
         for row in res["rows"]:
             if row["name"] in sample:
                 row["without"] = build_static(row["name"])
                 row["added"] = res["static"] - row["without"]
-    except (BenchError, OSError, subprocess.CalledProcessError) as e:
+    except BenchError as e:
         res["error"] = str(e)
     finally:
         try:
-            build_static()  # leave the whole, stripped binary in place
+            build_static()  # leave the whole binary in place
         except BenchError:
             pass
     bt_path = bpftrace()

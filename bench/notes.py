@@ -68,12 +68,11 @@ mark of the forked Python parent from before `exec`. profile's memory is in figu
     5: """
 Every tool ships in one static binary, `corebpf-tools` (`make static`: the `dist` profile, fat LTO, one codegen
 unit, `panic = "abort"`, stripped; libbpf, libelf, zlib and glibc linked in), installed with a symbolic link per
-tool. *What it adds* is, for every tool, its own code (the bytes of the symbols its crate defines, read with `nm`
-from an unstripped build of the same binary, `CARGO_PROFILE_DIST_STRIP=none`) plus its BPF object; for a sample
-of tools (`BENCH_SIZE_TOOLS`, default the template biolatency and the largest), exactly: the binary's size minus
-the size of the same build with that tool left out of the multicall's list (`COREBPF_TOOLSET_WITHOUT=tool make
-static`; the linker then drops its code, its BPF object and what only it uses). One fat-LTO build takes minutes,
-so the exact figure for every tool would take an hour.
+tool. *What the tools add* is the binary's size minus the size of the same build with every tool left out of the
+multicall's list (`COREBPF_TOOLSET_WITHOUT=a,b,... make static`; the linker then drops their code and BPF objects);
+for a sample of tools (`BENCH_SIZE_TOOLS`, default biolatency and argdist), each one's addition exactly:
+the size minus that of the build without it. One fat-LTO build takes minutes, so every tool one by one would take
+an hour; every tool's BPF object size is listed.
 Debian's libbpf-tools links libbpf statically and libelf and zlib dynamically.
 """,
     6: """

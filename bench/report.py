@@ -240,21 +240,21 @@ def render_size(res):
                      f"{size(kib * 1024 / count)} a tool"])
         rows[1][2] = f"{size(total / n)} a tool"
     text = table(["what", "size", "per tool"], rows)
+    if res.get("base"):
+        n, added = len(res["tools"]), res["static"] - res["base"]
+        text += (f"\n\nThe same binary with no tool in it (the runtime, libbpf, libelf, zlib, blazesym, clap...) is "
+                 f"{size(res['base'])}: the {n} tools add {size(added)}, **{size(added / n)} a tool** on average "
+                 "(the target is at most 250 KiB a tool).")
     if res["rows"]:
-        per = [[r["name"], size(r["own"]), size(r["bpf"]), size(r["estimate"]),
-                size(r["added"]) if r["added"] is not None else "",
+        per = [[r["name"], size(r["bpf"]), size(r["added"]) if r["added"] is not None else "",
                 size(r["theirs"]) if r["theirs"] else "not in libbpf-tools"] for r in res["rows"]]
-        text += "\n\n" + table(["tool", "its own code", "its BPF object", "what it adds (sum)",
-                                 "exactly: size with it − without it", "libbpf-tools' binary"], per)
-        worst = max(res["rows"], key=lambda r: r["estimate"])
+        text += "\n\n" + table(["tool", "its BPF object", "what it adds (size with it − without it)",
+                                 "libbpf-tools' binary"], per)
         exact = [r for r in res["rows"] if r["added"] is not None]
-        text += (f"\n\nThe largest addition is {worst['name']}'s, {size(worst['estimate'])}; the target is 250 KiB "
-                 "a tool. A tool's own code is what its crate defines in the binary (the symbols of an unstripped "
-                 "build of the same binary); with its BPF object, that is what it adds, less what only it uses "
-                 "from shared crates (a table in `common`, a dependency).")
         if exact:
-            text += " For " + ", ".join(f"{r['name']} (built without it: {size(r['added'])} smaller, estimate "
-                                         f"{size(r['estimate'])})" for r in exact) + " the exact figure is measured."
+            worst = max(exact, key=lambda r: r["added"])
+            text += (f"\n\nOf the tools measured one by one, {worst['name']} adds the most, {size(worst['added'])}. "
+                     "A tool's addition is its own code, its BPF object and what only it uses (a crate, a table).")
     if res.get("bpftrace"):
         text += f" bpftrace itself is {size(res['bpftrace'])} (without its LLVM and clang libraries)."
     if res.get("error"):
