@@ -173,6 +173,10 @@ def startup_specs():
         ("runqlen", our("runqlen", ready="^Sampling"), c_tool("runqlen", ready="^Sampling")),
         ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
         ("opensnoop", our("opensnoop", ready="^PID"), c_tool("opensnoop", ready="^PID")),
+        # trace (no libbpf-tools port): its generic program on one tracepoint, against bpftrace's printf there.
+        ("trace t:syscalls:sys_enter_write", our("trace", ['t:syscalls:sys_enter_write "%d", args->count'],
+                                                 ready="^PID"),
+         bt(BT_READY + 'tracepoint:syscalls:sys_enter_write /comm != "bpftrace"/ { printf("%d\\n", args->count); }')),
         ("syscount", our("syscount"), c_tool("syscount")),
         ("biosnoop", our("biosnoop", ready="^TIME"), bt(BT_BIOSNOOP)),
     ]
