@@ -2,6 +2,7 @@
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
 //! [`taskhist`] is the run and report of the scheduler latency histogram tools (cpudist, runqlat).
+//! [`sockevents`] is what the socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife) share.
 //! [`offcpu`] is the run and report of the off-CPU tools (offcputime, offwaketime, wakeuptime) over [`stacks`].
 
 pub mod heatmap;
@@ -9,6 +10,7 @@ pub mod hist;
 pub mod irqtime;
 pub mod metrics;
 pub mod offcpu;
+pub mod sockevents;
 pub mod stacks;
 pub mod stdout;
 pub mod taskhist;

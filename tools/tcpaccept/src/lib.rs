@@ -15,9 +15,8 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
-use common::attach::maps::DropCounter;
 use common::cli::{parse_pid, parse_port_list};
-use common::domain::net::{AF_INET, AF_INET6};
+use common::output::sockevents;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -90,24 +89,12 @@ fn tcpaccept(args: Args) -> Result<()> {
     let mut out = Output::new();
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     printer.write_header(&mut out)?;
-    let mut lost = DropCounter::new("accepts", "ring buffer full");
-    common::attach::ring_buffer::poll_ring_buffer(
-        &signals,
-        &skel.maps.events,
-        || {
-            lost.check(&bss.lost);
-            false
-        },
-        |data| {
-            let event: bpf::types::event = common::attach::maps::from_bytes(data);
-            match Accept::from_event(&event) {
-                Some(a) => Ok(printer.write(&mut out, &a)?),
-                None => Ok(()),
-            }
-        },
-    )?;
-    lost.check(&bss.lost);
-    Ok(())
+    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "accepts", |event: &bpf::types::event| {
+        match Accept::from_event(event) {
+            Some(a) => Ok(printer.write(&mut out, &a)?),
+            None => Ok(()),
+        }
+    })
 }
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
@@ -115,11 +102,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
     rodata.target_pid = args.pid.unwrap_or(0);
-    rodata.target_family = match (args.ipv4, args.ipv6) {
-        (true, _) => AF_INET,
-        (_, true) => AF_INET6,
-        _ => 0,
-    };
+    rodata.target_family = sockevents::family_filter(args.ipv4, args.ipv6);
     rodata.filter_port = args.port.is_some();
 
     let progs = &mut open.progs;

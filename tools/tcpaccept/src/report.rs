@@ -2,10 +2,9 @@
 //! tcplife's field names.
 
 use std::io::{self, Write};
-use std::net::IpAddr;
 
 use common::attach::maps::c_string;
-use common::domain::net::{ip_addr, Family};
+use common::output::sockevents::{Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -20,11 +19,7 @@ pub struct Accept {
     pub ts_ns: u64,
     pub pid: u32,
     pub comm: String,
-    pub family: Family,
-    pub laddr: IpAddr,
-    pub lport: u16,
-    pub raddr: IpAddr,
-    pub rport: u16,
+    pub conn: Conn,
 }
 
 impl Accept {
@@ -34,11 +29,7 @@ impl Accept {
             ts_ns: e.ts_ns,
             pid: e.pid,
             comm: c_string(&e.comm),
-            family: Family::from_af(e.family)?,
-            laddr: ip_addr(e.family, &e.laddr)?,
-            lport: e.lport,
-            raddr: ip_addr(e.family, &e.raddr)?,
-            rport: e.rport,
+            conn: Conn::decode(e.family, &e.laddr, e.lport, &e.raddr, e.rport)?,
         })
     }
 }
@@ -60,22 +51,19 @@ struct JsonAccept<'a> {
     time_s: Option<f64>,
     pid: u32,
     comm: &'a str,
-    family: &'static str,
-    laddr: String,
-    lport: u16,
-    raddr: String,
-    rport: u16,
+    #[serde(flatten)]
+    conn: JsonConn,
 }
 
 /// Prints the header and one line per accept, flushing each.
 pub struct Printer {
     style: Style,
-    first_ts_ns: Option<u64>,
+    since_first: SinceFirst,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, first_ts_ns: None }
+        Printer { style, since_first: SinceFirst::default() }
     }
 
     /// The column header (nothing for JSON).
@@ -91,30 +79,25 @@ impl Printer {
 
     /// Prints one accept.
     pub fn write(&mut self, out: &mut Output, a: &Accept) -> io::Result<()> {
-        let first = *self.first_ts_ns.get_or_insert(a.ts_ns);
-        let since_first = (a.ts_ns / 1000).saturating_sub(first / 1000) as f64 / 1e6;
+        let since_first = self.since_first.secs(a.ts_ns);
         if self.style.json {
             return out.json_line(&JsonAccept {
                 timestamp: clock_rfc3339(),
                 time_s: self.style.timestamp.then_some(since_first),
                 pid: a.pid,
                 comm: &a.comm,
-                family: a.family.name(),
-                laddr: a.laddr.to_string(),
-                lport: a.lport,
-                raddr: a.raddr.to_string(),
-                rport: a.rport,
+                conn: a.conn.json(),
             });
         }
         let line = self.prefix(&clock_hms(), &format!("{since_first:.3}"))
             + &columns([
                 a.pid.to_string(),
                 a.comm.clone(),
-                a.family.version().to_string(),
-                a.raddr.to_string(),
-                a.rport.to_string(),
-                a.laddr.to_string(),
-                a.lport.to_string(),
+                a.conn.family.version().to_string(),
+                a.conn.raddr.to_string(),
+                a.conn.rport.to_string(),
+                a.conn.laddr.to_string(),
+                a.conn.lport.to_string(),
             ]);
         writeln!(out, "{line}")?;
         out.flush()

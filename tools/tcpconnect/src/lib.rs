@@ -16,9 +16,8 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
-use common::attach::maps::DropCounter;
 use common::cli::{parse_pid, parse_port_list};
-use common::domain::net::{AF_INET, AF_INET6};
+use common::output::sockevents;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -114,36 +113,18 @@ fn tcpconnect(args: Args) -> Result<()> {
         println!("Tracing connect ... Hit Ctrl-C to end");
     }
     if args.count {
-        let mut flows_full = DropCounter::new("flows", "flow map full");
-        signals.sleep_until(None);
-        if signals.stdout_gone() {
-            return Ok(());
-        }
-        let flows = common::attach::maps::hash_entries::<bpf::types::flow, u64>(&skel.maps.flows)?;
-        report::write_counts(&mut out, args.json, &flows)?;
-        flows_full.check(&bss.flows_full);
-        return Ok(());
+        return sockevents::count_at_exit(&signals, &skel.maps.flows, &bss.flows_full, "flows", |flows| {
+            Ok(report::write_counts(&mut out, args.json, flows)?)
+        });
     }
 
     printer.write_header(&mut out)?;
-    let mut lost = DropCounter::new("connects", "ring buffer full");
-    common::attach::ring_buffer::poll_ring_buffer(
-        &signals,
-        &skel.maps.events,
-        || {
-            lost.check(&bss.lost);
-            false
-        },
-        |data| {
-            let event: bpf::types::event = common::attach::maps::from_bytes(data);
-            match Connect::from_event(&event) {
-                Some(c) => Ok(printer.write(&mut out, &c)?),
-                None => Ok(()),
-            }
-        },
-    )?;
-    lost.check(&bss.lost);
-    Ok(())
+    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "connects", |event: &bpf::types::event| {
+        match Connect::from_event(event) {
+            Some(c) => Ok(printer.write(&mut out, &c)?),
+            None => Ok(()),
+        }
+    })
 }
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
@@ -153,11 +134,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     rodata.target_pid = args.pid.unwrap_or(0);
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
-    rodata.target_family = match (args.ipv4, args.ipv6) {
-        (true, _) => AF_INET,
-        (_, true) => AF_INET6,
-        _ => 0,
-    };
+    rodata.target_family = sockevents::family_filter(args.ipv4, args.ipv6);
     rodata.filter_port = args.port.is_some();
     rodata.filter_cgroup = cgroup.is_some();
     rodata.count = args.count;

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use common::attach::maps::c_string;
 use common::domain::net::{ip_addr, Family};
+use common::output::sockevents::{Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -22,11 +23,7 @@ pub struct Connect {
     pub pid: u32,
     pub uid: u32,
     pub comm: String,
-    pub family: Family,
-    pub laddr: IpAddr,
-    pub lport: u16,
-    pub raddr: IpAddr,
-    pub rport: u16,
+    pub conn: Conn,
 }
 
 impl Connect {
@@ -37,11 +34,7 @@ impl Connect {
             pid: e.pid,
             uid: e.uid,
             comm: c_string(&e.comm),
-            family: Family::from_af(e.family)?,
-            laddr: ip_addr(e.family, &e.saddr)?,
-            lport: e.lport,
-            raddr: ip_addr(e.family, &e.daddr)?,
-            rport: e.dport,
+            conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.dport)?,
         })
     }
 }
@@ -66,11 +59,8 @@ struct JsonConnect<'a> {
     pid: u32,
     uid: u32,
     comm: &'a str,
-    family: &'static str,
-    laddr: String,
-    lport: u16,
-    raddr: String,
-    rport: u16,
+    #[serde(flatten)]
+    conn: JsonConn,
 }
 
 #[derive(Serialize)]
@@ -85,12 +75,12 @@ struct JsonFlow {
 /// Prints the header and one line per connect, flushing each.
 pub struct Printer {
     style: Style,
-    first_ts_ns: Option<u64>,
+    since_first: SinceFirst,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, first_ts_ns: None }
+        Printer { style, since_first: SinceFirst::default() }
     }
 
     /// The column header (nothing for JSON).
@@ -112,9 +102,7 @@ impl Printer {
 
     /// Prints one connect.
     pub fn write(&mut self, out: &mut Output, c: &Connect) -> io::Result<()> {
-        let first = *self.first_ts_ns.get_or_insert(c.ts_ns);
-        // BCC: (ts_us - first_ts_us) / 1e6.
-        let since_first = (c.ts_ns / 1000).saturating_sub(first / 1000) as f64 / 1e6;
+        let since_first = self.since_first.secs(c.ts_ns);
         if self.style.json {
             return out.json_line(&JsonConnect {
                 timestamp: clock_rfc3339(),
@@ -122,11 +110,7 @@ impl Printer {
                 pid: c.pid,
                 uid: c.uid,
                 comm: &c.comm,
-                family: c.family.name(),
-                laddr: c.laddr.to_string(),
-                lport: c.lport,
-                raddr: c.raddr.to_string(),
-                rport: c.rport,
+                conn: c.conn.json(),
             });
         }
         let mut line = String::new();
@@ -139,11 +123,11 @@ impl Printer {
         line += &self.columns([
             c.pid.to_string(),
             c.comm.clone(),
-            c.family.version().to_string(),
-            c.laddr.to_string(),
-            c.lport.to_string(),
-            c.raddr.to_string(),
-            c.rport.to_string(),
+            c.conn.family.version().to_string(),
+            c.conn.laddr.to_string(),
+            c.conn.lport.to_string(),
+            c.conn.raddr.to_string(),
+            c.conn.rport.to_string(),
         ]);
         writeln!(out, "{line}")?;
         out.flush()

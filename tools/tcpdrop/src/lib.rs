@@ -19,6 +19,7 @@ use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
 use common::attach::maps::DropCounter;
+use common::output::sockevents;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -124,22 +125,10 @@ fn tcpdrop(args: Args) -> Result<()> {
     }
 
     printer.write_header(&mut out)?;
-    let mut lost = DropCounter::new("drops", "ring buffer full");
-    common::attach::ring_buffer::poll_ring_buffer(
-        &signals,
-        &skel.maps.events,
-        || {
-            lost.check(&bss.lost);
-            false
-        },
-        |data| {
-            let event: bpf::types::event = common::attach::maps::from_bytes(data);
-            let stack = read_stack(&skel, event.stack_id);
-            Ok(printer.write_drop(&mut out, &event, &stack)?)
-        },
-    )?;
-    lost.check(&bss.lost);
-    Ok(())
+    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "drops", |event: &bpf::types::event| {
+        let stack = read_stack(&skel, event.stack_id);
+        Ok(printer.write_drop(&mut out, event, &stack)?)
+    })
 }
 
 /// The kernel stack `id` from the stack map, innermost first (empty if it was lost).

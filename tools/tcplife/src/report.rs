@@ -6,9 +6,8 @@
 //! JSON lines carry the exact payload bytes (SYN and FIN left out, see tcplife.bpf.c) and durations.
 
 use std::io::{self, Write};
-use std::net::IpAddr;
 
-use common::domain::net::{ip_addr, Family};
+use common::output::sockevents::{Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -22,11 +21,7 @@ pub struct Session {
     pub span_ns: u64,
     pub pid: u32,
     pub comm: String,
-    pub family: Family,
-    pub laddr: IpAddr,
-    pub lport: u16,
-    pub raddr: IpAddr,
-    pub rport: u16,
+    pub conn: Conn,
     /// Payload bytes sent and acked, received (what the application wrote and read).
     pub tx_bytes: u64,
     pub rx_bytes: u64,
@@ -44,11 +39,7 @@ impl Session {
             span_ns: e.span_ns,
             pid: e.pid,
             comm: String::from_utf8_lossy(&comm).into_owned(),
-            family: Family::from_af(e.family)?,
-            laddr: ip_addr(e.family, &e.saddr)?,
-            lport: e.lport,
-            raddr: ip_addr(e.family, &e.daddr)?,
-            rport: e.rport,
+            conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.rport)?,
             tx_bytes: e.tx_payload,
             rx_bytes: e.rx_payload,
             tx_kernel: e.tx_b,
@@ -91,11 +82,8 @@ struct JsonSession<'a> {
     time_s: Option<f64>,
     pid: u32,
     comm: &'a str,
-    family: &'static str,
-    laddr: String,
-    lport: u16,
-    raddr: String,
-    rport: u16,
+    #[serde(flatten)]
+    conn: JsonConn,
     tx_bytes: u64,
     rx_bytes: u64,
     duration_ms: f64,
@@ -105,12 +93,12 @@ struct JsonSession<'a> {
 /// Prints the header and one line per session, flushing each.
 pub struct Printer {
     style: Style,
-    first_ts_ns: Option<u64>,
+    since_first: SinceFirst,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, first_ts_ns: None }
+        Printer { style, since_first: SinceFirst::default() }
     }
 
     /// The column header (nothing for JSON).
@@ -129,20 +117,14 @@ impl Printer {
 
     /// Prints one session.
     pub fn write(&mut self, out: &mut Output, s: &Session) -> io::Result<()> {
-        let first = *self.first_ts_ns.get_or_insert(s.ts_ns);
-        // BCC: (ts_us - first_ts_us) / 1e6.
-        let since_first = (s.ts_ns / 1000).saturating_sub(first / 1000) as f64 / 1e6;
+        let since_first = self.since_first.secs(s.ts_ns);
         if self.style.json {
             return out.json_line(&JsonSession {
                 timestamp: clock_rfc3339(),
                 time_s: self.style.since_first.then_some(since_first),
                 pid: s.pid,
                 comm: &s.comm,
-                family: if s.family == Family::V4 { "ipv4" } else { "ipv6" },
-                laddr: s.laddr.to_string(),
-                lport: s.lport,
-                raddr: s.raddr.to_string(),
-                rport: s.rport,
+                conn: s.conn.json(),
                 tx_bytes: s.tx_bytes,
                 rx_bytes: s.rx_bytes,
                 duration_ms: s.span_ns as f64 / 1e6,
@@ -188,11 +170,11 @@ fn cells(s: &Session) -> [String; 10] {
     [
         s.pid.to_string(),
         s.comm.clone(),
-        s.family.version().to_string(),
-        s.laddr.to_string(),
-        s.lport.to_string(),
-        s.raddr.to_string(),
-        s.rport.to_string(),
+        s.conn.family.version().to_string(),
+        s.conn.laddr.to_string(),
+        s.conn.lport.to_string(),
+        s.conn.raddr.to_string(),
+        s.conn.rport.to_string(),
         (s.tx_kernel / 1024).to_string(),
         (s.rx_kernel / 1024).to_string(),
         format!("{:.2}", s.ms()),
@@ -209,11 +191,13 @@ mod tests {
             span_ns: 1_234_567,
             pid: 4242,
             comm: "curl-with-long-name".into(),
-            family: Family::V4,
-            laddr: "127.0.0.1".parse().unwrap(),
-            lport: 50000,
-            raddr: "10.0.0.2".parse().unwrap(),
-            rport: 80,
+            conn: Conn {
+                family: common::domain::net::Family::V4,
+                laddr: "127.0.0.1".parse().unwrap(),
+                lport: 50000,
+                raddr: "10.0.0.2".parse().unwrap(),
+                rport: 80,
+            },
             tx_bytes: 2045,
             rx_bytes: 1024 * 1024 - 1,
             tx_kernel: 2047,

@@ -14,8 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
-use common::attach::maps::DropCounter;
-use common::domain::net::{AF_INET, AF_INET6};
+use common::output::sockevents;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -82,49 +81,26 @@ fn tcpretrans(args: Args) -> Result<()> {
         println!("Tracing retransmits ... Hit Ctrl-C to end");
     }
     if args.count {
-        let mut full = DropCounter::new("retransmits", "flow map full");
-        signals.sleep_until(None);
-        if signals.stdout_gone() {
-            return Ok(());
-        }
-        let flows = common::attach::maps::hash_entries::<bpf::types::flow, u64>(&skel.maps.flows)
-            .context("reading the flow counts")?;
-        report::write_counts(&mut out, args.json, &flows)?;
-        full.check(&bss.flows_full);
-        return Ok(());
+        return sockevents::count_at_exit(&signals, &skel.maps.flows, &bss.flows_full, "retransmits", |flows| {
+            Ok(report::write_counts(&mut out, args.json, flows)?)
+        });
     }
 
     let mut printer = Printer::new(args.json, args.sequence);
     printer.write_header(&mut out)?;
-    let mut lost = DropCounter::new("retransmits", "ring buffer full");
-    common::attach::ring_buffer::poll_ring_buffer(
-        &signals,
-        &skel.maps.events,
-        || {
-            lost.check(&bss.lost);
-            false
-        },
-        |data| {
-            let event: bpf::types::event = common::attach::maps::from_bytes(data);
-            match Retransmit::from_event(&event) {
-                Some(r) => Ok(printer.write(&mut out, &r)?),
-                None => Ok(()),
-            }
-        },
-    )?;
-    lost.check(&bss.lost);
-    Ok(())
+    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "retransmits", |event: &bpf::types::event| {
+        match Retransmit::from_event(event) {
+            Some(r) => Ok(printer.write(&mut out, &r)?),
+            None => Ok(()),
+        }
+    })
 }
 
 /// Opens the BPF object, sets its options, keeps the program of one attach mechanism, loads and attaches it.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_family = match (args.ipv4, args.ipv6) {
-        (true, _) => AF_INET,
-        (_, true) => AF_INET6,
-        _ => 0,
-    };
+    ro.target_family = sockevents::family_filter(args.ipv4, args.ipv6);
     ro.count = args.count;
     if !args.count {
         open.maps.flows.set_max_entries(1).context("sizing the flow map")?;

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use common::domain::net::{ip_addr, Family};
 use common::domain::tcp::state_name;
+use common::output::sockevents::{Conn, JsonConn};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -20,11 +21,7 @@ unsafe impl plain::Plain for flow {}
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retransmit {
     pub pid: u32,
-    pub family: Family,
-    pub laddr: IpAddr,
-    pub lport: u16,
-    pub raddr: IpAddr,
-    pub rport: u16,
+    pub conn: Conn,
     pub state: u8,
     pub seq: u32,
     pub tlp: bool,
@@ -35,11 +32,7 @@ impl Retransmit {
     pub fn from_event(e: &event) -> Option<Retransmit> {
         Some(Retransmit {
             pid: e.pid,
-            family: Family::from_af(e.family)?,
-            laddr: ip_addr(e.family, &e.saddr)?,
-            lport: e.lport,
-            raddr: ip_addr(e.family, &e.daddr)?,
-            rport: e.rport,
+            conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.rport)?,
             state: e.state,
             seq: e.seq,
             tlp: e.r#type as usize == TLP,
@@ -51,11 +44,8 @@ impl Retransmit {
 struct JsonRetransmit {
     timestamp: String,
     pid: u32,
-    family: &'static str,
-    laddr: String,
-    lport: u16,
-    raddr: String,
-    rport: u16,
+    #[serde(flatten)]
+    conn: JsonConn,
     state: String,
     #[serde(rename = "type")]
     kind: &'static str,
@@ -103,11 +93,7 @@ impl Printer {
             return out.json_line(&JsonRetransmit {
                 timestamp: clock_rfc3339(),
                 pid: r.pid,
-                family: r.family.name(),
-                laddr: r.laddr.to_string(),
-                lport: r.lport,
-                raddr: r.raddr.to_string(),
-                rport: r.rport,
+                conn: r.conn.json(),
                 state: state_name(r.state),
                 kind: if r.tlp { "L" } else { "R" },
                 seq: r.seq,
@@ -124,10 +110,10 @@ impl Printer {
         format!(
             "{time:<8} {:<7} {:<2} {:<20} {:>1}> {:<20}{tail}",
             r.pid,
-            r.family.version(),
-            format!("{}:{}", r.laddr, r.lport),
+            r.conn.family.version(),
+            format!("{}:{}", r.conn.laddr, r.conn.lport),
             if r.tlp { "L" } else { "R" },
-            format!("{}:{}", r.raddr, r.rport),
+            format!("{}:{}", r.conn.raddr, r.conn.rport),
         )
     }
 }
@@ -175,11 +161,13 @@ mod tests {
     fn sample() -> Retransmit {
         Retransmit {
             pid: 0,
-            family: Family::V4,
-            laddr: "10.153.223.157".parse().unwrap(),
-            lport: 22,
-            raddr: "69.53.245.40".parse().unwrap(),
-            rport: 34619,
+            conn: Conn {
+                family: Family::V4,
+                laddr: "10.153.223.157".parse().unwrap(),
+                lport: 22,
+                raddr: "69.53.245.40".parse().unwrap(),
+                rport: 34619,
+            },
             state: 1,
             seq: 42,
             tlp: false,
@@ -207,7 +195,7 @@ mod tests {
 
     #[test]
     fn count_rows_match_bcc() {
-        let s = sample();
+        let s = sample().conn;
         assert_eq!(
             count_row(s.laddr, s.lport, s.raddr, s.rport, 700),
             "[10.153.223.157]#22  <-> [69.53.245.40]#34619        700"

@@ -1,0 +1,132 @@
+//! The socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife): what their front ends share.
+//!
+//! [`poll_events`] reads the BPF side's fixed-size records from its ring buffer until a stop signal, reporting
+//! the records it could not reserve (its `lost` counter); [`count_at_exit`] is the `-c` mode that counts in a
+//! BPF map and prints the map once at exit; [`family_filter`] turns `-4`/`-6` into the `AF_*` the BPF side
+//! filters on; [`Conn`] decodes a record's address family, addresses and ports, and [`SinceFirst`] is BCC's
+//! seconds-since-the-first-event column.
+
+use std::net::IpAddr;
+
+use anyhow::{Context, Result};
+use libbpf_rs::MapCore;
+use plain::Plain;
+
+use crate::attach::maps::{from_bytes, hash_entries, DropCounter};
+use crate::attach::ring_buffer::poll_ring_buffer;
+use crate::domain::net::{ip_addr, Family, AF_INET, AF_INET6};
+use crate::run::Signals;
+
+/// Hands every record of ring buffer `events`, decoded as `E`, to `handle` until a stop signal; reports the
+/// records the BPF side could not reserve (`lost`, a `u64` in its `.bss`) as lost `what` (`accepts`) while
+/// polling and at the end.
+pub fn poll_events<E: Plain + Default>(
+    signals: &Signals,
+    events: &dyn MapCore,
+    lost: &u64,
+    what: &'static str,
+    mut handle: impl FnMut(&E) -> Result<()>,
+) -> Result<()> {
+    let mut dropped = DropCounter::new(what, "ring buffer full");
+    poll_ring_buffer(
+        signals,
+        events,
+        || {
+            dropped.check(lost);
+            false
+        },
+        |data| handle(&from_bytes(data)),
+    )?;
+    dropped.check(lost);
+    Ok(())
+}
+
+/// `-c`: waits for a stop signal, then (unless stdout has gone) hands the entries of the counting map to
+/// `write` and reports the `what` (`flows`) that did not fit in it (`full`, a `u64` in the BPF side's `.bss`).
+pub fn count_at_exit<K: Plain + Default, V: Plain + Default>(
+    signals: &Signals,
+    counts: &impl MapCore,
+    full: &u64,
+    what: &'static str,
+    write: impl FnOnce(&[(K, V)]) -> Result<()>,
+) -> Result<()> {
+    let mut dropped = DropCounter::new(what, "flow map full");
+    signals.sleep_until(None);
+    if signals.stdout_gone() {
+        return Ok(());
+    }
+    let entries = hash_entries::<K, V>(counts).context("reading the flow counts")?;
+    write(&entries)?;
+    dropped.check(full);
+    Ok(())
+}
+
+/// The address family the BPF side keeps: `AF_INET` with `-4`, `AF_INET6` with `-6`, else 0 (both).
+pub fn family_filter(ipv4: bool, ipv6: bool) -> u16 {
+    match (ipv4, ipv6) {
+        (true, _) => AF_INET,
+        (_, true) => AF_INET6,
+        _ => 0,
+    }
+}
+
+/// A connection's two ends, decoded from a BPF record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conn {
+    pub family: Family,
+    pub laddr: IpAddr,
+    pub lport: u16,
+    pub raddr: IpAddr,
+    pub rport: u16,
+}
+
+impl Conn {
+    /// `None` for a family other than IPv4/IPv6 (which the BPF side never sends).
+    pub fn decode(af: u16, laddr: &[u8; 16], lport: u16, raddr: &[u8; 16], rport: u16) -> Option<Conn> {
+        Some(Conn {
+            family: Family::from_af(af)?,
+            laddr: ip_addr(af, laddr)?,
+            lport,
+            raddr: ip_addr(af, raddr)?,
+            rport,
+        })
+    }
+}
+
+/// BCC's `-t` column: seconds since the first event printed, from whole microseconds ((ts_us - first_ts_us) / 1e6).
+#[derive(Debug, Default)]
+pub struct SinceFirst {
+    first_ts_ns: Option<u64>,
+}
+
+impl SinceFirst {
+    /// The seconds from the first event to this one (at `ts_ns`), the first being now if none came before.
+    pub fn secs(&mut self, ts_ns: u64) -> f64 {
+        let first = *self.first_ts_ns.get_or_insert(ts_ns);
+        (ts_ns / 1000).saturating_sub(first / 1000) as f64 / 1e6
+    }
+}
+
+/// A connection's two ends in a JSON record (flattened into it: `"family", "laddr", "lport", "raddr", "rport"`,
+/// the names tcplife's JSON set for every socket tool).
+#[derive(Debug, serde::Serialize)]
+pub struct JsonConn {
+    family: &'static str,
+    laddr: String,
+    lport: u16,
+    raddr: String,
+    rport: u16,
+}
+
+impl Conn {
+    /// The JSON fields of the two ends.
+    pub fn json(&self) -> JsonConn {
+        JsonConn {
+            family: self.family.name(),
+            laddr: self.laddr.to_string(),
+            lport: self.lport,
+            raddr: self.raddr.to_string(),
+            rport: self.rport,
+        }
+    }
+}
