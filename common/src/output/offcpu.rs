@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::{Link, MapCore};
 
+use crate::attach::features::{Attach, KernelBtf};
+use crate::attach::loader::load_first_working;
 use crate::attach::maps::DropCounter;
+use crate::attach::sched::{self, BlockFilters, BlockTimeArgs, ThreadArgs};
 use crate::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Style};
 use crate::output::stdout::Output;
 use crate::process::symbols::Symbolizer;
@@ -106,6 +109,43 @@ pub fn flamegraph_file(path: Option<&Path>) -> Result<Option<(File, PathBuf)>> {
     Ok(stacks::create_flamegraph_file(path)?.zip(path.map(Path::to_path_buf)))
 }
 
+/// The flags of offcputime and offwaketime after their stack flags: `--stack-storage-size`, `-m`, `-M`, `--state`,
+/// then [`ReportArgs`] (`#[command(flatten)]`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StackToolArgs {
+    /// The number of unique stack traces that can be stored and displayed
+    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = sched::parse_stack_storage_size)]
+    pub stack_storage_size: u32,
+    #[command(flatten)]
+    pub block_time: BlockTimeArgs,
+    /// Filter on this thread state bitmask (eg, 2 == TASK_UNINTERRUPTIBLE) see include/linux/sched.h
+    #[arg(long, value_name = "STATE", value_parser = clap::value_parser!(u32))]
+    pub state: Option<u32>,
+    #[command(flatten)]
+    pub output: ReportArgs,
+}
+
+impl StackToolArgs {
+    /// The filters of these flags and the thread flags.
+    pub fn filters(&self, threads: &ThreadArgs) -> BlockFilters {
+        self.block_time.filters(threads.filters(self.state))
+    }
+}
+
+/// A tool's `main` after parsing: a usage error of the `filters` (with `-U`: `user_stacks_only`) ends it with
+/// status 2, else `body` runs under [`crate::run::bpf_main`].
+pub fn start(
+    filters: BlockFilters,
+    user_stacks_only: bool,
+    verbose: crate::cli::Verbose,
+    body: impl FnOnce(BlockFilters) -> Result<()>,
+) -> std::process::ExitCode {
+    match filters.check_usage(user_stacks_only) {
+        Ok(()) => crate::run::bpf_main(verbose, || body(filters)),
+        Err(code) => code,
+    }
+}
+
 /// `--json`, `--flamegraph FILE`, `-v` and the duration, last in the flags of offcputime and offwaketime
 /// (`#[command(flatten)]`; `#[command(mut_arg("flamegraph", ...))]` rewords one for a tool).
 #[derive(Debug, Clone, clap::Args)]
@@ -158,20 +198,22 @@ pub trait StackSkel {
     fn lost(&self) -> Option<[&u64; 3]>;
 }
 
-/// The run of a stack tool loaded and attached: BCC's header, tracing until a stop signal or the duration while
-/// saving the memory maps of the processes seen ([`collect`]), detaching, the [`report`] of the `collected`
-/// stacks, and what was lost.
+/// The run of a stack tool: loading and attaching over the `attach` ladder with `load` (given the mechanism and
+/// the kernel's BTF), BCC's header, tracing until a stop signal or the duration while saving the memory maps of
+/// the processes seen ([`collect`]), detaching, the [`report`] of the `collected` stacks, and what was lost.
 pub fn run<S: StackSkel>(
     report: Report,
     collected: Collected,
-    signals: &Signals,
-    loaded: (S, Vec<Link>),
+    attach: &[Attach],
+    mut load: impl FnMut(Attach, &KernelBtf) -> Result<(S, Vec<Link>)>,
 ) -> Result<()> {
-    let (skel, links) = loaded;
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+    let ((skel, links), _) = load_first_working(attach, report.verbose, |mech| load(mech, &btf))?;
     let mut out = Output::new();
     header(&mut out, report.form, &report.header, report.duration)?;
     let mut symbolizer = Symbolizer::new();
-    collect(signals, skel.new_pids(), report.duration, &mut symbolizer)?;
+    collect(&signals, skel.new_pids(), report.duration, &mut symbolizer)?;
     drop(links); // stop tracing before reading, so the snapshot is consistent
     self::report(&mut out, skel.read_samples(collected)?, &mut symbolizer, report)?;
     if let Some([blocks, starts, notices]) = skel.lost() {

@@ -13,11 +13,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{load_first_working, open_skeleton, rodata};
-use common::attach::sched::{self, BlockFilters, BlockTimeArgs, StackArgs, ThreadArgs};
-use common::output::offcpu::{self, ReportArgs, StackSkel};
+use common::attach::loader::{open_skeleton, rodata};
+use common::attach::sched::{self, BlockFilters, StackArgs, ThreadArgs};
+use common::output::offcpu::{self, StackSkel, StackToolArgs};
 use common::output::stacks::{Collected, Palette, Sample, StackTraces, Style};
-use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{Link, MapCore};
 
@@ -52,44 +51,31 @@ struct Args {
     /// Show address offsets
     #[arg(short = 's', long, conflicts_with = "folded")]
     offset: bool,
-    /// The number of unique stack traces that can be stored and displayed
-    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = sched::parse_stack_storage_size)]
-    stack_storage_size: u32,
     #[command(flatten)]
-    block_time: BlockTimeArgs,
-    /// Filter on this thread state bitmask (eg, 2 == TASK_UNINTERRUPTIBLE) see include/linux/sched.h
-    #[arg(long, value_name = "STATE", value_parser = clap::value_parser!(u32))]
-    state: Option<u32>,
-    #[command(flatten)]
-    output: ReportArgs,
+    rest: StackToolArgs,
 }
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
-    let filters = args.block_time.filters(args.threads.filters(args.state));
-    match filters.check_usage(args.stacks.user_stacks_only) {
-        Ok(()) => run::bpf_main(args.output.verbose, || offcputime(args, filters)),
-        Err(code) => code,
-    }
+    let filters = args.rest.filters(&args.threads);
+    offcpu::start(filters, args.stacks.user_stacks_only, args.rest.output.verbose, |f| offcputime(args, f))
 }
 
 fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
     filters.require_processes()?;
     // BCC's header phrase: `PIDs 185,175 by user + kernel stack`.
     let context = format!("{} by {} stack", args.threads.phrase(), args.stacks.phrase());
-    let report = args.output.report(
+    let report = args.rest.output.report(
         "offcputime",
         format!("Tracing off-CPU time (us) of {context}"),
         args.stacks.folded,
         Style { offsets: args.offset, ..args.stacks.style() },
         (format!("Off-CPU Time Flame Graph: {context}"), Palette::Io),
     )?;
-    let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let (loaded, _) = load_first_working(TOOL.attach, report.verbose, |m| load_and_attach(&args, &filters, &btf, m))?;
-    offcpu::run(report, args.stacks.collected(), &signals, loaded)
+    let load = |mech, btf: &KernelBtf| load_and_attach(&args, &filters, btf, mech);
+    offcpu::run(report, args.stacks.collected(), TOOL.attach, load)
 }
 
 unsafe impl plain::Plain for bpf::types::stack_key {}
@@ -129,7 +115,7 @@ fn load_and_attach(
     common::prepare_offcpu_skeleton!(open, filters, btf, mech);
     let ro = rodata(&mut open.maps.rodata_data)?;
     (ro.user_stacks_only, ro.kernel_stacks_only) = (args.stacks.user_stacks_only, args.stacks.kernel_stacks_only);
-    open.maps.stackmap.set_max_entries(args.stack_storage_size)?;
+    open.maps.stackmap.set_max_entries(args.rest.stack_storage_size)?;
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the program is attached.
