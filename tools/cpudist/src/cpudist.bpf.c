@@ -9,7 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "bits.bpf.h"
+#include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "cpudist.h"
 
@@ -75,7 +75,7 @@ static __always_inline void update_hist(struct task_struct *t, __u32 cpu, __u64 
 {
 	struct start_key key;
 	struct hist *hist;
-	__u64 *tsp, delta, slot;
+	__u64 *tsp, delta;
 	__u32 hkey = 0;
 
 	if (!task_key(t, cpu, &key))
@@ -98,12 +98,7 @@ static __always_inline void update_hist(struct task_struct *t, __u32 cpu, __u64 
 	}
 	if (per && !hist->comm[0])
 		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), t->comm);
-	slot = log2l(millis ? delta / 1000000U : delta / 1000U);
-	if (slot >= MAX_SLOTS)
-		slot = MAX_SLOTS - 1;
-	__sync_fetch_and_add(&hist->slots[slot], 1);
-	__sync_fetch_and_add(&hist->count, 1);
-	__sync_fetch_and_add(&hist->sum_ns, delta);
+	timehist_add(hist, delta, millis ? 1000000 : 1000);
 cleanup:
 	bpf_map_delete_elem(&start, &key);
 }

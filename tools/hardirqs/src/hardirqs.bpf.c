@@ -9,7 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "bits.bpf.h"
+#include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "hardirqs.h"
 
@@ -71,7 +71,7 @@ static __always_inline int exit_(int irq)
 	__u32 zero = 0;
 	struct start_val *s;
 	struct hist *hist;
-	__u64 delta, slot;
+	__u64 delta;
 
 	if (filter_cpu && bpf_get_smp_processor_id() != target_cpu)
 		return 0;
@@ -85,12 +85,7 @@ static __always_inline int exit_(int irq)
 		__sync_fetch_and_add(&hists_full, 1);
 		return 0;
 	}
-	slot = log2l(nsecs ? delta : delta / 1000U);
-	if (slot >= MAX_SLOTS)
-		slot = MAX_SLOTS - 1;
-	__sync_fetch_and_add(&hist->slots[slot], 1);
-	__sync_fetch_and_add(&hist->count, 1);
-	__sync_fetch_and_add(&hist->sum_ns, delta);
+	timehist_add(hist, delta, nsecs ? 1 : 1000);
 	return 0;
 }
 

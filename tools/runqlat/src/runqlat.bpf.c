@@ -10,7 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "bits.bpf.h"
+#include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "runqlat.h"
 
@@ -88,7 +88,7 @@ static __always_inline __u32 pid_namespace(struct task_struct *task)
 static __always_inline int handle_switch(struct task_struct *prev, struct task_struct *next, long prev_state)
 {
 	struct hist *hist;
-	__u64 *tsp, slot, now;
+	__u64 *tsp, now;
 	__u32 pid, key = 0;
 	__s64 delta;
 
@@ -119,12 +119,7 @@ static __always_inline int handle_switch(struct task_struct *prev, struct task_s
 	if (per && !hist->comm[0])
 		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), next->comm);
 
-	slot = log2l(millis ? (__u64)delta / 1000000U : (__u64)delta / 1000U);
-	if (slot >= MAX_SLOTS)
-		slot = MAX_SLOTS - 1;
-	__sync_fetch_and_add(&hist->slots[slot], 1);
-	__sync_fetch_and_add(&hist->count, 1);
-	__sync_fetch_and_add(&hist->sum_ns, delta);
+	timehist_add(hist, (__u64)delta, millis ? 1000000 : 1000);
 
 cleanup:
 	bpf_map_delete_elem(&start, &pid);

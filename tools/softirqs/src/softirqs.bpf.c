@@ -8,7 +8,7 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "bits.bpf.h"
+#include "timehist.bpf.h"
 #include "softirqs.h"
 
 const volatile bool filter_cpu = false;
@@ -60,7 +60,7 @@ static __always_inline int exit_(unsigned int vec)
 	__u32 zero = 0, key;
 	struct start_val *s;
 	struct hist *hist;
-	__u64 delta, slot;
+	__u64 delta;
 
 	if (filter_cpu && bpf_get_smp_processor_id() != target_cpu)
 		return 0;
@@ -73,12 +73,7 @@ static __always_inline int exit_(unsigned int vec)
 	hist = bpf_map_lookup_elem(&hists, &key);
 	if (!hist)
 		return 0;
-	slot = log2l(nsecs ? delta : delta / 1000U);
-	if (slot >= MAX_SLOTS)
-		slot = MAX_SLOTS - 1;
-	__sync_fetch_and_add(&hist->slots[slot], 1);
-	__sync_fetch_and_add(&hist->count, 1);
-	__sync_fetch_and_add(&hist->sum_ns, delta);
+	timehist_add(hist, delta, nsecs ? 1 : 1000);
 	return 0;
 }
 
