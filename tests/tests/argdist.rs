@@ -198,6 +198,14 @@ fn kernel_function_specs_need_kprobes() {
         assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
         assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
         assert!(done.stderr.contains("kprobes"), "{}", done.stderr);
+        // Without a signature, the names come from the kernel's BTF: a known one gets as far as attaching, an
+        // unknown one is a usage error listing the real ones.
+        let done = run_tool("argdist", &["-C", "p::vfs_write():size_t:count:count > 100"]);
+        assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+        assert!(done.stderr.contains("kprobes"), "{}", done.stderr);
+        let done = run_tool("argdist", &["-C", "p::vfs_write():size_t:cnt"]);
+        assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+        assert!(done.stderr.contains("its parameters: file, buf, count"), "{}", done.stderr);
         return;
     }
     let _ = exe;

@@ -152,6 +152,12 @@ fn kernel_function_probes_need_kprobes() {
         assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
         assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
         assert!(done.stderr.contains("kprobes"), "{}", done.stderr);
+        // Parameter names from the kernel's BTF.
+        let done = run_tool("trace", &[r#"p::vfs_write (count > 100) "count=%d", count"#]);
+        assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+        let done = run_tool("trace", &[r#"p::vfs_write (cnt > 100) "count=%d", cnt"#]);
+        assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+        assert!(done.stderr.contains("its parameters: file, buf, count"), "{}", done.stderr);
         return;
     }
     let (done, _) = run_with_helper(&[r#"p::vfs_write (arg3 > 100) "count=%d", arg3"#], false);

@@ -123,6 +123,8 @@ pub struct Resolver<'a> {
     fields: Vec<Field>,
     /// The type `$retval` is read as (the type of an expression that is exactly `$retval`, else int).
     retval: CType,
+    /// A kernel function's parameters from BTF, for names the signature does not give.
+    btf_params: Vec<(String, CType)>,
 }
 
 impl<'a> Resolver<'a> {
@@ -138,7 +140,10 @@ impl<'a> Resolver<'a> {
             .find(|(e, _)| matches!(strip_cast(e), "$retval" | "retval"))
             .map(|(_, t)| *t)
             .unwrap_or(CType::INT);
-        Ok(Resolver { spec, fields, retval })
+        let kernel_entry = spec.probe == ProbeType::Entry && !spec.is_user();
+        let btf_params =
+            if kernel_entry { super::kfunc::kernel_params(&spec.function).unwrap_or_default() } else { Vec::new() };
+        Ok(Resolver { spec, fields, retval, btf_params })
     }
 
     /// The tracepoint's fields (empty for a function).
@@ -198,13 +203,27 @@ impl<'a> Resolver<'a> {
                 Ok(field.fetch(self.spec.library == "syscalls"))
             }
             ProbeType::Entry => {
-                let Some(pos) = self.spec.params.iter().position(|(n, _)| n == name) else {
+                let found = match self.spec.params.iter().position(|(n, _)| n == name) {
+                    Some(pos) => Some((pos, self.spec.params[pos].1)),
+                    None => self.btf_params.iter().position(|(n, _)| n == name).map(|p| (p, self.btf_params[p].1)),
+                };
+                let Some((pos, ct)) = found else {
                     if name.contains("->") || name.contains('.') {
                         spec_bail!("in '{raw}': cannot take '{text}': struct members are not supported");
                     }
+                    if !self.btf_params.is_empty() {
+                        let names: Vec<&str> = self.btf_params.iter().map(|(n, _)| n.as_str()).collect();
+                        spec_bail!(
+                            "in '{raw}': '{name}' is not a parameter of {} (its parameters: {})",
+                            self.spec.function,
+                            names.join(", ")
+                        );
+                    }
                     spec_bail!("in '{raw}': '{name}' is not a parameter of the signature");
                 };
-                let ct = self.spec.params[pos].1;
+                if pos >= 6 {
+                    spec_bail!("in '{raw}': '{name}' is parameter {}: only the first 6 can be read", pos + 1);
+                }
                 let string = ct.string.then_some(if self.spec.is_user() { StrKind::User } else { StrKind::Kernel });
                 Ok(Fetch { source: Source::Arg(pos as u32), size: ct.size, signed: ct.signed, string })
             }

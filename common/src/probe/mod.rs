@@ -18,6 +18,7 @@ pub mod attach;
 pub mod ctype;
 pub mod fields;
 pub mod filter;
+pub mod kfunc;
 pub mod plan;
 pub mod printf;
 pub mod spec;

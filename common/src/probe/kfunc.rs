@@ -1,0 +1,53 @@
+//! Kernel function parameters from the kernel's BTF: names and C types by position, so that a kernel function
+//! spec can name its arguments without a signature (`p::vfs_write():size_t:count`).
+
+use libbpf_rs::btf::types::{Func, FuncProto, Int, IntEncoding};
+use libbpf_rs::btf::{Btf, BtfKind, BtfType};
+
+use super::ctype::CType;
+
+/// The parameters of kernel function `name`, in order, if the kernel's BTF describes it. A parameter whose type
+/// is not an integer, enum or pointer (a struct passed by value) is typed as an unsigned 64-bit value.
+pub fn kernel_params(name: &str) -> Option<Vec<(String, CType)>> {
+    let btf = Btf::from_vmlinux().ok()?;
+    let func: Func<'_> = btf.type_by_name(name)?;
+    let proto = FuncProto::try_from(func.next_type()?.skip_mods_and_typedefs()).ok()?;
+    let params = proto
+        .iter()
+        .map(|p| {
+            let name = p.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let ty = btf.type_by_id::<BtfType<'_>>(p.ty).map_or(CType::U64, |t| ctype_of(&t));
+            (name, ty)
+        })
+        .collect();
+    Some(params)
+}
+
+fn ctype_of(t: &BtfType<'_>) -> CType {
+    let t = t.skip_mods_and_typedefs();
+    match t.kind() {
+        BtfKind::Int => match Int::try_from(t) {
+            Ok(i) => CType {
+                size: (u32::from(i.bits) / 8).clamp(1, 8),
+                signed: matches!(i.encoding, IntEncoding::Signed),
+                string: false,
+            },
+            Err(_) => CType::U64,
+        },
+        BtfKind::Enum => CType::U32,
+        BtfKind::Ptr => {
+            let pointee = t.next_type().map(|p| p.skip_mods_and_typedefs());
+            let is_char = pointee.as_ref().is_some_and(|p| {
+                Int::try_from(*p).is_ok_and(|i| {
+                    i.bits == 8 && matches!(i.encoding, IntEncoding::Char | IntEncoding::Signed | IntEncoding::None)
+                }) && p.name().is_some_and(|n| n.to_string_lossy().contains("char"))
+            });
+            if is_char {
+                CType::STRING
+            } else {
+                CType::U64
+            }
+        }
+        _ => CType::U64,
+    }
+}
