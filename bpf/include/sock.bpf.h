@@ -8,6 +8,7 @@
 #define __SOCK_BPF_H
 
 #include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
@@ -49,6 +50,29 @@ static __always_inline void sk_addrs(const struct sock *sk, __u16 family, __u8 *
 		bpf_core_read(saddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
 		bpf_core_read(daddr, 16, &sk->__sk_common.skc_v6_daddr);
 	}
+}
+
+/* The socket a thread is working on, kept from a function's entry (or a syscall's) to its return: sk_stash at
+ * entry, sk_take at return (NULL if nothing was kept; the entry is removed). `map` is a hash of the __u32 thread
+ * ID to the struct sock *. */
+static __always_inline void sk_stash(void *map, struct sock *sk)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_update_elem(map, &tid, &sk, BPF_ANY);
+}
+
+static __always_inline struct sock *sk_take(void *map)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sock **skp = bpf_map_lookup_elem(map, &tid);
+	struct sock *sk;
+
+	if (!skp)
+		return NULL;
+	sk = *skp;
+	bpf_map_delete_elem(map, &tid);
+	return sk;
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "ringbuf.bpf.h"
 #include "sock.bpf.h"
 #include "tcpaccept.h"
 
@@ -55,12 +56,9 @@ static __always_inline int accepted(struct sock *sk)
 	lport = sk_lport(sk);
 	if (filter_port && !bpf_map_lookup_elem(&ports, &lport))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
+	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = bpf_ktime_get_ns();
 	e->pid = pid;
 	e->family = family;

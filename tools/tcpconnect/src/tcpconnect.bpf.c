@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "ringbuf.bpf.h"
 #include "sock.bpf.h"
 #include "tcpconnect.h"
 
@@ -129,12 +130,9 @@ static __always_inline void report(struct sock *sk, struct opener *o)
 			__sync_fetch_and_add(&flows_full, 1);
 		return;
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
+	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
+	if (!e)
 		return;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = o->ts_ns;
 	e->pid = o->pid;
 	e->uid = o->uid;
@@ -172,7 +170,6 @@ static __always_inline void flush(struct sock *sk)
 static __always_inline int set_state(struct sock *sk, int oldstate, int newstate)
 {
 	struct opener o = {};
-	__u32 tid;
 
 	if (!sk_is_tcp(sk))
 		return 0;
@@ -183,8 +180,7 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 	if (!current_opener(sk, &o))
 		return 0;
 	bpf_map_update_elem(&openers, &sk, &o, BPF_ANY);
-	tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&connecting, &tid, &sk, BPF_ANY);
+	sk_stash(&connecting, sk);
 	return 0;
 }
 
@@ -209,15 +205,10 @@ int set_state_tp(struct trace_event_raw_inet_sock_set_state *args)
 SEC("tracepoint/syscalls/sys_exit_connect")
 int connect_exit(void *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct sock **skp = bpf_map_lookup_elem(&connecting, &tid);
-	struct sock *sk;
+	struct sock *sk = sk_take(&connecting);
 
-	if (!skp)
-		return 0;
-	sk = *skp;
-	bpf_map_delete_elem(&connecting, &tid);
-	flush(sk);
+	if (sk)
+		flush(sk);
 	return 0;
 }
 
@@ -248,23 +239,17 @@ int BPF_PROG(v6_connect_fexit, struct sock *sk, struct sockaddr *uaddr, int addr
 SEC("kprobe/tcp_v4_connect")
 int BPF_KPROBE(connect_entry, struct sock *sk)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-	bpf_map_update_elem(&connecting, &tid, &sk, BPF_ANY);
+	sk_stash(&connecting, sk);
 	return 0;
 }
 
 SEC("kretprobe/tcp_v4_connect")
 int BPF_KRETPROBE(connect_ret, int ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct sock **skp = bpf_map_lookup_elem(&connecting, &tid);
-	struct sock *sk;
+	struct sock *sk = sk_take(&connecting);
 
-	if (!skp)
+	if (!sk)
 		return 0;
-	sk = *skp;
-	bpf_map_delete_elem(&connecting, &tid);
 	return connect_return(sk, ret);
 }
 

@@ -18,6 +18,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
 #include "maps.bpf.h"
+#include "ringbuf.bpf.h"
 #include "tcplife.h"
 
 #define AF_INET 2
@@ -142,12 +143,9 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 	if (target_pid && pid != target_pid)
 		return;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
+	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
+	if (!e)
 		return;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = now;
 	e->span_ns = now - birth->ts_ns;
 	e->rx_b = BPF_CORE_READ(tp, bytes_received);

@@ -9,6 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "ringbuf.bpf.h"
 #include "sock.bpf.h"
 #include "tcpretrans.h"
 
@@ -69,12 +70,9 @@ static __always_inline int handle(const struct sock *sk, const struct sk_buff *s
 		return 0;
 	}
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
+	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
 	e->pid = bpf_get_current_pid_tgid() >> 32;
 	e->family = family;
 	e->lport = sk_lport(sk);

@@ -132,23 +132,17 @@ struct {
 SEC("kprobe/tcp_sendmsg")
 int BPF_KPROBE(sendmsg_entry, struct sock *sk)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-	bpf_map_update_elem(&sending, &tid, &sk, BPF_ANY);
+	sk_stash(&sending, sk);
 	return 0;
 }
 
 SEC("kretprobe/tcp_sendmsg")
 int BPF_KRETPROBE(sendmsg_ret, int ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct sock **skp = bpf_map_lookup_elem(&sending, &tid);
-	struct sock *sk;
+	struct sock *sk = sk_take(&sending);
 
-	if (!skp)
+	if (!sk)
 		return 0;
-	sk = *skp;
-	bpf_map_delete_elem(&sending, &tid);
 	return count(sk, ret, true);
 }
 
