@@ -529,6 +529,8 @@ def main():
         "tcpconnect": [("tcpconnect", ["-j"], "connect")],
         "execsnoop": [("execsnoop", ["-j"], "exec")],
         "stackcount": [("stackcount c:getpid", ["-j", "-p", str(workers["getpid"].proc.pid), "c:getpid"], "generic")],
+        "argdist": [("argdist -C c:getpid", ["-j", "-p", str(workers["getpid"].proc.pid), "-C", "p:c:getpid()"], "generic")],
+        "trace": [("trace c:getpid", ["-j", "-p", str(workers["getpid"].proc.pid), "p:c:getpid"], "generic")],
     }
     instances = []
     for t in tools:
