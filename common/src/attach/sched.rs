@@ -228,6 +228,20 @@ macro_rules! prepare_offcpu_skeleton {
     }};
 }
 
+/// [`prepare_offcpu_skeleton!`](crate::prepare_offcpu_skeleton) for a stack tool (offcputime, offwaketime),
+/// with its [`StackArgs`] (`-U`, `-K`) into `.rodata` and its `stackmap` sized to `--stack-storage-size`.
+#[macro_export]
+macro_rules! prepare_stack_skeleton {
+    ($open:expr, $filters:expr, $btf:expr, $mech:expr, $stacks:expr, $stack_storage_size:expr) => {{
+        let open = &mut $open;
+        $crate::prepare_offcpu_skeleton!(*open, $filters, $btf, $mech);
+        let stacks: &$crate::attach::sched::StackArgs = $stacks;
+        let ro = $crate::attach::loader::rodata(&mut open.maps.rodata_data)?;
+        (ro.user_stacks_only, ro.kernel_stacks_only) = (stacks.user_stacks_only, stacks.kernel_stacks_only);
+        open.maps.stackmap.set_max_entries($stack_storage_size)?;
+    }};
+}
+
 /// True if `sched_switch` passes `prev_state` (a 4th argument since 5.18); before, it is read from the task.
 pub fn has_prev_state_arg(btf: &KernelBtf) -> Result<bool> {
     match btf.tracepoint_arity("sched_switch") {

@@ -16,7 +16,7 @@ use crate::attach::features::{Attach, KernelBtf};
 use crate::attach::loader::load_first_working;
 use crate::attach::maps::DropCounter;
 use crate::attach::sched::{self, BlockFilters, BlockTimeArgs, ThreadArgs};
-use crate::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Style};
+use crate::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, StackTraces, Style, Task};
 use crate::output::stdout::Output;
 use crate::process::symbols::Symbolizer;
 use crate::run::Signals;
@@ -196,6 +196,44 @@ pub trait StackSkel {
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>>;
     /// The `.bss` counters `lost_blocks`, `lost_starts` and `lost_notices`.
     fn lost(&self) -> Option<[&u64; 3]>;
+}
+
+/// Every nonzero total of a `totals` map (keys `K`, microseconds) as a sample: `sample` makes the task, and the
+/// waker if any, of a key with its stacks read from `stackmap` through `traces`.
+pub fn read_totals<K, M>(
+    totals: &impl MapCore,
+    stackmap: &M,
+    collected: Collected,
+    mut sample: impl FnMut(&mut StackTraces<'_, M>, &K) -> (Task<u64>, Option<Task<u64>>),
+) -> Result<Vec<Sample<u64>>>
+where
+    K: plain::Plain + Default,
+    M: MapCore,
+{
+    let mut traces = StackTraces::new(stackmap, collected);
+    let mut samples = Vec::new();
+    for (key, total) in crate::attach::maps::hash_entries::<K, u64>(totals)? {
+        if total > 0 {
+            let (task, waker) = sample(&mut traces, &key);
+            samples.push(Sample { task, waker, value: total });
+        }
+    }
+    Ok(samples)
+}
+
+/// The [`StackSkel`] methods every stack tool's skeleton has alike (`new_pids`, `lost`), inside its
+/// `impl StackSkel for BpfSkel<'_>`: `common::stack_skel_maps!();`.
+#[macro_export]
+macro_rules! stack_skel_maps {
+    () => {
+        fn new_pids(&self) -> &dyn libbpf_rs::MapCore {
+            &self.maps.new_pids
+        }
+
+        fn lost(&self) -> Option<[&u64; 3]> {
+            self.maps.bss_data.as_ref().map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.lost_notices])
+        }
+    };
 }
 
 /// The run of a stack tool: loading and attaching over the `attach` ladder with `load` (given the mechanism and

@@ -13,13 +13,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{open_skeleton, rodata};
+use common::attach::loader::open_skeleton;
 use common::attach::sched::{self, BlockFilters, StackArgs, ThreadArgs};
 use common::output::offcpu::{self, StackSkel, StackToolArgs};
-use common::output::stacks::{Collected, Palette, Sample, StackTraces, Style};
+use common::output::stacks::{Collected, Palette, Sample, Style};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, MapCore};
+use libbpf_rs::Link;
 
+use bpf::types::stack_key;
 use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = "\
@@ -74,33 +75,20 @@ fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
         Style { offsets: args.offset, ..args.stacks.style() },
         (format!("Off-CPU Time Flame Graph: {context}"), Palette::Io),
     )?;
-    let load = |mech, btf: &KernelBtf| load_and_attach(&args, &filters, btf, mech);
-    offcpu::run(report, args.stacks.collected(), TOOL.attach, load)
+    offcpu::run(report, args.stacks.collected(), TOOL.attach, |mech, btf| load_and_attach(&args, &filters, btf, mech))
 }
 
-unsafe impl plain::Plain for bpf::types::stack_key {}
+unsafe impl plain::Plain for stack_key {}
 
 impl StackSkel for BpfSkel<'_> {
-    fn new_pids(&self) -> &dyn MapCore {
-        &self.maps.new_pids
-    }
+    common::stack_skel_maps!();
 
     /// Every total with its raw stack addresses.
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>> {
-        let mut traces = StackTraces::new(&self.maps.stackmap, collected);
-        let mut samples = Vec::new();
-        for (key, total) in common::attach::maps::hash_entries::<bpf::types::stack_key, u64>(&self.maps.totals)? {
-            if total > 0 {
-                let comm = common::attach::maps::c_string(&key.comm);
-                let task = traces.task(key.tgid, key.pid, comm, key.user_stack_id, key.kern_stack_id);
-                samples.push(Sample { task, waker: None, value: total });
-            }
-        }
-        Ok(samples)
-    }
-
-    fn lost(&self) -> Option<[&u64; 3]> {
-        self.maps.bss_data.as_ref().map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.lost_notices])
+        offcpu::read_totals(&self.maps.totals, &self.maps.stackmap, collected, |traces, key: &stack_key| {
+            let comm = common::attach::maps::c_string(&key.comm);
+            (traces.task(key.tgid, key.pid, comm, key.user_stack_id, key.kern_stack_id), None)
+        })
     }
 }
 
@@ -112,10 +100,7 @@ fn load_and_attach(
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
-    common::prepare_offcpu_skeleton!(open, filters, btf, mech);
-    let ro = rodata(&mut open.maps.rodata_data)?;
-    (ro.user_stacks_only, ro.kernel_stacks_only) = (args.stacks.user_stacks_only, args.stacks.kernel_stacks_only);
-    open.maps.stackmap.set_max_entries(args.rest.stack_storage_size)?;
+    common::prepare_stack_skeleton!(open, filters, btf, mech, &args.stacks, args.rest.stack_storage_size);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the program is attached.

@@ -14,13 +14,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{open_skeleton, rodata};
+use common::attach::loader::open_skeleton;
 use common::attach::sched::{self, BlockFilters, StackArgs, ThreadArgs};
 use common::output::offcpu::{self, StackSkel, StackToolArgs};
-use common::output::stacks::{self, Collected, Palette, Sample, StackTraces};
+use common::output::stacks::{self, Collected, Palette, Sample};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, MapCore};
+use libbpf_rs::Link;
 
+use bpf::types::{wake_key, waker};
 use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = "\
@@ -72,48 +73,31 @@ fn offwaketime(args: Args, filters: BlockFilters) -> Result<()> {
         args.stacks.style(),
         (format!("Off-Wake Time Flame Graph: {stacks} stacks"), Palette::Wakeup),
     )?;
-    let load = |mech, btf: &KernelBtf| load_and_attach(&args, &filters, btf, mech);
-    offcpu::run(report, args.stacks.collected(), TOOL.attach, load)
+    offcpu::run(report, args.stacks.collected(), TOOL.attach, |mech, btf| load_and_attach(&args, &filters, btf, mech))
 }
 
-unsafe impl plain::Plain for bpf::types::wake_key {}
+unsafe impl plain::Plain for wake_key {}
 
 impl StackSkel for BpfSkel<'_> {
-    fn new_pids(&self) -> &dyn MapCore {
-        &self.maps.new_pids
-    }
+    common::stack_skel_maps!();
 
     /// Every total with its raw stack addresses, target and waker.
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>> {
-        let mut traces = StackTraces::new(&self.maps.stackmap, collected);
-        let mut samples = Vec::new();
-        for (key, total) in common::attach::maps::hash_entries::<bpf::types::wake_key, u64>(&self.maps.totals)? {
-            if total > 0 {
-                let mut task = |w: &bpf::types::waker| {
-                    let comm = common::attach::maps::c_string(&w.comm);
-                    traces.task(w.tgid, w.pid, comm, w.user_stack_id, w.kern_stack_id)
-                };
-                let target = task(&key.target);
-                // No waker seen (the thread was woken before tracing began, or by no traced wakeup).
-                let waker = if key.waker.pid == 0 && key.waker.user_stack_id == -1 && key.waker.kern_stack_id == -1 {
-                    stacks::Task {
-                        pid: 0,
-                        shown_id: 0,
-                        comm: String::new(),
-                        user: stacks::Stack::Absent,
-                        kernel: stacks::Stack::Absent,
-                    }
-                } else {
-                    task(&key.waker)
-                };
-                samples.push(Sample { task: target, waker: Some(waker), value: total });
-            }
-        }
-        Ok(samples)
-    }
-
-    fn lost(&self) -> Option<[&u64; 3]> {
-        self.maps.bss_data.as_ref().map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.lost_notices])
+        offcpu::read_totals(&self.maps.totals, &self.maps.stackmap, collected, |traces, key: &wake_key| {
+            let mut task = |w: &waker| {
+                let comm = common::attach::maps::c_string(&w.comm);
+                traces.task(w.tgid, w.pid, comm, w.user_stack_id, w.kern_stack_id)
+            };
+            let target = task(&key.target);
+            // No waker seen (the thread was woken before tracing began, or by no traced wakeup).
+            let waker = if key.waker.pid == 0 && key.waker.user_stack_id == -1 && key.waker.kern_stack_id == -1 {
+                let absent = || stacks::Stack::Absent;
+                stacks::Task { pid: 0, shown_id: 0, comm: String::new(), user: absent(), kernel: absent() }
+            } else {
+                task(&key.waker)
+            };
+            (target, Some(waker))
+        })
     }
 }
 
@@ -126,10 +110,7 @@ fn load_and_attach(
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
-    common::prepare_offcpu_skeleton!(open, filters, btf, mech);
-    let ro = rodata(&mut open.maps.rodata_data)?;
-    (ro.user_stacks_only, ro.kernel_stacks_only) = (args.stacks.user_stacks_only, args.stacks.kernel_stacks_only);
-    open.maps.stackmap.set_max_entries(args.rest.stack_storage_size)?;
+    common::prepare_stack_skeleton!(open, filters, btf, mech, &args.stacks, args.rest.stack_storage_size);
     let tp_btf = mech == Attach::TpBtf;
     open.progs.sched_waking_btf.set_autoload(tp_btf);
     open.progs.sched_waking_raw.set_autoload(!tp_btf);

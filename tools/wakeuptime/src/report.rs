@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use common::output::offcpu::{self, Form, Report};
-use common::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Stack, StackTraces, Style, Task};
+use common::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Stack, Style, Task};
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use libbpf_rs::MapCore;
@@ -27,12 +27,8 @@ const WAKEUP_FUNCTION: &str = "try_to_wake_up";
 
 /// Every total, with the waker's raw stack addresses.
 pub fn read_samples(totals: &impl MapCore, stackmap: &impl MapCore) -> Result<Vec<Sample<u64>>> {
-    let mut traces = StackTraces::new(stackmap, Collected { user: false, kernel: true });
-    let mut samples = Vec::new();
-    for (key, total) in common::attach::maps::hash_entries::<wake_key, u64>(totals)? {
-        if total == 0 {
-            continue;
-        }
+    let collected = Collected { user: false, kernel: true };
+    offcpu::read_totals(totals, stackmap, collected, |traces, key: &wake_key| {
         let target = Task {
             pid: 0,
             shown_id: 0,
@@ -41,9 +37,8 @@ pub fn read_samples(totals: &impl MapCore, stackmap: &impl MapCore) -> Result<Ve
             kernel: Stack::Skipped,
         };
         let waker = traces.task(0, 0, common::attach::maps::c_string(&key.waker), -1, key.w_k_stack_id);
-        samples.push(Sample { task: target, waker: Some(waker), value: total });
-    }
-    Ok(samples)
+        (target, Some(waker))
+    })
 }
 
 /// wakeuptime's report: its header, form, flame graph.
