@@ -36,6 +36,12 @@ const volatile bool has_prev_state_arg = true;
 __u64 lost_blocks = 0;
 __u64 lost_starts = 0;
 
+/* The stack tools' (offcputime, offwaketime) -U and -K, and the new processes they could not report to user space
+ * (notice_process() of stacks.bpf.h: ring buffer full). */
+const volatile bool user_stacks_only = false;
+const volatile bool kernel_stacks_only = false;
+__u64 lost_notices = 0;
+
 /* Processes (-p) and threads (-t) to trace; user space sizes them to the lists. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -14,12 +14,6 @@
 #include "offwaketime.h"
 #include "offcpu.bpf.h"
 
-const volatile bool user_stacks_only = false;
-const volatile bool kernel_stacks_only = false;
-
-/* New processes that could not be reported to user space (ring buffer full). */
-__u64 lost_notices = 0;
-
 struct start {
 	__u64 ts;
 	struct waker target;
