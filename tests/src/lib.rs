@@ -7,6 +7,7 @@
 pub mod irq;
 pub mod pipe;
 pub mod scenario;
+pub mod sock;
 pub mod usage;
 
 use std::fs;

@@ -4,49 +4,23 @@
 //! only at its own ports.
 
 use std::io::{BufRead, BufReader};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::sock::*;
 use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 
-const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
 const HEADER: &str = "PID     COMM";
-const WAIT: Duration = Duration::from_secs(20);
 
 /// Starts tcpaccept with text output and waits for its header (printed once everything is attached).
 fn start(args: &[&str]) -> Running {
     let mut run = Running::start("tcpaccept", args);
     run.wait_for_line(HEADER, WAIT);
     run
-}
-
-fn stop(run: Running) -> Finished {
-    run.signal(libc::SIGINT);
-    let done = run.finish(WAIT);
-    done.assert_success();
-    done
-}
-
-fn listener(ip: IpAddr) -> (TcpListener, u16) {
-    let l = TcpListener::bind((ip, 0)).unwrap();
-    let port = l.local_addr().unwrap().port();
-    (l, port)
-}
-
-/// Connects to `l` and accepts here: (client's port, both ends, kept open).
-fn accept_one(l: &TcpListener) -> (u16, (TcpStream, TcpStream)) {
-    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let (s, peer) = l.accept().unwrap();
-    (peer.port(), (c, s))
-}
-
-fn thread_comm() -> String {
-    std::fs::read_to_string("/proc/thread-self/comm").unwrap().trim_end().to_string()
 }
 
 /// A python process that listens on 127.0.0.1, prints its port, accepts one connection and exits:
@@ -68,22 +42,6 @@ fn python_accepts() -> (u32, u16, u16) {
     (pid, cport, port)
 }
 
-/// Rows: (PID, COMM, IP, RADDR, RPORT, LADDR, LPORT), COMM read between the PID and the IP.
-fn rows(stdout: &str) -> Vec<Vec<String>> {
-    stdout
-        .lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 7 || f[0].parse::<u32>().is_err() {
-                return None;
-            }
-            let t = &f[f.len() - 5..];
-            let comm = f[1..f.len() - 5].join(" ");
-            Some([f[0].to_string(), comm].into_iter().chain(t.iter().map(|s| s.to_string())).collect())
-        })
-        .collect()
-}
-
 #[test]
 fn every_accept_once_with_its_pid_comm_and_ports() {
     let (l4, p4) = listener(V4);
@@ -93,7 +51,7 @@ fn every_accept_once_with_its_pid_comm_and_ports() {
     let mut keep = Vec::new();
     for _ in 0..5 {
         for (l, ip, port) in [(&l4, V4, p4), (&l6, V6, p6)] {
-            let (cport, ends) = accept_one(l);
+            let (cport, ends) = connect_accepted(l);
             ours.push((cport, ip, port));
             keep.push(ends);
         }
@@ -102,7 +60,7 @@ fn every_accept_once_with_its_pid_comm_and_ports() {
         run.wait_for_line(&format!(" {cport} "), WAIT);
     }
     let done = stop(run);
-    let rows = rows(&done.stdout);
+    let rows = pid_comm_rows(&done.stdout);
     let me = std::process::id().to_string();
     let comm: String = thread_comm().chars().take(12).collect();
     for (cport, ip, port) in &ours {
@@ -125,11 +83,11 @@ fn another_process_is_named_and_filters_keep_only_theirs() {
     let run = start(&["-4"]);
     let (pid, cport, port) = python_accepts();
     let (l6, _) = listener(V6);
-    let (v6port, _e) = accept_one(&l6);
+    let (v6port, _e) = connect_accepted(&l6);
     let mut run = run;
     run.wait_for_line(&format!(" {cport} "), WAIT);
     let done = stop(run);
-    let found = rows(&done.stdout);
+    let found = pid_comm_rows(&done.stdout);
     let hit: Vec<_> = found.iter().filter(|r| r[4] == cport.to_string()).collect();
     assert_eq!(hit.len(), 1, "{}", done.stdout);
     assert_eq!(
@@ -151,18 +109,13 @@ fn another_process_is_named_and_filters_keep_only_theirs() {
     let (l, p) = listener(V4);
     let mut run = start(&["-p", &me, "-P", &p.to_string()]);
     let (_pid, other, _) = python_accepts();
-    let (mine, _e2) = accept_one(&l);
+    let (mine, _e2) = connect_accepted(&l);
     run.wait_for_line(&format!(" {mine} "), WAIT);
     let done = stop(run);
-    let rows = rows(&done.stdout);
+    let rows = pid_comm_rows(&done.stdout);
     assert_eq!(rows.len(), 1, "{}", done.stdout);
     assert_eq!(rows[0][0], me);
     assert!(!done.stdout.contains(&format!(" {other} ")), "{}", done.stdout);
-}
-
-fn has_link(pid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    entries.flatten().any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:")))
 }
 
 #[test]
@@ -176,7 +129,7 @@ fn json_records() {
         thread::sleep(Duration::from_millis(20));
     }
     run.note_programs();
-    let (cport, _ends) = accept_one(&l);
+    let (cport, _ends) = connect_accepted(&l);
     run.wait_for_line(&format!("\"rport\":{cport}"), WAIT);
     let done = stop(run);
     let recs = json_lines(&done.stdout);
@@ -194,7 +147,7 @@ fn json_records() {
 fn sigterm_and_closed_pipe_end_cleanly() {
     let (l, p) = listener(V4);
     let run = start(&["-P", &p.to_string()]);
-    let _e = accept_one(&l);
+    let _e = connect_accepted(&l);
     run.signal(libc::SIGTERM);
     let done = run.finish(WAIT);
     done.assert_success();
@@ -203,7 +156,7 @@ fn sigterm_and_closed_pipe_end_cleanly() {
 
     // `tcpaccept | head -1`: the header is read, the pipe closes, the tool ends quietly.
     let mut keep = Vec::new();
-    assert_ends_when_pipe_closes("tcpaccept", &[], HEADER, || keep.push(accept_one(&l)));
+    assert_ends_when_pipe_closes("tcpaccept", &[], HEADER, || keep.push(connect_accepted(&l)));
 }
 
 #[test]

@@ -5,20 +5,18 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::sock::*;
 use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
-const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
 const BANNER: &str = "Tracing connect";
-const WAIT: Duration = Duration::from_secs(20);
 
 /// Starts tcpconnect with text output and waits for its banner (printed once everything is attached).
 fn start(args: &[&str]) -> Running {
@@ -29,32 +27,6 @@ fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
     let mut run = Running::start_with_env("tcpconnect", args, env);
     run.wait_for_line(BANNER, WAIT);
     run
-}
-
-fn stop(run: Running) -> Finished {
-    run.signal(libc::SIGINT);
-    let done = run.finish(WAIT);
-    done.assert_success();
-    done
-}
-
-/// A connect from this process, accepted at once (so that the listener's queue holds nothing of ours):
-/// (local port, both ends, kept open).
-fn connect(listener: &TcpListener) -> (u16, (TcpStream, TcpStream)) {
-    let s = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
-    (s.local_addr().unwrap().port(), (s, server))
-}
-
-fn listener(ip: IpAddr) -> (TcpListener, u16) {
-    let l = TcpListener::bind((ip, 0)).unwrap();
-    let port = l.local_addr().unwrap().port();
-    (l, port)
-}
-
-/// This thread's comm, as the kernel shows it (the test harness names threads after tests).
-fn thread_comm() -> String {
-    std::fs::read_to_string("/proc/thread-self/comm").unwrap().trim_end().to_string()
 }
 
 /// A bash process that connects to 127.0.0.1:`port` and waits to be told to exit; returns (pid, local port).
@@ -74,22 +46,6 @@ fn bash_connect(listener: &TcpListener) -> (u32, u16) {
     (pid, peer.port())
 }
 
-/// Text rows `-L` prints: (PID, COMM, IP, SADDR, LPORT, DADDR, DPORT), COMM read between the PID and the IP.
-fn rows(stdout: &str) -> Vec<Vec<String>> {
-    stdout
-        .lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 7 || f[0].parse::<u32>().is_err() {
-                return None;
-            }
-            let t = &f[f.len() - 5..];
-            let comm = f[1..f.len() - 5].join(" ");
-            Some([f[0].to_string(), comm].into_iter().chain(t.iter().map(|s| s.to_string())).collect())
-        })
-        .collect()
-}
-
 #[test]
 fn every_connect_once_with_its_pid_comm_and_ports() {
     let (l4, p4) = listener(V4);
@@ -99,7 +55,7 @@ fn every_connect_once_with_its_pid_comm_and_ports() {
     let mut keep = Vec::new();
     for _ in 0..5 {
         for l in [&l4, &l6] {
-            let (lport, s) = connect(l);
+            let (lport, s) = connect_accepted(l);
             ours.push((lport, l.local_addr().unwrap()));
             keep.push(s);
         }
@@ -110,7 +66,7 @@ fn every_connect_once_with_its_pid_comm_and_ports() {
         run.wait_for_line(&format!(" {lport} "), WAIT);
     }
     let done = stop(run);
-    let rows = rows(&done.stdout);
+    let rows = pid_comm_rows(&done.stdout);
     let me = std::process::id().to_string();
     let comm = thread_comm();
     let mut expected: usize = 0;
@@ -152,11 +108,11 @@ fn pid_and_port_filters_keep_only_theirs() {
     let me = std::process::id().to_string();
     let mut run = start(&["-L", "-p", &me, "-P", &pa.to_string()]);
     let (_bash, bash_lport) = bash_connect(&la);
-    let (other_port, _s1) = connect(&lb);
-    let (lport, _s2) = connect(&la);
+    let (other_port, _s1) = connect_accepted(&lb);
+    let (lport, _s2) = connect_accepted(&la);
     run.wait_for_line(&format!(" {lport} "), WAIT);
     let done = stop(run);
-    let rows = rows(&done.stdout);
+    let rows = pid_comm_rows(&done.stdout);
     assert_eq!(rows.len(), 1, "{}", done.stdout);
     assert_eq!(rows[0][0], me);
     assert_eq!(rows[0][4], lport.to_string());
@@ -172,10 +128,10 @@ fn count_mode_counts_each_flow() {
     let run = start(&["-c", "-P", &format!("{pa},{pb}")]);
     let mut keep = Vec::new();
     for _ in 0..3 {
-        keep.push(connect(&la));
+        keep.push(connect_accepted(&la));
     }
     for _ in 0..2 {
-        keep.push(connect(&lb));
+        keep.push(connect_accepted(&lb));
     }
     let (_bash, _) = bash_connect(&la);
     let done = stop(run);
@@ -200,24 +156,19 @@ fn records(stdout: &str) -> Vec<Value> {
     json_lines(stdout)
 }
 
-fn has_links(pid: u32, n: usize) -> bool {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count() >= n
-}
-
 #[test]
 fn json_and_family_filter() {
     let (l4, p4) = listener(V4);
     let (l6, p6) = listener(V6);
     let mut run = Running::start("tcpconnect", &["--json", "-6", "-P", &format!("{p4},{p6}")]);
     let deadline = Instant::now() + WAIT;
-    while !has_links(run.pid(), 2) {
+    while links_of(run.pid()) < 2 {
         assert!(Instant::now() < deadline, "tcpconnect did not attach");
         thread::sleep(Duration::from_millis(20));
     }
     run.note_programs();
-    let (v4port, _a) = connect(&l4);
-    let (v6port, _b) = connect(&l6);
+    let (v4port, _a) = connect_accepted(&l4);
+    let (v6port, _b) = connect_accepted(&l6);
     run.wait_for_line(&format!("\"lport\":{v6port},"), WAIT);
     let done = stop(run);
     let recs = records(&done.stdout);
@@ -240,17 +191,17 @@ fn raw_tp_and_tracepoint_fallbacks() {
     for mech in ["raw_tp", "tracepoint"] {
         let (l, p) = listener(V4);
         let mut run = start_with_env(&["-L", "-v", "-P", &p.to_string()], &[("COREBPF_ATTACH", mech)]);
-        let (lport, _s) = connect(&l);
+        let (lport, _s) = connect_accepted(&l);
         run.wait_for_line(&format!(" {lport} "), WAIT);
         let done = stop(run);
         assert!(done.stderr.contains(&format!("attached with {mech}")), "{}", done.stderr);
-        assert_eq!(rows(&done.stdout).len(), 1, "{}", done.stdout);
+        assert_eq!(pid_comm_rows(&done.stdout).len(), 1, "{}", done.stdout);
         done.assert_no_programs_left();
     }
 }
 
 /// A non-blocking connect to a listener whose queue is full stays in SYN_SENT: it is still reported at once
-/// (when connect() returns EINPROGRESS), with its local port.
+/// (when connect_accepted() returns EINPROGRESS), with its local port.
 #[test]
 fn a_connect_that_is_not_answered_is_reported_at_once() {
     // SAFETY: plain socket calls on descriptors this test owns.
@@ -277,7 +228,7 @@ fn a_connect_that_is_not_answered_is_reported_at_once() {
         let lport = u16::from_be(local.sin_port);
         run.wait_for_line(&format!(" {lport} "), WAIT);
         let done = stop(run);
-        let rows = rows(&done.stdout);
+        let rows = pid_comm_rows(&done.stdout);
         assert_eq!(rows.len(), 1, "{}", done.stdout);
         assert_eq!(rows[0][4], lport.to_string());
         libc::close(fd);
@@ -290,7 +241,7 @@ fn a_connect_that_is_not_answered_is_reported_at_once() {
 fn sigterm_and_closed_pipe_end_cleanly() {
     let (l, p) = listener(V4);
     let run = start(&["-P", &p.to_string()]);
-    let _s = connect(&l);
+    let _s = connect_accepted(&l);
     run.signal(libc::SIGTERM);
     let done = run.finish(WAIT);
     done.assert_success();
@@ -300,7 +251,7 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     // `tcpconnect | head -1`: the banner is read, the pipe closes, the tool ends quietly.
     let mut keep = HashMap::new();
     assert_ends_when_pipe_closes("tcpconnect", &[], BANNER, || {
-        let (lport, s) = connect(&l);
+        let (lport, s) = connect_accepted(&l);
         keep.insert(lport, s);
     });
 }

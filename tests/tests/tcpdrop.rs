@@ -3,41 +3,19 @@
 //! private network namespace (a test thread's own, so no other test's drops land there). Each test looks only at
 //! its own ports or namespace, since all tests run at once.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::sock::*;
 use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
-const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
-
-/// True once process `pid` holds a BPF link (its program is attached).
-fn has_link(pid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    entries.flatten().any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:")))
-}
-
 fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut run = Running::start_with_env("tcpdrop", args, env);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !has_link(run.pid()) {
-        assert!(Instant::now() < deadline, "tcpdrop {args:?} did not attach within 20 s");
-        thread::sleep(Duration::from_millis(20));
-    }
-    run.note_programs();
-    run
-}
-
-fn stop(run: Running) -> Finished {
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
-    done
+    start_attached("tcpdrop", args, env, 1)
 }
 
 /// A local port nothing listens on (bound once, then released).

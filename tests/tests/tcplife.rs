@@ -10,19 +10,18 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::sock::*;
 use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
-const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
 const HEADER: &str = "RX_KB";
 
 /// One finished session and what each end must report.
@@ -88,38 +87,18 @@ fn session_on(listener: TcpListener, c2s: usize, s2c: usize) -> Conn {
     Conn { ip: addr.ip(), client_port, server_port: addr.port(), c2s: c2s as u64, s2c: s2c as u64 }
 }
 
-/// True once process `pid` holds a BPF link (its program is attached).
-fn has_link(pid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    entries.flatten().any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:")))
-}
-
 /// Starts tcplife with `args` and waits until its program is attached.
 fn start(args: &[&str]) -> Running {
     start_with_env(args, &[])
 }
 
 fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut run = Running::start_with_env("tcplife", args, env);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !has_link(run.pid()) {
-        assert!(Instant::now() < deadline, "tcplife {args:?} did not attach within 20 s");
-        thread::sleep(Duration::from_millis(20));
-    }
-    run.note_programs();
-    run
+    start_attached("tcplife", args, env, 1)
 }
 
 /// The JSON needle of one end's record.
 fn needle(end: &End) -> String {
     format!("\"lport\":{},\"raddr\":\"{}\",\"rport\":{},", end.lport, end.ip, end.rport)
-}
-
-fn stop(run: Running) -> Finished {
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
-    done
 }
 
 /// The JSON records of `done` for `end` (matched on addresses and ports).
@@ -148,11 +127,6 @@ fn assert_reported(records: &[Value], end: &End, pid: u32, comm: &str) {
     assert_eq!(r["family"], if end.ip.is_ipv4() { "ipv4" } else { "ipv6" }, "{r}");
     let ns = r["duration_ns"].as_u64().unwrap();
     assert!((r["duration_ms"].as_f64().unwrap() - ns as f64 / 1e6).abs() < 1e-9, "{r}");
-}
-
-/// This thread's comm, as the kernel shows it (the test harness names threads after tests).
-fn thread_comm() -> String {
-    std::fs::read_to_string("/proc/thread-self/comm").unwrap().trim_end().to_string()
 }
 
 /// Text columns from the right (COMM may hold spaces): PID, LADDR, LPORT, RADDR, RPORT, TX_KB, RX_KB, MS.

@@ -4,43 +4,22 @@
 //! gets through. Each test looks only at its own flow (addresses and ports), since all tests run at once.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::sock::*;
 use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 use serde_json::Value;
 
-const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-
-/// True once process `pid` holds a BPF link (its program is attached).
-fn has_link(pid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    entries.flatten().any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:")))
-}
-
 fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut run = Running::start_with_env("tcpretrans", args, env);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !has_link(run.pid()) {
-        assert!(Instant::now() < deadline, "tcpretrans {args:?} did not attach within 20 s");
-        thread::sleep(Duration::from_millis(20));
-    }
-    run.note_programs();
-    run
+    start_attached("tcpretrans", args, env, 1)
 }
 
 fn start(args: &[&str]) -> Running {
     start_with_env(args, &[])
-}
-
-fn stop(run: Running) -> Finished {
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
-    done
 }
 
 /// Sets the loopback up or down through SIOCSIFFLAGS (`ip link set lo up|down`) in this thread's namespace.

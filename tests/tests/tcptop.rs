@@ -8,14 +8,12 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
 
 use corebpf_tests::pipe::assert_ends_when_pipe_closes;
+use corebpf_tests::sock::{start_attached, WAIT};
 use corebpf_tests::usage::assert_refused;
 use corebpf_tests::*;
 
-const WAIT: Duration = Duration::from_secs(20);
 const BANNER: &str = "Tracing... Output every";
 
 const HELPER: &str = r#"
@@ -161,25 +159,13 @@ impl Helper {
     }
 }
 
-fn has_link(pid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count() >= 2
-}
-
 /// Starts tcptop and waits until both its programs are attached.
 fn start(args: &[&str]) -> Running {
     start_with_env(args, &[])
 }
 
 fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut run = Running::start_with_env("tcptop", args, env);
-    let deadline = Instant::now() + WAIT;
-    while !has_link(run.pid()) {
-        assert!(Instant::now() < deadline, "tcptop {args:?} did not attach within 20 s");
-        thread::sleep(Duration::from_millis(20));
-    }
-    run.note_programs();
-    run
+    start_attached("tcptop", args, env, 2)
 }
 
 fn stop(run: Running) -> Finished {
