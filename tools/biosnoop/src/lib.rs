@@ -172,19 +172,25 @@ fn load_and_attach(
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
 
-    // block_io_start first, so that every request that starts once we are attached is seen there first.
+    // The order closes the attach window. With block_io_start, it goes first: a request that starts once it is
+    // attached is seen there (an entry left by a completion missed meanwhile is overwritten when its request is
+    // reused). Without it, block_rq_complete goes first, so that every request followed is seen to complete.
     let p = &skel.progs;
     let pick = |btf_prog, raw_prog| if tp_btf { btf_prog } else { raw_prog };
     let mut wanted = Vec::new();
     if io_start {
         wanted.push((pick(&p.block_io_start_btf, &p.block_io_start_raw), "block_io_start"));
+    } else {
+        wanted.push((pick(&p.block_rq_complete_btf, &p.block_rq_complete_raw), "block_rq_complete"));
     }
     if merge {
         wanted.push((pick(&p.block_rq_merge_btf, &p.block_rq_merge_raw), "block_rq_merge"));
     }
     wanted.push((pick(&p.block_rq_insert_btf, &p.block_rq_insert_raw), "block_rq_insert"));
     wanted.push((pick(&p.block_rq_issue_btf, &p.block_rq_issue_raw), "block_rq_issue"));
-    wanted.push((pick(&p.block_rq_complete_btf, &p.block_rq_complete_raw), "block_rq_complete"));
+    if io_start {
+        wanted.push((pick(&p.block_rq_complete_btf, &p.block_rq_complete_raw), "block_rq_complete"));
+    }
     let links = wanted
         .into_iter()
         .map(|(prog, name)| attach_tracepoint(prog, "block", name, mech))
