@@ -61,6 +61,25 @@ pub fn count_at_exit<K: Plain + Default, V: Plain + Default>(
     Ok(())
 }
 
+/// BCC's `-4`/`-6` flags (flattened into a tool's arguments). BCC's tcpdrop and tcpretrans print the help in
+/// lower case: `#[command(mut_arg("ipv4", |a| a.help("trace IPv4 family only")))]` (and `ipv6`) on the tool.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct FamilyArgs {
+    /// Trace IPv4 family only
+    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Trace IPv6 family only
+    #[arg(short = '6', long)]
+    pub ipv6: bool,
+}
+
+impl FamilyArgs {
+    /// The address family the BPF side keeps: [`family_filter`].
+    pub fn af(self) -> u16 {
+        family_filter(self.ipv4, self.ipv6)
+    }
+}
+
 /// The address family the BPF side keeps: `AF_INET` with `-4`, `AF_INET6` with `-6`, else 0 (both).
 pub fn family_filter(ipv4: bool, ipv6: bool) -> u16 {
     match (ipv4, ipv6) {

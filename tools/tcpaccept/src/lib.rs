@@ -16,7 +16,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
-use common::output::sockevents;
+use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -55,12 +55,8 @@ struct Args {
     /// Comma-separated list of local ports to trace
     #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
     port: Option<Ports>,
-    /// Trace IPv4 family only
-    #[arg(short = '4', long, conflicts_with = "ipv6")]
-    ipv4: bool,
-    /// Trace IPv6 family only
-    #[arg(short = '6', long)]
-    ipv6: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
     /// JSON output: one object per accepted connection
     #[arg(short = 'j', long)]
     json: bool,
@@ -102,7 +98,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
     rodata.target_pid = args.pid.unwrap_or(0);
-    rodata.target_family = sockevents::family_filter(args.ipv4, args.ipv6);
+    rodata.target_family = args.family.af();
     rodata.filter_port = args.port.is_some();
 
     let progs = &mut open.progs;

@@ -17,7 +17,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
-use common::output::sockevents;
+use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -59,12 +59,8 @@ struct Args {
     /// Comma-separated list of destination ports to trace.
     #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
     port: Option<Ports>,
-    /// Trace IPv4 family only
-    #[arg(short = '4', long, conflicts_with = "ipv6")]
-    ipv4: bool,
-    /// Trace IPv6 family only
-    #[arg(short = '6', long)]
-    ipv6: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
     /// Include LPORT on output
     #[arg(short = 'L', long = "lport")]
     lport: bool,
@@ -134,7 +130,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     rodata.target_pid = args.pid.unwrap_or(0);
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
-    rodata.target_family = sockevents::family_filter(args.ipv4, args.ipv6);
+    rodata.target_family = args.family.af();
     rodata.filter_port = args.port.is_some();
     rodata.filter_cgroup = cgroup.is_some();
     rodata.count = args.count;

@@ -19,7 +19,7 @@ use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
 use common::attach::maps::DropCounter;
-use common::output::sockevents;
+use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -41,13 +41,11 @@ examples:
 /// Trace TCP drops by the kernel
 #[derive(Debug, Parser)]
 #[command(name = "tcpdrop", version, after_help = EXAMPLES)]
+#[command(mut_arg("ipv4", |a| a.help("trace IPv4 family only")))]
+#[command(mut_arg("ipv6", |a| a.help("trace IPv6 family only")))]
 struct Args {
-    /// trace IPv4 family only
-    #[arg(short = '4', long, conflicts_with = "ipv6")]
-    ipv4: bool,
-    /// trace IPv6 family only
-    #[arg(short = '6', long)]
-    ipv6: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
     /// the netns id to filter by
     #[arg(long = "netns-id", value_name = "NETNS_ID", conflicts_with = "pid_netns",
           value_parser = common::cli::parse_positive_u64)]
@@ -160,7 +158,7 @@ fn load_and_attach(o: &Options<'_>, mech: Attach) -> Result<(BpfSkel<'static>, L
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
     ro.all_protocols = o.args.all_protocols;
-    ro.target_ipver = match (o.args.ipv4, o.args.ipv6) {
+    ro.target_ipver = match (o.args.family.ipv4, o.args.family.ipv6) {
         (true, _) => 4,
         (_, true) => 6,
         _ => 0,

@@ -17,7 +17,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
-use common::domain::net::{AF_INET, AF_INET6};
+use common::output::sockevents::FamilyArgs;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -71,12 +71,8 @@ struct Args {
     /// Comma-separated list of remote ports to trace
     #[arg(short = 'D', long = "remoteport", value_name = "PORTS", value_parser = parse_port_list)]
     remoteport: Option<Ports>,
-    /// Trace IPv4 family only
-    #[arg(short = '4', long, conflicts_with = "ipv6")]
-    ipv4: bool,
-    /// Trace IPv6 family only
-    #[arg(short = '6', long)]
-    ipv6: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
     /// JSON output: one object per session, with exact byte counts
     #[arg(short = 'j', long, conflicts_with_all = ["wide", "csv"])]
     json: bool,
@@ -163,11 +159,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
     rodata.target_pid = args.pid.unwrap_or(0);
-    rodata.target_family = match (args.ipv4, args.ipv6) {
-        (true, _) => AF_INET,
-        (_, true) => AF_INET6,
-        _ => 0,
-    };
+    rodata.target_family = args.family.af();
     rodata.filter_lport = args.localport.is_some();
     rodata.filter_rport = args.remoteport.is_some();
 

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
-use common::output::sockevents;
+use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -35,6 +35,8 @@ examples:
 /// Trace TCP retransmits
 #[derive(Debug, Parser)]
 #[command(name = "tcpretrans", version, after_help = EXAMPLES)]
+#[command(mut_arg("ipv4", |a| a.help("trace IPv4 family only")))]
+#[command(mut_arg("ipv6", |a| a.help("trace IPv6 family only")))]
 struct Args {
     /// display TCP sequence numbers
     #[arg(short = 's', long)]
@@ -45,12 +47,8 @@ struct Args {
     /// count occurred retransmits per flow
     #[arg(short = 'c', long)]
     count: bool,
-    /// trace IPv4 family only
-    #[arg(short = '4', long, conflicts_with = "ipv6")]
-    ipv4: bool,
-    /// trace IPv6 family only
-    #[arg(short = '6', long)]
-    ipv6: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
     /// JSON output: one object per retransmit (per flow with -c)
     #[arg(short = 'j', long)]
     json: bool,
@@ -100,7 +98,7 @@ fn tcpretrans(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_family = sockevents::family_filter(args.ipv4, args.ipv6);
+    ro.target_family = args.family.af();
     ro.count = args.count;
     if !args.count {
         open.maps.flows.set_max_entries(1).context("sizing the flow map")?;
