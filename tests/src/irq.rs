@@ -24,6 +24,10 @@ pub struct IrqTool {
     pub snapshot: fn() -> Snapshot,
     /// The tool's name for a kernel count's name (softirqs prints `NET_RX` as `net_rx`).
     pub rename: fn(&str) -> String,
+    /// What makes the IRQs of the test happen.
+    pub workload: fn(),
+    /// Checks the counts the tool printed (name → count) against the bounds; the tool's output for messages.
+    pub check: fn(&BTreeMap<String, u64>, &Bounds, &str),
 }
 
 fn on(snap: &Snapshot, name: &str, cpu: Option<usize>) -> u64 {
@@ -31,15 +35,9 @@ fn on(snap: &Snapshot, name: &str, cpu: Option<usize>) -> u64 {
 }
 
 impl IrqTool {
-    /// Runs the tool with `args` and `env` around `workload`; returns the finished run and the bounds per name,
-    /// on CPU `cpu` or on all CPUs.
-    pub fn traced(
-        &self,
-        args: &[&str],
-        env: &[(&str, &str)],
-        cpu: Option<usize>,
-        workload: impl FnOnce(),
-    ) -> (Finished, Bounds) {
+    /// Runs the tool with `args` and `env` around the workload; returns the finished run and the bounds per
+    /// name, on CPU `cpu` or on all CPUs.
+    pub fn traced(&self, args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, Bounds) {
         let before = (self.snapshot)();
         let mut run = Running::start_with_env(self.name, args, env);
         if args.contains(&"-j") {
@@ -56,7 +54,7 @@ impl IrqTool {
             run.wait_for_line(self.banner, Duration::from_secs(20));
         }
         let p0 = (self.snapshot)();
-        workload();
+        (self.workload)();
         let p1 = (self.snapshot)();
         run.signal(libc::SIGINT);
         let done = run.finish(Duration::from_secs(20));
@@ -71,6 +69,23 @@ impl IrqTool {
             })
             .collect();
         (done, bounds)
+    }
+}
+
+impl IrqTool {
+    /// `-C` forced onto raw_tp (`COREBPF_ATTACH=raw_tp`) counts what the kernel counted, and detaches.
+    pub fn raw_tp_fallback_counts_the_same(&self) {
+        let (done, bounds) = self.traced(&["-C", "-v"], &[("COREBPF_ATTACH", "raw_tp")], None);
+        assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+        (self.check)(&table_counts(&done.stdout), &bounds, &done.stdout);
+        done.assert_no_programs_left();
+    }
+
+    /// `-j -d 1`: every histogram holds its events ([`json_counts`]) and the counts are the kernel's.
+    pub fn json_histograms_hold_every_event_and_time(&self) {
+        let (done, bounds) = self.traced(&["-j", "-d", "1"], &[], None);
+        let field = self.name.trim_end_matches('s');
+        (self.check)(&json_counts(&done.stdout, self.name, field), &bounds, &done.stdout);
     }
 }
 

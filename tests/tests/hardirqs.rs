@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::thread;
 
-use corebpf_tests::irq::{json_counts, table_counts, Bounds, IrqTool, Snapshot};
+use corebpf_tests::irq::{table_counts, Bounds, IrqTool, Snapshot};
 use corebpf_tests::pipe::assert_head_1_ends_cleanly;
 use corebpf_tests::*;
 
@@ -35,16 +35,19 @@ fn proc_interrupts() -> Snapshot {
     out
 }
 
-const HARDIRQS: IrqTool =
-    IrqTool { name: "hardirqs", banner: BANNER, snapshot: proc_interrupts, rename: |name| name.to_string() };
+/// `hardirqs` around 600 O_DIRECT writes; the bounds per handler name are (interrupts while surely attached,
+/// interrupts from before start to after exit).
+const HARDIRQS: IrqTool = IrqTool {
+    name: "hardirqs",
+    banner: BANNER,
+    snapshot: proc_interrupts,
+    rename: |name| name.to_string(),
+    workload: || direct_writes(&ScratchFile::new("hardirqs").0, 600),
+    check: assert_within,
+};
 
-/// Runs `hardirqs args` around 600 O_DIRECT writes; returns the finished run and, per handler name, the bounds
-/// (interrupts while surely attached, interrupts from before start to after exit).
 fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, Bounds) {
-    HARDIRQS.traced(args, env, cpu, || {
-        let file = ScratchFile::new("hardirqs");
-        direct_writes(&file.0, 600);
-    })
+    HARDIRQS.traced(args, env, cpu)
 }
 
 /// Every handler that interrupted while the tool was attached is counted, no more than /proc/interrupts says
@@ -90,17 +93,12 @@ fn one_cpu_only() {
 
 #[test]
 fn raw_tp_fallback_counts_the_same() {
-    let (done, bounds) = traced(&["-C", "-v"], &[("COREBPF_ATTACH", "raw_tp")], None);
-    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
-    assert_within(&table_counts(&done.stdout), &bounds, &done.stdout);
-    done.assert_no_programs_left();
+    HARDIRQS.raw_tp_fallback_counts_the_same();
 }
 
 #[test]
 fn json_histograms_hold_every_event_and_time() {
-    let (done, bounds) = traced(&["-j", "-d", "1"], &[], None);
-    let counts = json_counts(&done.stdout, "hardirqs", "hardirq");
-    assert_within(&counts, &bounds, &done.stdout);
+    HARDIRQS.json_histograms_hold_every_event_and_time();
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use corebpf_tests::irq::{json_counts, table_counts, Bounds, IrqTool, Snapshot};
+use corebpf_tests::irq::{table_counts, Bounds, IrqTool, Snapshot};
 use corebpf_tests::pipe::assert_head_1_ends_cleanly;
 use corebpf_tests::*;
 
@@ -48,13 +48,19 @@ fn loopback_traffic() {
     server.join().unwrap();
 }
 
-const SOFTIRQS: IrqTool =
-    IrqTool { name: "softirqs", banner: BANNER, snapshot: proc_softirqs, rename: |name| name.to_lowercase() };
+/// `softirqs` around loopback traffic; the bounds per vector are (events while surely attached, events from
+/// before start to after exit).
+const SOFTIRQS: IrqTool = IrqTool {
+    name: "softirqs",
+    banner: BANNER,
+    snapshot: proc_softirqs,
+    rename: |name| name.to_lowercase(),
+    workload: loopback_traffic,
+    check: assert_within,
+};
 
-/// Runs `softirqs args` around loopback traffic; returns the finished run and the bounds per vector:
-/// (events while surely attached, events from before start to after exit).
 fn traced(args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> (Finished, Bounds) {
-    SOFTIRQS.traced(args, env, cpu, loopback_traffic)
+    SOFTIRQS.traced(args, env, cpu)
 }
 
 fn assert_within(counts: &BTreeMap<String, u64>, bounds: &BTreeMap<String, (u64, u64)>, out: &str) {
@@ -89,17 +95,12 @@ fn one_cpu_only() {
 
 #[test]
 fn raw_tp_fallback_counts_the_same() {
-    let (done, bounds) = traced(&["-C", "-v"], &[("COREBPF_ATTACH", "raw_tp")], None);
-    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
-    assert_within(&table_counts(&done.stdout), &bounds, &done.stdout);
-    done.assert_no_programs_left();
+    SOFTIRQS.raw_tp_fallback_counts_the_same();
 }
 
 #[test]
 fn json_histograms_hold_every_event_and_time() {
-    let (done, bounds) = traced(&["-j", "-d", "1"], &[], None);
-    let counts = json_counts(&done.stdout, "softirqs", "softirq");
-    assert_within(&counts, &bounds, &done.stdout);
+    SOFTIRQS.json_histograms_hold_every_event_and_time();
 }
 
 #[test]
