@@ -24,6 +24,19 @@ static __always_inline __u16 sk_family(const struct sock *sk)
 	return BPF_CORE_READ(sk, __sk_common.skc_family);
 }
 
+/* The socket's family if it is AF_INET or AF_INET6 and, with `target_family` set (the -4/-6 filter), that one;
+ * else 0 (not traced). */
+static __always_inline __u16 sk_inet_family(const struct sock *sk, __u16 target_family)
+{
+	__u16 family = sk_family(sk);
+
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	if (target_family && family != target_family)
+		return 0;
+	return family;
+}
+
 static __always_inline __u16 sk_lport(const struct sock *sk)
 {
 	return bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));

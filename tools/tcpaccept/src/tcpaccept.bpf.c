@@ -48,10 +48,8 @@ static __always_inline int accepted(struct sock *sk)
 		return 0;
 	if (!sk_is_tcp(sk))
 		return 0;
-	family = sk_family(sk);
-	if (family != AF_INET && family != AF_INET6)
-		return 0;
-	if (target_family && family != target_family)
+	family = sk_inet_family(sk, target_family);
+	if (!family)
 		return 0;
 	lport = sk_lport(sk);
 	if (filter_port && !bpf_map_lookup_elem(&ports, &lport))

@@ -94,10 +94,8 @@ static __always_inline bool wanted(struct sock *sk, __u32 *pid, __u32 *uid)
 	*uid = (__u32)bpf_get_current_uid_gid();
 	if (filter_uid && *uid != target_uid)
 		return false;
-	family = sk_family(sk);
-	if (family != AF_INET && family != AF_INET6)
-		return false;
-	if (target_family && family != target_family)
+	family = sk_inet_family(sk, target_family);
+	if (!family)
 		return false;
 	dport = sk_rport(sk);
 	if (filter_port && !bpf_map_lookup_elem(&ports, &dport))

@@ -45,10 +45,8 @@ static __always_inline int handle(const struct sock *sk, const struct sk_buff *s
 
 	if (!sk)
 		return 0;
-	family = sk_family(sk);
-	if (family != AF_INET && family != AF_INET6)
-		return 0;
-	if (target_family && family != target_family)
+	family = sk_inet_family(sk, target_family);
+	if (!family)
 		return 0;
 
 	if (count) {

@@ -50,10 +50,8 @@ static __always_inline int count(struct sock *sk, int ret, bool sent)
 	key.pid = bpf_get_current_pid_tgid() >> 32;
 	if (target_pid && key.pid != target_pid)
 		return 0;
-	family = sk_family(sk);
-	if (family != AF_INET && family != AF_INET6)
-		return 0;
-	if (target_family && family != target_family)
+	family = sk_inet_family(sk, target_family);
+	if (!family)
 		return 0;
 	if (!sk_is_tcp(sk))
 		return 0;
