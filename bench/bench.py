@@ -82,8 +82,8 @@ notes.TITLES[13] = functions.TITLE
 notes.METHOD[13] = functions.METHOD
 report.RENDER[13] = functions.render
 
-# Figure 11 (offcputime's cost per context switch) lives in offcpu.py.
-FIGURES.append((11, "cost per context switch: offcputime", offcpu.fig_offcpu_cost))
+# Figure 11 (offcputime's and wakeuptime's cost per context switch) lives in offcpu.py.
+FIGURES.append((11, "cost per context switch: offcputime, wakeuptime", offcpu.fig_offcpu_cost))
 notes.TITLES[11] = offcpu.TITLE
 notes.METHOD[11] = offcpu.METHOD
 report.RENDER[11] = offcpu.render
