@@ -546,8 +546,13 @@ def pipe_pingpong(n):
 
 
 def fig_context_switch(cfg):
+    return switch_cost(cfg, [("none", None), ("ours", our("runqlat")), ("libbpf-tools", c_tool("runqlat"))])
+
+
+def switch_cost(cfg, contenders):
+    """CPU, wall time and context switches of the pipe ping-pong under each (key, contender) of `contenders`
+    ("none": untraced), rounds in rotating order; ns_per_switch: each one's extra CPU per context switch."""
     n = cfg.pingpongs
-    contenders = [("none", None), ("ours", our("runqlat")), ("libbpf-tools", c_tool("runqlat"))]
     res = {"n": n, "times": {k: [] for k, _ in contenders}, "cpu": {k: [] for k, _ in contenders},
            "switches": {k: [] for k, _ in contenders}, "missing": {}}
     for k, c in contenders:

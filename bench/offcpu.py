@@ -5,8 +5,8 @@ one CPU (every switch is between the two processes, and the tracers' programs ru
 switch = (median traced CPU - median untraced) / context switches.
 """
 
-from figures import BT_READY, bt, c_tool, our, orders, pipe_pingpong, run_traced
-from lib import BenchError, median, spread
+from figures import BT_READY, bt, c_tool, our, switch_cost
+from lib import median, spread
 import report
 
 TITLE = "Cost per context switch: offcputime, wakeuptime"
@@ -39,36 +39,13 @@ NAMES = {"none": "no tracing", "ours": "ours: offcputime", "libbpf-tools": "libb
 
 
 def fig_offcpu_cost(cfg):
-    n = cfg.pingpongs
     # libbpf-tools' offcputime prints nothing until it ends, so the bench cannot tell when it has attached.
     theirs = c_tool("offcputime")
     theirs.argv, theirs.missing = None, "prints no banner: attach time unknown"
     contenders = [("none", None), ("ours", our("offcputime")), ("libbpf-tools", theirs), ("bpftrace", bt(BT_OFFCPU)),
                   ("wake-ours", our("wakeuptime")), ("wake-libbpf-tools", c_tool("wakeuptime")),
                   ("wake-bpftrace", bt(BT_WAKEUP))]
-    res = {"n": n, "times": {k: [] for k, _ in contenders}, "cpu": {k: [] for k, _ in contenders},
-           "switches": {k: [] for k, _ in contenders}, "missing": {}}
-    for k, c in contenders:
-        if c is not None and c.argv is None:
-            res["missing"][k] = c.missing
-    active = [(k, c) for k, c in contenders if k not in res["missing"]]
-    try:
-        pipe_pingpong(n // 10)  # warm-up
-        for rep in range(cfg.repeat):
-            for k, c in orders(active, rep):
-                (secs, cpu, switches), _ = run_traced(c, lambda: pipe_pingpong(n))
-                res["times"][k].append(secs)
-                res["cpu"][k].append(cpu)
-                res["switches"][k].append(switches)
-    except BenchError as e:
-        res["error"] = str(e)
-    base = median(res["cpu"]["none"])
-    res["ns_per_switch"] = {}
-    for k, _ in active:
-        m, sw = median(res["cpu"][k]), median(res["switches"][k])
-        if k != "none" and m is not None and base and sw:
-            res["ns_per_switch"][k] = (m - base) / sw * 1e9
-    return res
+    return switch_cost(cfg, contenders)
 
 
 def render(res):
