@@ -149,3 +149,20 @@ impl Conn {
         }
     }
 }
+
+/// Refuses a port list (`-P`, `-L`, `-D`: `flag`) longer than the BPF side's filter map holds (`max`).
+pub fn check_port_count(flag: &str, ports: Option<&Vec<u16>>, max: usize) -> Result<()> {
+    if ports.is_some_and(|p| p.len() > max) {
+        anyhow::bail!("{flag} lists more than {max} ports");
+    }
+    Ok(())
+}
+
+/// Fills a port filter map (`__u16` port → `__u8` 1) with `ports`, before anything is attached so that no event
+/// slips past an empty filter.
+pub fn fill_port_filter(map: &impl MapCore, ports: Option<&Vec<u16>>) -> Result<()> {
+    for port in ports.into_iter().flatten() {
+        map.update(&port.to_ne_bytes(), &[1], libbpf_rs::MapFlags::ANY).context("setting the port filter")?;
+    }
+    Ok(())
+}

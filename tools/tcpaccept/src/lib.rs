@@ -11,7 +11,7 @@ mod report;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
@@ -20,7 +20,7 @@ use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::consts::MAX_PORTS;
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -73,9 +73,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn tcpaccept(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
-    if args.port.as_ref().is_some_and(|p| p.len() > MAX_PORTS) {
-        bail!("-P lists more than {MAX_PORTS} ports");
-    }
+    sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let signals = Signals::install()?;
     let preferred = [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint];
     let ((skel, _links), _mech) =
@@ -109,9 +107,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before anything is attached.
-    for port in args.port.iter().flatten() {
-        skel.maps.ports.update(&port.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the port filter")?;
-    }
+    sockevents::fill_port_filter(&skel.maps.ports, args.port.as_ref())?;
     let p = &skel.progs;
     let links = match mech {
         Attach::Fentry => vec![p.accept_fexit.attach().context("attaching to inet_csk_accept (fexit)")?],

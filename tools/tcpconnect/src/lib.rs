@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
@@ -21,7 +21,7 @@ use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::consts::MAX_PORTS;
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -92,9 +92,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn tcpconnect(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
-    if args.port.as_ref().is_some_and(|p| p.len() > MAX_PORTS) {
-        bail!("-P lists more than {MAX_PORTS} ports");
-    }
+    sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
     let preferred = [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
@@ -148,9 +146,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before anything is attached, so no connect slips past an empty filter.
-    for port in args.port.iter().flatten() {
-        skel.maps.ports.update(&port.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the port filter")?;
-    }
+    sockevents::fill_port_filter(&skel.maps.ports, args.port.as_ref())?;
     if let Some(cgroup) = cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }

@@ -12,16 +12,16 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
-use common::output::sockevents::FamilyArgs;
+use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Layout, Printer, Session, Style};
@@ -89,11 +89,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn tcplife(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
-    for (flag, ports) in [("-L", &args.localport), ("-D", &args.remoteport)] {
-        if ports.as_ref().is_some_and(|p| p.len() > MAX_PORTS) {
-            bail!("{flag} lists more than {MAX_PORTS} ports");
-        }
-    }
+    sockevents::check_port_count("-L", args.localport.as_ref(), MAX_PORTS)?;
+    sockevents::check_port_count("-D", args.remoteport.as_ref(), MAX_PORTS)?;
     let signals = Signals::install()?;
     let preferred = [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
     let ((skel, _link), _mech) =
@@ -170,11 +167,8 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // The port maps are filled before attaching, so no session slips past an empty filter.
-    for (map, ports) in [(&skel.maps.lports, &args.localport), (&skel.maps.rports, &args.remoteport)] {
-        for port in ports.iter().flatten() {
-            map.update(&port.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the port filter")?;
-        }
-    }
+    sockevents::fill_port_filter(&skel.maps.lports, args.localport.as_ref())?;
+    sockevents::fill_port_filter(&skel.maps.rports, args.remoteport.as_ref())?;
     let p = &skel.progs;
     let prog = match mech {
         Attach::TpBtf => &p.set_state_btf,
