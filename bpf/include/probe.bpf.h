@@ -4,7 +4,8 @@
  * serves every spec and no compiler runs at run time.
  *
  * probe.h defines the limits and the SRC_*, F_*, OP_* and C_* codes. A fetch reads one
- * value: a tracepoint field (record offset and size), a function argument (pt_regs), the return value, the
+ * value: a tracepoint field (record offset and size), a function argument (pt_regs of a uprobe or kprobe, or the
+ * BTF trampoline's array of u64 arguments of an fentry or fexit program), the return value, the
  * latency since the function's entry (an entry program stores the time per thread), the PID, TID or UID; sizes
  * below 8 are zero- or sign-extended to 64 bits. The filter is an OR of AND groups of comparisons (`a && b || c`),
  * each of a fetched value with a constant or another fetched value, evaluated in a bounded loop. */
@@ -37,6 +38,8 @@ const volatile __u32 n_cmps = 0;
 const volatile struct cmp cmps[MAX_CMPS] = {};
 /* Some fetch is $latency: the return program needs the entry time. */
 const volatile bool need_start = false;
+/* fexit: the return value's place in the trampoline's context (after the arguments: their count). */
+const volatile __u32 retval_slot = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -82,6 +85,18 @@ static __always_inline __u64 probe_arg(struct pt_regs *regs, __u32 n)
 	}
 }
 
+/* Slot n of an fentry or fexit program's context (the function's arguments as u64, then for fexit the return
+ * value). Read through bpf_probe_read_kernel for the same reason as probe_arg: a load at a computed context offset
+ * is refused. */
+static __always_inline __u64 probe_slot(__u64 *slots, __u32 n)
+{
+	__u64 v = 0;
+
+	if (n < MAX_SLOTS)
+		bpf_probe_read_kernel(&v, sizeof(v), slots + n);
+	return v;
+}
+
 /* The entry program of a $latency probe. */
 static __always_inline int probe_record_start(void)
 {
@@ -95,9 +110,10 @@ static __always_inline int probe_record_start(void)
 	return 0;
 }
 
-/* Fills vals[] for this event: `record` is a tracepoint's record, else `regs` a function's registers. False when
- * the event is to be skipped (a return without its entry). */
-static __always_inline bool probe_fetch(void *record, struct pt_regs *regs, __u32 tid, __u64 *vals)
+/* Fills vals[] for this event: `record` is a tracepoint's record, else `regs` a function's registers (uprobe,
+ * kprobe), else `slots` an fentry or fexit program's context. False when the event is to be skipped (a return
+ * without its entry). */
+static __always_inline bool probe_fetch(void *record, struct pt_regs *regs, __u64 *slots, __u32 tid, __u64 *vals)
 {
 	__u64 start = 0;
 
@@ -125,10 +141,14 @@ static __always_inline bool probe_fetch(void *record, struct pt_regs *regs, __u3
 		case SRC_ARG:
 			if (regs)
 				v = probe_arg(regs, fetches[i].offset);
+			else if (slots)
+				v = probe_slot(slots, fetches[i].offset);
 			break;
 		case SRC_RETVAL:
 			if (regs)
 				v = PT_REGS_RC(regs);
+			else if (slots)
+				v = probe_slot(slots, retval_slot);
 			break;
 		case SRC_LATENCY:
 			v = bpf_ktime_get_ns() - start;

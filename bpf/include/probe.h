@@ -11,6 +11,8 @@
 #define MAX_CMPS 4
 /* The longest string kept (-z is capped at this). */
 #define STR_MAX 128
+/* Slots of an fentry/fexit context: the kernel's most arguments (MAX_BPF_FUNC_ARGS) and the return value. */
+#define MAX_SLOTS 13
 /* Threads with a call in flight ($latency). */
 #define MAX_THREADS 10240
 

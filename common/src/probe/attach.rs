@@ -1,8 +1,13 @@
 //! Where a spec attaches and how: the tracepoint (classic, through tracefs: fields are read at the offsets of its
 //! format file), a user function (uprobe or uretprobe at its file offset, plus an entry uprobe for `$latency`),
-//! or a kernel function (kprobe or kretprobe, plus an entry kprobe for `$latency`). Works on any tool's object
-//! whose programs follow the generic probe's names: `probe_tracepoint`, `probe_entry`, `probe_return` and
-//! `probe_start` (the entry side of `$latency`).
+//! or a kernel function: fentry or fexit (a BTF trampoline; arguments are read from its context) where the kernel
+//! loads them, else a kprobe or kretprobe, each with an entry program for `$latency`. Works on any tool's object
+//! whose programs follow the generic probe's names: `probe_tracepoint`, `probe_entry`, `probe_return`,
+//! `probe_start` (the entry side of `$latency`), `probe_fentry`, `probe_fexit` and `probe_fentry_start`.
+//!
+//! A tool tries the site's mechanisms in its ladder's order with [`load_first`]: each attempt opens its object,
+//! fills the rodata, keeps the mechanism's programs ([`select_programs`]), loads and [`attach`]es; the kernel
+//! decides (a trial load), and `COREBPF_ATTACH` can force one.
 
 use std::path::{Path, PathBuf};
 
@@ -18,9 +23,30 @@ use crate::process::elf::{find_binary, ElfSymbols};
 /// Where a spec attaches, resolved before anything is loaded.
 #[derive(Debug, Clone)]
 pub enum Site {
-    Tracepoint { category: String, event: String },
-    User { binary: PathBuf, offset: usize },
-    Kernel { function: String },
+    Tracepoint {
+        category: String,
+        event: String,
+    },
+    User {
+        binary: PathBuf,
+        offset: usize,
+    },
+    /// `slots`: the function's argument count when every argument fits one fentry context slot (see
+    /// [`super::kfunc::kernel_arg_slots`]), which fentry and fexit need; None takes kprobes only.
+    Kernel {
+        function: String,
+        slots: Option<u32>,
+    },
+}
+
+impl Site {
+    /// The place of an fexit program's return value in its context (after the arguments).
+    pub fn retval_slot(&self) -> u32 {
+        match self {
+            Site::Kernel { slots: Some(n), .. } => *n,
+            _ => 0,
+        }
+    }
 }
 
 /// Resolves the spec's site: an unknown library, function or kernel function is a spec error (exit 2).
@@ -43,44 +69,110 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
                     return Err(SpecError(format!("in '{raw}': no kernel function '{}'", spec.function)));
                 }
             }
-            Site::Kernel { function: spec.function.clone() }
+            Site::Kernel { function: spec.function.clone(), slots: super::kfunc::kernel_arg_slots(&spec.function) }
         }
     })
 }
 
-/// The programs the site needs (by name) and the mechanism.
-pub fn programs(site: &Site, probe: ProbeType, latency: bool) -> (Vec<&'static str>, Attach) {
-    let how = match site {
-        Site::Tracepoint { .. } => return (vec!["probe_tracepoint"], Attach::Tracepoint),
-        Site::User { .. } => Attach::Uprobe,
-        Site::Kernel { .. } => Attach::Kprobe,
+/// The mechanisms of `ladder` (a tool's attach ladder) that suit the site, in order.
+pub fn mechanisms(site: &Site, ladder: &[Attach]) -> Vec<Attach> {
+    let suits: &[Attach] = match site {
+        Site::Tracepoint { .. } => &[Attach::Tracepoint],
+        Site::User { .. } => &[Attach::Uprobe],
+        Site::Kernel { .. } => &[Attach::Fentry, Attach::Kprobe],
     };
-    let mut names = vec![if probe == ProbeType::Return { "probe_return" } else { "probe_entry" }];
-    if latency {
-        names.push("probe_start");
-    }
-    (names, how)
+    ladder.iter().copied().filter(|a| suits.contains(a)).collect()
 }
 
-/// Keeps only the site's programs of an opened object (the others are not loaded), and checks that
-/// `COREBPF_ATTACH` allows the mechanism. Returns the mechanism.
-pub fn select_programs(open: &mut OpenObject, site: &Site, probe: ProbeType, latency: bool) -> Result<Attach> {
-    let (names, how) = programs(site, probe, latency);
-    crate::attach::loader::allowed(&[how])?;
+/// Tries `attempt` with each of the site's mechanisms of `ladder` that `COREBPF_ATTACH` allows, in order; the
+/// first the kernel accepts wins (with `verbose`, each refusal is shown). When none does, the error is one line
+/// naming the site and why each failed.
+pub fn load_first<T>(
+    ladder: &[Attach],
+    site: &Site,
+    verbose: bool,
+    attempt: impl FnMut(Attach) -> Result<T>,
+) -> Result<(T, Attach)> {
+    let mechs = mechanisms(site, ladder);
+    let allowed = crate::attach::loader::allowed(&mechs)?;
+    let mut attempt = attempt;
+    let mut refused = Vec::new();
+    let result = crate::attach::loader::load_first_working(&allowed, false, |how| {
+        let tried = attempt(how);
+        if let Err(err) = &tried {
+            if verbose {
+                eprintln!("{how} did not load: {err:#}");
+            }
+            refused.push(format!("{how} ({})", err.root_cause()));
+        }
+        tried
+    });
+    match (result, site) {
+        (Err(_), Site::Kernel { function, .. }) if !refused.is_empty() => bail!(
+            "kernel function {function}: this kernel refused {}, which kernel function probes need; use a \
+             tracepoint (t:) instead",
+            refused.join(" and ")
+        ),
+        (result, _) => result,
+    }
+}
+
+/// The programs the site needs with mechanism `how` (by name): the main one first, then the `$latency` entry.
+pub fn programs(site: &Site, probe: ProbeType, latency: bool, how: Attach) -> Vec<&'static str> {
+    let ret = probe == ProbeType::Return;
+    let (main, start) = match (site, how) {
+        (Site::Tracepoint { .. }, _) => return vec!["probe_tracepoint"],
+        (Site::Kernel { .. }, Attach::Fentry) => {
+            (if ret { "probe_fexit" } else { "probe_fentry" }, "probe_fentry_start")
+        }
+        _ => (if ret { "probe_return" } else { "probe_entry" }, "probe_start"),
+    };
+    if latency {
+        vec![main, start]
+    } else {
+        vec![main]
+    }
+}
+
+/// Keeps only the programs of an opened object that the site needs with `how` (the others are not loaded) and
+/// sets the fentry/fexit programs' target. Fails before any load when the kernel cannot have `how` for the site
+/// (no kprobes; an argument fentry cannot read).
+pub fn select_programs(open: &mut OpenObject, site: &Site, probe: ProbeType, latency: bool, how: Attach) -> Result<()> {
+    if let Site::Kernel { function, slots } = site {
+        match how {
+            Attach::Kprobe if !kprobes_available() => bail!("no kprobes: CONFIG_KPROBES is not set"),
+            Attach::Fentry if slots.is_none() => {
+                bail!("{function} has an argument that is not an integer or a pointer, or no BTF")
+            }
+            _ => {}
+        }
+    }
+    let names = programs(site, probe, latency, how);
     for mut prog in open.progs_mut() {
         let keep = prog.name().to_str().is_some_and(|n| names.contains(&n));
         prog.set_autoload(keep);
+        if let (true, Site::Kernel { function, .. }, Attach::Fentry) = (keep, site, how) {
+            prog.set_attach_target(0, Some(function.clone()))
+                .with_context(|| format!("setting the fentry target {function}"))?;
+        }
     }
-    Ok(how)
+    Ok(())
 }
 
-/// Attaches the loaded object's programs to the site.
-pub fn attach(object: &Object, site: &Site, spec: &Spec, latency: bool, pid: Option<u32>) -> Result<Vec<Link>> {
+/// Attaches the loaded object's programs (kept by [`select_programs`] with the same `how`) to the site.
+pub fn attach(
+    object: &Object,
+    site: &Site,
+    spec: &Spec,
+    latency: bool,
+    pid: Option<u32>,
+    how: Attach,
+) -> Result<Vec<Link>> {
     let prog = |name: &str| {
         object.progs_mut().find(|p| p.name() == name).with_context(|| format!("no program {name} in the object"))
     };
     let ret = spec.probe == ProbeType::Return;
-    let main = if ret { "probe_return" } else { "probe_entry" };
+    let names = programs(site, spec.probe, latency, how);
     let mut links = Vec::new();
     match site {
         Site::Tracepoint { category, event } => {
@@ -94,21 +186,22 @@ pub fn attach(object: &Object, site: &Site, spec: &Spec, latency: bool, pid: Opt
                 links.push(link.with_context(|| format!("attaching a uprobe to {}", spec.function))?);
             }
             let opts = UprobeOpts { retprobe: ret, ..Default::default() };
-            let link = prog(main)?.attach_uprobe_with_opts(pid, binary, *offset, opts);
+            let link = prog(names[0])?.attach_uprobe_with_opts(pid, binary, *offset, opts);
             let kind = if ret { "uretprobe" } else { "uprobe" };
             links.push(link.with_context(|| format!("attaching a {kind} to {}", spec.function))?);
         }
-        Site::Kernel { function } => {
-            if !kprobes_available() {
-                bail!(
-                    "kernel function {function}: this kernel has no kprobes (CONFIG_KPROBES is not set), which \
-                     kernel function probes need; use a tracepoint (t:) instead"
-                );
+        Site::Kernel { function, .. } if how == Attach::Fentry => {
+            // The entry side first, so that no return is seen without its entry.
+            for name in names.iter().rev() {
+                let kind = if *name == "probe_fexit" { "fexit" } else { "fentry" };
+                links.push(prog(name)?.attach_trace().with_context(|| format!("attaching {kind} to {function}"))?);
             }
+        }
+        Site::Kernel { function, .. } => {
             if latency {
                 links.push(prog("probe_start")?.attach_kprobe(false, function).context("attaching a kprobe")?);
             }
-            let link = prog(main)?.attach_kprobe(ret, function);
+            let link = prog(names[0])?.attach_kprobe(ret, function);
             links.push(link.with_context(|| format!("attaching a kprobe to {function}"))?);
         }
     }
@@ -119,4 +212,27 @@ pub fn attach(object: &Object, site: &Site, spec: &Spec, latency: bool, pid: Opt
 pub fn kprobes_available() -> bool {
     Path::new("/sys/bus/event_source/devices/kprobe").exists()
         || crate::attach::features::find_tracefs().is_some_and(|t| t.join("kprobe_events").exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LADDER: [Attach; 4] = [Attach::Tracepoint, Attach::Uprobe, Attach::Fentry, Attach::Kprobe];
+
+    #[test]
+    fn kernel_functions_take_fentry_then_kprobes() {
+        let kernel = Site::Kernel { function: "vfs_read".into(), slots: Some(4) };
+        assert_eq!(mechanisms(&kernel, &LADDER), vec![Attach::Fentry, Attach::Kprobe]);
+        assert_eq!(programs(&kernel, ProbeType::Entry, false, Attach::Fentry), vec!["probe_fentry"]);
+        assert_eq!(
+            programs(&kernel, ProbeType::Return, true, Attach::Fentry),
+            vec!["probe_fexit", "probe_fentry_start"]
+        );
+        assert_eq!(programs(&kernel, ProbeType::Return, true, Attach::Kprobe), vec!["probe_return", "probe_start"]);
+        assert_eq!(kernel.retval_slot(), 4);
+        let user = Site::User { binary: "/bin/true".into(), offset: 0 };
+        assert_eq!(mechanisms(&user, &LADDER), vec![Attach::Uprobe]);
+        assert_eq!(programs(&user, ProbeType::Entry, false, Attach::Uprobe), vec!["probe_entry"]);
+    }
 }

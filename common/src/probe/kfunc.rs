@@ -23,6 +23,29 @@ pub fn kernel_params(name: &str) -> Option<Vec<(String, CType)>> {
     Some(params)
 }
 
+/// The number of context slots of kernel function `name`'s arguments for an fentry or fexit program (the fexit
+/// return value comes after them), if its BTF describes it and every argument fits one 64-bit slot (an integer,
+/// enum or pointer: a struct passed by value, or a variadic function, cannot take fentry here).
+pub fn kernel_arg_slots(name: &str) -> Option<u32> {
+    let btf = Btf::from_vmlinux().ok()?;
+    let func: Func<'_> = btf.type_by_name(name)?;
+    let proto = FuncProto::try_from(func.next_type()?.skip_mods_and_typedefs()).ok()?;
+    let mut slots = 0;
+    for p in proto.iter() {
+        let t = btf.type_by_id::<BtfType<'_>>(p.ty)?.skip_mods_and_typedefs();
+        let fits = match t.kind() {
+            BtfKind::Int => Int::try_from(t).is_ok_and(|i| i.bits <= 64),
+            BtfKind::Enum | BtfKind::Ptr => true,
+            _ => false,
+        };
+        if !fits {
+            return None;
+        }
+        slots += 1;
+    }
+    Some(slots)
+}
+
 fn ctype_of(t: &BtfType<'_>) -> CType {
     let t = t.skip_mods_and_typedefs();
     match t.kind() {
@@ -49,5 +72,18 @@ fn ctype_of(t: &BtfType<'_>) -> CType {
             }
         }
         _ => CType::U64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_arg_slots;
+
+    #[test]
+    fn argument_slots_from_btf() {
+        // vfs_write(struct file *, const char __user *, size_t, loff_t *): four slots; fexit's return value is the
+        // fifth.
+        assert_eq!(kernel_arg_slots("vfs_write"), Some(4));
+        assert_eq!(kernel_arg_slots("no_such_kernel_function_here"), None);
     }
 }

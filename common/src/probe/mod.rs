@@ -2,12 +2,12 @@
 //! prebuilt BPF programs (`bpf/include/probe.bpf.h`): no compiler at run time.
 //!
 //! A spec names where to probe ([`spec`]: a tracepoint, a user function's entry or return by uprobe, a kernel
-//! function's by kprobe), and expressions and a filter over what is there. [`fields`] resolves names: tracepoint
-//! fields from tracefs `format` files, function arguments by position with the C type of the spec's signature
-//! ([`ctype`]), `$retval`, `$latency`, `$PID`, `$TID`, `$UID`. [`plan`] turns the expressions and the filter
-//! ([`filter`]: comparisons joined by `&&` and `||`) into a [`plan::Plan`]: the values to fetch (source, size,
-//! signedness, string kind) and the comparisons over them, which a tool copies into its object's rodata.
-//! Anything outside this grammar is a [`SpecError`]: one line naming the part that cannot be taken, exit 2.
+//! function's by fentry/fexit or kprobe: [`attach`]), and expressions and a filter over what is there. [`fields`]
+//! resolves names: tracepoint fields from tracefs `format` files, function arguments by position with the C type of the
+//! spec's signature ([`ctype`]), `$retval`, `$latency`, `$PID`, `$TID`, `$UID`. [`plan`] turns the expressions and the
+//! filter ([`filter`]: comparisons joined by `&&` and `||`) into a [`plan::Plan`]: the values to fetch (source, size,
+//! signedness, string kind) and the comparisons over them, which a tool copies into its object's rodata. Anything
+//! outside this grammar is a [`SpecError`]: one line naming the part that cannot be taken, exit 2.
 
 /// Returns `Err(SpecError)` from a format string.
 macro_rules! spec_bail {
@@ -46,14 +46,14 @@ pub fn usage_exit(err: &SpecError) -> ! {
 }
 
 /// Fills the generic probe's rodata (`bpf/include/probe.bpf.h`: `target_tgid`, `target_tid`, `fetches`, `cmps`,
-/// `need_start`) of a tool's skeleton from a [`plan::Plan`]. A macro, because each tool's skeleton has its own
+/// `need_start`, `retval_slot`) of a tool's skeleton from a [`plan::Plan`] and the spec's [`attach::Site`]. A macro, because each tool's skeleton has its own
 /// rodata type and its own `crate::bpf::consts` (from `src/probe.h`, a link to `bpf/include/probe.h`, where the
 /// codes are defined once).
 // `crate::bpf::consts` is the calling tool's, on purpose.
 #[allow(clippy::crate_in_macro_def)]
 #[macro_export]
 macro_rules! probe_rodata {
-    ($ro:expr, $plan:expr, $pid:expr, $tid:expr) => {{
+    ($ro:expr, $plan:expr, $site:expr, $pid:expr, $tid:expr) => {{
         use crate::bpf::consts as pc;
         use $crate::probe::fields::{Source, StrKind};
         use $crate::probe::filter::Op;
@@ -106,5 +106,6 @@ macro_rules! probe_rodata {
             }
         }
         ro.need_start = plan.needs_entry();
+        ro.retval_slot = $crate::probe::attach::Site::retval_slot($site);
     }};
 }

@@ -44,14 +44,14 @@ struct {
 	__uint(value_size, sizeof(struct count_key));
 } scratch SEC(".maps");
 
-static __always_inline int handle(void *record, struct pt_regs *regs)
+static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slots)
 {
 	__u64 vals[MAX_FETCH] = {};
 	__u32 tid, zero = 0;
 
 	if (!probe_wanted(&tid))
 		return 0;
-	if (!probe_fetch(record, regs, tid, vals))
+	if (!probe_fetch(record, regs, slots, tid, vals))
 		return 0;
 	if (!probe_filter(vals))
 		return 0;
@@ -103,25 +103,44 @@ static __always_inline int handle(void *record, struct pt_regs *regs)
 SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {
-	return handle(ctx, NULL);
+	return handle(ctx, NULL, NULL);
 }
 
 /* Attached as a uprobe or a kprobe (both are kprobe programs). */
 SEC("kprobe")
 int probe_entry(struct pt_regs *ctx)
 {
-	return handle(NULL, ctx);
+	return handle(NULL, ctx, NULL);
 }
 
 SEC("kretprobe")
 int probe_return(struct pt_regs *ctx)
 {
-	return handle(NULL, ctx);
+	return handle(NULL, ctx, NULL);
 }
 
 /* The entry side of a $latency return probe. */
 SEC("kprobe")
 int probe_start(struct pt_regs *ctx)
+{
+	return probe_record_start();
+}
+
+/* A kernel function by BTF trampoline: the target is set per function before load (common::probe::attach). */
+SEC("fentry")
+int probe_fentry(__u64 *ctx)
+{
+	return handle(NULL, NULL, ctx);
+}
+
+SEC("fexit")
+int probe_fexit(__u64 *ctx)
+{
+	return handle(NULL, NULL, ctx);
+}
+
+SEC("fentry")
+int probe_fentry_start(__u64 *ctx)
 {
 	return probe_record_start();
 }

@@ -1,11 +1,12 @@
 //! One object per spec: its rodata filled from the spec's plan (common::probe), loaded, and attached to a
 //! tracepoint (classic, through tracefs: fields are read at the format file's offsets), a user function
-//! (uprobe or uretprobe, with a uprobe at entry for `$latency`) or a kernel function (kprobe or kretprobe).
+//! (uprobe or uretprobe, with a uprobe at entry for `$latency`) or a kernel function (fentry or fexit where the
+//! kernel loads them, else kprobe or kretprobe: the first of the ladder `crate::TOOL.attach` that works).
 
 use anyhow::{Context, Result};
 use common::attach::features::Attach;
 use common::attach::loader::{open_skeleton, rodata};
-use common::probe::attach::{attach as probe_attach, select_programs, Site};
+use common::probe::attach::{attach as probe_attach, load_first, select_programs, Site};
 use common::probe::plan::Plan;
 use common::probe::spec::Spec;
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -20,6 +21,8 @@ pub struct Options {
     pub tid: Option<u32>,
     pub string_size: u32,
     pub hist: bool,
+    /// -v: say which mechanisms the kernel refused.
+    pub verbose: bool,
 }
 
 /// A loaded, attached spec.
@@ -35,13 +38,25 @@ pub fn key_size(strings: usize) -> usize {
     8 * MAX_KEYS + STR_MAX * strings
 }
 
-/// Loads and attaches the object of one spec.
+/// Loads and attaches the object of one spec, with the first mechanism the kernel accepts.
 pub fn attach(spec: &Spec, plan: &Plan, site: &Site, options: &Options) -> Result<Attached> {
+    let ((skel, links), how) =
+        load_first(crate::TOOL.attach, site, options.verbose, |how| load(spec, plan, site, options, how))?;
+    Ok(Attached { skel, _links: links, how })
+}
+
+fn load(
+    spec: &Spec,
+    plan: &Plan,
+    site: &Site,
+    options: &Options,
+    how: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let strings = plan.exprs.iter().filter(|e| e.ctype.string).count();
     {
         let ro = rodata(&mut open.maps.rodata_data)?;
-        common::probe_rodata!(&mut *ro, plan, options.pid, options.tid);
+        common::probe_rodata!(&mut *ro, plan, site, options.pid, options.tid);
         ro.mode = if options.hist { MODE_HIST } else { MODE_COUNT } as u32;
         ro.n_keys = plan.exprs.len() as u32;
         ro.str_size = options.string_size;
@@ -63,8 +78,8 @@ pub fn attach(spec: &Spec, plan: &Plan, site: &Site, options: &Options) -> Resul
         open.maps.counts.set_max_entries(1)?;
     }
     let latency = plan.needs_entry();
-    let how = select_programs(open.open_object_mut(), site, spec.probe, latency)?;
+    select_programs(open.open_object_mut(), site, spec.probe, latency, how)?;
     let skel = open.load().context("loading the BPF program")?;
-    let links = probe_attach(skel.object(), site, spec, latency, options.pid)?;
-    Ok(Attached { skel, _links: links, how })
+    let links = probe_attach(skel.object(), site, spec, latency, options.pid, how)?;
+    Ok((skel, links))
 }

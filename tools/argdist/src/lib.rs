@@ -134,7 +134,8 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Kprobe]);
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Fentry, Attach::Kprobe]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -189,7 +190,13 @@ fn argdist(args: Args) -> Result<()> {
     }
     let resolved = resolve_all(&args);
     let signals = Signals::install()?;
-    let options = |hist| attach::Options { pid: args.pid, tid: args.tid, string_size: args.string_size, hist };
+    let options = |hist| attach::Options {
+        pid: args.pid,
+        tid: args.tid,
+        string_size: args.string_size,
+        hist,
+        verbose: args.verbose.on(),
+    };
     let mut probes = Vec::new();
     for (spec, plan, site, hist) in resolved {
         let attached = attach::attach(&spec, &plan, &site, &options(hist))?;

@@ -21,7 +21,7 @@ use common::attach::loader::{open_skeleton, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_pid, require_process};
 use common::output::stdout::Output;
-use common::probe::attach::{attach as probe_attach, select_programs, site, Site};
+use common::probe::attach::{attach as probe_attach, load_first, select_programs, site, Site};
 use common::probe::plan::{plan, Limits, Plan};
 use common::probe::spec::{parse_trace, TraceSpec};
 use common::probe::{usage_exit, SpecError};
@@ -148,7 +148,8 @@ struct Args {
     probes: Vec<String>,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Kprobe]);
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Fentry, Attach::Kprobe]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -215,16 +216,18 @@ fn ring_size(pages: u32) -> u32 {
     bytes as u32
 }
 
+/// Loads and attaches one probe's object with mechanism `how`.
 fn load(
     probe: &Probe,
     index: u32,
     args: &Args,
     first: Option<&BpfSkel<'static>>,
-) -> Result<(BpfSkel<'static>, Attach)> {
+    how: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     {
         let ro = rodata(&mut open.maps.rodata_data)?;
-        common::probe_rodata!(&mut *ro, &probe.plan, args.pid, args.tid);
+        common::probe_rodata!(&mut *ro, &probe.plan, &probe.site, args.pid, args.tid);
         ro.probe_index = index;
         ro.exclude_tgid = if args.include_self { 0 } else { std::process::id() };
         ro.filter_uid = args.uid.is_some();
@@ -241,9 +244,10 @@ fn load(
         None => open.maps.events.set_max_entries(ring_size(args.buffer_pages))?,
     }
     let latency = probe.plan.needs_entry();
-    let how = select_programs(open.open_object_mut(), &probe.site, probe.trace.spec.probe, latency)?;
+    select_programs(open.open_object_mut(), &probe.site, probe.trace.spec.probe, latency, how)?;
     let skel = open.load().context("loading the BPF program")?;
-    Ok((skel, how))
+    let links = probe_attach(skel.object(), &probe.site, &probe.trace.spec, latency, args.pid, how)?;
+    Ok((skel, links))
 }
 
 fn trace(args: Args) -> Result<()> {
@@ -259,9 +263,10 @@ fn trace(args: Args) -> Result<()> {
     let mut skels: Vec<BpfSkel<'static>> = Vec::new();
     let mut links: Vec<Link> = Vec::new();
     for (i, probe) in probes.iter().enumerate() {
-        let (skel, how) = load(probe, i as u32, &args, skels.first())?;
-        let latency = probe.plan.needs_entry();
-        links.extend(probe_attach(skel.object(), &probe.site, &probe.trace.spec, latency, args.pid)?);
+        let ((skel, probe_links), how) = load_first(TOOL.attach, &probe.site, args.verbose.on(), |how| {
+            load(probe, i as u32, &args, skels.first(), how)
+        })?;
+        links.extend(probe_links);
         if args.verbose.on() {
             eprintln!("attached with {how} ({})", probe.trace.spec.raw);
         }

@@ -32,7 +32,7 @@ _Static_assert(__builtin_offsetof(struct event, vals) == EV_VALS, "EV_VALS");
 _Static_assert(__builtin_offsetof(struct event, strs) == EV_STRS, "EV_STRS");
 _Static_assert(__builtin_offsetof(struct event, comm) == EV_COMM, "EV_COMM");
 
-static __always_inline int handle(void *record, struct pt_regs *regs)
+static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slots)
 {
 	__u64 vals[MAX_FETCH] = {};
 	__u64 id = bpf_get_current_pid_tgid();
@@ -45,7 +45,7 @@ static __always_inline int handle(void *record, struct pt_regs *regs)
 		return 0;
 	if (!probe_wanted(&tid))
 		return 0;
-	if (!probe_fetch(record, regs, tid, vals))
+	if (!probe_fetch(record, regs, slots, tid, vals))
 		return 0;
 	if (!probe_filter(vals))
 		return 0;
@@ -79,25 +79,44 @@ static __always_inline int handle(void *record, struct pt_regs *regs)
 SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {
-	return handle(ctx, NULL);
+	return handle(ctx, NULL, NULL);
 }
 
 /* Attached as a uprobe or a kprobe (both are kprobe programs). */
 SEC("kprobe")
 int probe_entry(struct pt_regs *ctx)
 {
-	return handle(NULL, ctx);
+	return handle(NULL, ctx, NULL);
 }
 
 SEC("kretprobe")
 int probe_return(struct pt_regs *ctx)
 {
-	return handle(NULL, ctx);
+	return handle(NULL, ctx, NULL);
 }
 
 /* The entry side of $latency. */
 SEC("kprobe")
 int probe_start(struct pt_regs *ctx)
+{
+	return probe_record_start();
+}
+
+/* A kernel function by BTF trampoline: the target is set per function before load (common::probe::attach). */
+SEC("fentry")
+int probe_fentry(__u64 *ctx)
+{
+	return handle(NULL, NULL, ctx);
+}
+
+SEC("fexit")
+int probe_fexit(__u64 *ctx)
+{
+	return handle(NULL, NULL, ctx);
+}
+
+SEC("fentry")
+int probe_fentry_start(__u64 *ctx)
 {
 	return probe_record_start();
 }
