@@ -126,7 +126,7 @@ fn parse_map_size(s: &str) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("{n} is too large"))
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::PerfEvent]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -148,7 +148,7 @@ fn profile(args: Args) -> Result<()> {
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
 
     let ((skel, links), _) =
-        load_first_working(&[Attach::PerfEvent], args.verbose.on(), |_| load_and_attach(&args, &filters, &cpus, rate))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &filters, &cpus, rate))?;
 
     let mut out = Output::new();
     let context = sampling_context(&args, rate);

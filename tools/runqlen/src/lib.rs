@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use common::attach::loader::open_skeleton;
+use common::attach::features::Attach;
+use common::attach::loader::{load_first_working, open_skeleton};
 use common::attach::perf::{online_cpus, Rate, SamplingEvents};
 use common::cli::IntervalCount;
 use common::output::stdout::Output;
@@ -58,7 +59,7 @@ struct Args {
     every: IntervalCount,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::PerfEvent]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -68,7 +69,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 fn runqlen(args: Args) -> Result<()> {
     let cpus = online_cpus()?;
     let signals = Signals::install()?;
-    let (skel, _links) = load_and_attach(&args, &cpus)?;
+    let ((skel, _links), _) = load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &cpus))?;
 
     let mut out = Output::new();
     let mut report = Report::new(args.cpus, args.runqocc);
