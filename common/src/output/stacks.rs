@@ -620,8 +620,9 @@ pub fn write_folded(out: &mut Output, samples: &[Sample<Frame>], style: Style) -
     Ok(())
 }
 
+/// One frame in the tools' JSON: address, name, offset and (where known) module.
 #[derive(Serialize)]
-struct JsonFrame<'a> {
+pub struct JsonFrame<'a> {
     /// Hexadecimal (`0xffffffff81a2b3c4`): kernel addresses do not fit a JSON number exactly in most parsers.
     addr: String,
     name: &'a str,
@@ -654,17 +655,22 @@ struct JsonSample<'a> {
 
 fn json_frames(stack: &Stack<Frame>) -> Vec<JsonFrame<'_>> {
     match stack {
-        Stack::Frames(frames) => frames
-            .iter()
-            .map(|f| JsonFrame {
-                addr: format!("{:#x}", f.addr),
-                name: &f.name,
-                offset: f.offset,
-                module: f.module.as_deref(),
-            })
-            .collect(),
+        Stack::Frames(frames) => json_frame_list(frames),
         _ => Vec::new(),
     }
+}
+
+/// Symbolized frames as JSON frames, innermost first.
+pub fn json_frame_list(frames: &[Frame]) -> Vec<JsonFrame<'_>> {
+    frames
+        .iter()
+        .map(|f| JsonFrame {
+            addr: format!("{:#x}", f.addr),
+            name: &f.name,
+            offset: f.offset,
+            module: f.module.as_deref(),
+        })
+        .collect()
 }
 
 fn json_task(task: &Task<Frame>, per_thread: bool) -> JsonTask<'_> {

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use common::output::offcpu::{self, Form, Report};
-use common::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Stack, Style, Task};
+use common::output::stacks::{
+    self, json_frame_list, Collected, FlameGraph, Frame, Palette, Sample, Stack, Style, Task,
+};
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use libbpf_rs::MapCore;
@@ -144,19 +146,11 @@ fn write_multiline(out: &mut Output, samples: &[Sample<Frame>], offsets: bool) -
 }
 
 #[derive(Serialize)]
-struct JsonFrame<'a> {
-    /// Hexadecimal (`0xffffffff81a2b3c4`), as the other stack tools write addresses.
-    addr: String,
-    name: &'a str,
-    offset: u64,
-}
-
-#[derive(Serialize)]
 struct JsonTotal<'a> {
     target: &'a str,
     waker: &'a str,
     /// The waker's kernel stack, innermost first; empty when lost.
-    waker_kernel_stack: Vec<JsonFrame<'a>>,
+    waker_kernel_stack: Vec<stacks::JsonFrame<'a>>,
     waker_kernel_stack_lost: bool,
     total_us: u64,
 }
@@ -168,10 +162,7 @@ fn write_json(out: &mut Output, samples: &[Sample<Frame>]) -> Result<()> {
         out.json_line(&JsonTotal {
             target: &s.task.comm,
             waker,
-            waker_kernel_stack: frames
-                .iter()
-                .map(|f| JsonFrame { addr: format!("{:#x}", f.addr), name: &f.name, offset: f.offset })
-                .collect(),
+            waker_kernel_stack: json_frame_list(frames),
             waker_kernel_stack_lost: missed,
             total_us: s.value,
         })?;
