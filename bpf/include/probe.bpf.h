@@ -232,4 +232,16 @@ static __always_inline void probe_string(char *dst, __u32 size, void *record, __
 	}
 }
 
+/* The generic programs every probe tool loads, over its handler `handle(tracepoint ctx, pt_regs, trampoline
+ * args)`: the names are the ones common::probe::attach selects (probe_tracepoint, probe_entry, probe_return,
+ * probe_start, probe_fentry, probe_fexit, probe_fentry_start). uprobes and kprobes are both kprobe programs. */
+#define PROBE_PROGRAMS(handle)                                                                                  \
+	SEC("tracepoint") int probe_tracepoint(void *ctx) { return handle(ctx, NULL, NULL); }                  \
+	SEC("kprobe") int probe_entry(struct pt_regs *ctx) { return handle(NULL, ctx, NULL); }                  \
+	SEC("kretprobe") int probe_return(struct pt_regs *ctx) { return handle(NULL, ctx, NULL); }              \
+	SEC("kprobe") int probe_start(struct pt_regs *ctx) { return probe_record_start(); }                     \
+	SEC("fentry") int probe_fentry(__u64 *ctx) { return handle(NULL, NULL, ctx); }                          \
+	SEC("fexit") int probe_fexit(__u64 *ctx) { return handle(NULL, NULL, ctx); }                            \
+	SEC("fentry") int probe_fentry_start(__u64 *ctx) { return probe_record_start(); }
+
 #endif

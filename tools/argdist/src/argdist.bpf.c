@@ -100,47 +100,5 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 	return 0;
 }
 
-SEC("tracepoint")
-int probe_tracepoint(void *ctx)
-{
-	return handle(ctx, NULL, NULL);
-}
-
-/* Attached as a uprobe or a kprobe (both are kprobe programs). */
-SEC("kprobe")
-int probe_entry(struct pt_regs *ctx)
-{
-	return handle(NULL, ctx, NULL);
-}
-
-SEC("kretprobe")
-int probe_return(struct pt_regs *ctx)
-{
-	return handle(NULL, ctx, NULL);
-}
-
-/* The entry side of a $latency return probe. */
-SEC("kprobe")
-int probe_start(struct pt_regs *ctx)
-{
-	return probe_record_start();
-}
-
-/* A kernel function by BTF trampoline: the target is set per function before load (common::probe::attach). */
-SEC("fentry")
-int probe_fentry(__u64 *ctx)
-{
-	return handle(NULL, NULL, ctx);
-}
-
-SEC("fexit")
-int probe_fexit(__u64 *ctx)
-{
-	return handle(NULL, NULL, ctx);
-}
-
-SEC("fentry")
-int probe_fentry_start(__u64 *ctx)
-{
-	return probe_record_start();
-}
+/* The generic programs (tracepoint, kprobe/uprobe, kretprobe, fentry/fexit and the $latency starts) over handle(). */
+PROBE_PROGRAMS(handle)
