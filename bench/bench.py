@@ -58,54 +58,24 @@ FIGURES = [
     (7, "cost per context switch", figures.fig_context_switch),
 ]
 
-# Figure 8 (the event tools: execsnoop, opensnoop, syscount) lives in snoop.py with its title, method and renderer.
-FIGURES.append((8, "cost per traced exec, open and syscall", snoop.fig_snoop_cost))
-notes.TITLES[8] = snoop.TITLE
-notes.METHOD[8] = snoop.METHOD
-report.RENDER[8] = snoop.render
-
-# Figure 12 (tcplife per connection and per MB, tcpdrop per drop) lives in netbytes.py.
-FIGURES.append((12, "cost per TCP connection, MB and drop: tcplife, tcpdrop", netbytes.fig_netbytes_cost))
-notes.TITLES[12] = netbytes.TITLE
-notes.METHOD[12] = netbytes.METHOD
-report.RENDER[12] = netbytes.render
-
-# Figure 10 (the network event tools: tcpconnect, ...) lives in netcost.py.
-FIGURES.append((10, "cost per TCP connection", netcost.fig_net_cost))
-notes.TITLES[10] = netcost.TITLE
-notes.METHOD[10] = netcost.METHOD
-report.RENDER[10] = netcost.render
-
-# Figure 13 (funclatency and stackcount per traced call) lives in functions.py.
-FIGURES.append((13, "cost per traced call: funclatency, stackcount", functions.fig_functions_cost))
-notes.TITLES[13] = functions.TITLE
-notes.METHOD[13] = functions.METHOD
-report.RENDER[13] = functions.render
-
-# Figure 11 (offcputime's and wakeuptime's cost per context switch) lives in offcpu.py.
-FIGURES.append((11, "cost per context switch: offcputime, wakeuptime", offcpu.fig_offcpu_cost))
-notes.TITLES[11] = offcpu.TITLE
-notes.METHOD[11] = offcpu.METHOD
-report.RENDER[11] = offcpu.render
-
-# Figure 17 (vfsstat per counted VFS call, and per system call it does not count) lives in vfs.py.
-FIGURES.append((17, "cost per counted VFS call: vfsstat", vfs.fig_vfs_cost))
-notes.TITLES[17] = vfs.TITLE
-notes.METHOD[17] = vfs.METHOD
-report.RENDER[17] = vfs.render
-
-# Figure 19 (argdist's generic histogram program per write, against bpftrace's hist()) lives in argdist.py.
-FIGURES.append((19, "cost per write: argdist -H", argdist.fig_argdist_cost))
-notes.TITLES[19] = argdist.TITLE
-notes.METHOD[19] = argdist.METHOD
-report.RENDER[19] = argdist.render
-
-# Figure 21 (biosnoop per traced block I/O, against libbpf-tools' where it loads and bpftrace) lives in biosnoop.py.
-FIGURES.append((21, "cost per traced block I/O: biosnoop", biosnoop.fig_biosnoop_cost))
-notes.TITLES[21] = biosnoop.TITLE
-notes.METHOD[21] = biosnoop.METHOD
-report.RENDER[21] = biosnoop.render
-
+# The later figures live in their own modules, each with its TITLE, METHOD and render(): (number, label, module,
+# the function that measures it). The event tools (8), the network tools (12, 10), kernel and user functions
+# (13), off-CPU tools (11), vfsstat (17), argdist (19), biosnoop (21).
+MODULE_FIGURES = [
+    (8, "cost per traced exec, open and syscall", snoop, snoop.fig_snoop_cost),
+    (12, "cost per TCP connection, MB and drop: tcplife, tcpdrop", netbytes, netbytes.fig_netbytes_cost),
+    (10, "cost per TCP connection", netcost, netcost.fig_net_cost),
+    (13, "cost per traced call: funclatency, stackcount", functions, functions.fig_functions_cost),
+    (11, "cost per context switch: offcputime, wakeuptime", offcpu, offcpu.fig_offcpu_cost),
+    (17, "cost per counted VFS call: vfsstat", vfs, vfs.fig_vfs_cost),
+    (19, "cost per write: argdist -H", argdist, argdist.fig_argdist_cost),
+    (21, "cost per traced block I/O: biosnoop", biosnoop, biosnoop.fig_biosnoop_cost),
+]
+for num, label, module, measure in MODULE_FIGURES:
+    FIGURES.append((num, label, measure))
+    notes.TITLES[num] = module.TITLE
+    notes.METHOD[num] = module.METHOD
+    report.RENDER[num] = module.render
 
 def main():
     if os.geteuid() != 0:
