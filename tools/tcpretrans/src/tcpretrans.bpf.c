@@ -99,9 +99,23 @@ int BPF_PROG(retransmit_raw, const struct sock *sk, const struct sk_buff *skb)
 	return handle(sk, skb, RETRANSMIT);
 }
 
+/* Before tcp_retransmit_skb had an event of its own (it gained an `err` field), it was one of the tcp_event_sk_skb
+ * class, whose record has no type named after the event: the same two pointers lead it. */
+struct trace_event_raw_tcp_event_sk_skb___class {
+	const void *skbaddr;
+	const void *skaddr;
+} __attribute__((preserve_access_index));
+
 SEC("tracepoint/tcp/tcp_retransmit_skb")
-int retransmit_tp(struct trace_event_raw_tcp_retransmit_skb *args)
+int retransmit_tp(void *ctx)
 {
+	if (bpf_core_type_exists(struct trace_event_raw_tcp_retransmit_skb)) {
+		struct trace_event_raw_tcp_retransmit_skb *args = ctx;
+
+		return handle(args->skaddr, args->skbaddr, RETRANSMIT);
+	}
+	struct trace_event_raw_tcp_event_sk_skb___class *args = ctx;
+
 	return handle(args->skaddr, args->skbaddr, RETRANSMIT);
 }
 
