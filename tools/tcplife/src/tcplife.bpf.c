@@ -48,6 +48,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MAX_SOCKETS);
 	__type(key, struct sock *);
 	__type(value, struct ident);
@@ -56,6 +57,7 @@ struct {
 /* -L and -D: the ports to keep (value unused). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MAX_PORTS);
 	__type(key, __u16);
 	__type(value, __u8);
@@ -63,6 +65,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MAX_PORTS);
 	__type(key, __u16);
 	__type(value, __u8);
