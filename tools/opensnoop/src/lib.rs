@@ -158,19 +158,30 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     rodata.filter_cgroup = cgroup.is_some();
     rodata.flag_mask = args.flag_filter.iter().fold(0, |m, f| m | f);
     rodata.failed_only = args.failed;
-    rodata.full_path = args.full_path;
+    // Each exit has a variant with -F's path walk; only the one in use is loaded (and CO-RE-relocated).
+    let full = args.full_path;
+    let p = &mut open.progs;
+    for (plain, with_path) in [
+        (&mut p.open_exit, &mut p.open_exit_full),
+        (&mut p.openat_exit, &mut p.openat_exit_full),
+        (&mut p.openat2_exit, &mut p.openat2_exit_full),
+    ] {
+        plain.set_autoload(!full);
+        with_path.set_autoload(full);
+    }
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     // The cgroup filter is in place before the first program is attached.
     if let Some(cgroup) = cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
     let p = &skel.progs;
+    let exit = |plain, with_path| if full { with_path } else { plain };
     let mut links = Vec::new();
     // Exits first, so that no entry is left without its return.
     for (prog, name, required) in [
-        (&p.openat_exit, "sys_exit_openat", true),
-        (&p.open_exit, "sys_exit_open", false),
-        (&p.openat2_exit, "sys_exit_openat2", false),
+        (exit(&p.openat_exit, &p.openat_exit_full), "sys_exit_openat", true),
+        (exit(&p.open_exit, &p.open_exit_full), "sys_exit_open", false),
+        (exit(&p.openat2_exit, &p.openat2_exit_full), "sys_exit_openat2", false),
         (&p.openat_enter, "sys_enter_openat", true),
         (&p.open_enter, "sys_enter_open", false),
         (&p.openat2_enter, "sys_enter_openat2", false),

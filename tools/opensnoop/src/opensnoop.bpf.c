@@ -24,7 +24,6 @@ const volatile __u32 target_uid = 0;
 const volatile bool filter_cgroup = false;
 const volatile __u64 flag_mask = 0;
 const volatile bool failed_only = false;
-const volatile bool full_path = false;
 
 __u64 lost = 0;
 __u64 inflight_full = 0;
@@ -136,7 +135,9 @@ static __always_inline void walk(struct event *e, struct path *base, struct task
 	e->depth = depth;
 }
 
-static __always_inline int leave(long ret)
+/* `full_path` is a constant in each program: the exits without -F carry no dentry walk, so libbpf resolves none
+ * of its CO-RE relocations (a search of the kernel's BTF per type: most of the start-up) unless -F loads them. */
+static __always_inline int leave(long ret, const bool full_path)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, zero = 0;
@@ -217,19 +218,37 @@ int openat2_enter(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_open")
 int open_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	return leave(ctx->ret);
+	return leave(ctx->ret, false);
+}
+
+SEC("tracepoint/syscalls/sys_exit_open")
+int open_exit_full(struct trace_event_raw_sys_exit *ctx)
+{
+	return leave(ctx->ret, true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat")
 int openat_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	return leave(ctx->ret);
+	return leave(ctx->ret, false);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int openat_exit_full(struct trace_event_raw_sys_exit *ctx)
+{
+	return leave(ctx->ret, true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
 int openat2_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	return leave(ctx->ret);
+	return leave(ctx->ret, false);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat2")
+int openat2_exit_full(struct trace_event_raw_sys_exit *ctx)
+{
+	return leave(ctx->ret, true);
 }
 
 char LICENSE[] SEC("license") = "GPL";
