@@ -99,6 +99,10 @@ static __always_inline void remember_owner(struct sock *sk)
 	bpf_map_update_elem(&idents, &sk, &ident, BPF_NOEXIST);
 }
 
+/* enum sock_flags' SOCK_DONE, 1 in every kernel since 2.6 (enum sock_flags { SOCK_DEAD, SOCK_DONE, ... }): a
+ * constant, not bpf_core_enum_value(), which would cost start-up a whole search of the kernel's BTF. */
+#define SOCK_DONE_BIT 1
+
 /* Kernels before skc_flags joined sock_common (6.x) kept the flags in struct sock. */
 struct sock___old {
 	unsigned long sk_flags;
@@ -121,7 +125,7 @@ static __always_inline void payload(struct sock *sk, const struct birth *birth, 
 	tx = tx > birth->acked_base ? tx - birth->acked_base : 0;
 	if (birth->fin_sent && tx && BPF_CORE_READ(tp, snd_una) == BPF_CORE_READ(tp, write_seq))
 		tx--;
-	if (rx && (flags & (1UL << bpf_core_enum_value(enum sock_flags, SOCK_DONE))))
+	if (rx && (flags & (1UL << SOCK_DONE_BIT)))
 		rx--;
 	e->tx_payload = tx;
 	e->rx_payload = rx;
