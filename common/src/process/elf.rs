@@ -62,7 +62,7 @@ pub struct ElfSymbols {
 impl ElfSymbols {
     /// Reads the function symbols of the ELF file at `path` (both `.symtab` and `.dynsym`).
     pub fn read(path: &Path) -> Result<Self> {
-        let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let data = map_file(path)?;
         let functions = parse_any(&data, read_functions).with_context(|| format!("reading {}", path.display()))?;
         Ok(ElfSymbols { path: path.to_path_buf(), functions })
     }
@@ -117,7 +117,7 @@ pub struct UsdtProbe {
 
 /// The USDT probe sites of the ELF file at `path` (several sites may share a provider and name).
 pub fn usdt_probes(path: &Path) -> Result<Vec<UsdtProbe>> {
-    let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let data = map_file(path)?;
     parse_any(&data, read_usdt).with_context(|| format!("reading USDT notes of {}", path.display()))
 }
 
@@ -181,6 +181,15 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Parses `data` as a 32- or 64-bit ELF file and hands it to `read`.
+/// The file at `path`, mapped read-only: only the pages the parser touches (the symbol and version tables, the
+/// notes) are read, not a whole library (libc is 2 MB), which keeps a uprobe tool's start-up short.
+fn map_file(path: &Path) -> Result<memmap2::Mmap> {
+    let file = fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // SAFETY: a read-only private mapping, parsed for a few milliseconds and dropped. Only a file truncated in that
+    // window could fault; packages replace libraries by rename, and blazesym maps the same files the same way.
+    unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("cannot read {}", path.display()))
+}
+
 fn parse_any<T>(data: &[u8], read: impl FnOnce(&dyn ElfView) -> Result<T>) -> Result<T> {
     match object::FileKind::parse(data).context("not an ELF file")? {
         object::FileKind::Elf64 => {
@@ -217,7 +226,9 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> ElfView for ElfFile<'data, Elf
         collect_functions(self, self.elf_dynamic_symbol_table(), versions.as_ref(), &mut all);
         collect_functions(self, self.elf_symbol_table(), None, &mut all);
         // Best first: default or no version, then global, then lower address for a stable order.
-        all.sort_by_key(|f| (f.hidden_version, !f.global, f.address, f.name.clone()));
+        all.sort_by(|a, b| {
+            (a.hidden_version, !a.global, a.address, &a.name).cmp(&(b.hidden_version, !b.global, b.address, &b.name))
+        });
         let mut seen = HashSet::new();
         all.retain(|f| seen.insert((f.name.clone(), f.version.clone(), f.address)));
         Ok(all)
