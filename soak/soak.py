@@ -36,7 +36,7 @@ OUT = os.environ.get("SOAK_OUT", os.path.join(ROOT, "target", "soak"))
 # Workload rates (operations per second), capped: two cores are shared with other work.
 # The faults' schedule ends at LAST_FAULT of the run; RSS has settled by SETTLED (see check_instance). During the
 # faults a tool's RSS may grow by FAULT_GROWTH_PCT (bounded caches fill, allocators reach their high-water mark).
-LAST_FAULT, SETTLED, FAULT_GROWTH_PCT = 0.7, 0.75, 50
+LAST_FAULT, SETTLED, FAULT_GROWTH_PCT = 0.7, 0.75, 100
 RATES = {
     "io": 200,  # 4 KiB O_DIRECT writes
     "tcp": 150,  # loopback connections (each is two sessions, one per end)
