@@ -2,8 +2,8 @@
 /* tcplife: one record per closed TCP session, from the sock:inet_sock_set_state tracepoint.
  *
  * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all
- * three hand the same (sk, newstate) to handle(), which reads everything else from the socket with CO-RE. As in
- * BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket), and its bytes
+ * three hand the same (sk, oldstate, newstate) to handle(), which reads everything else from the socket with
+ * CO-RE. As in BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket), and its bytes
  * are tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. Those count sequence space, so the exact
  * payload is worked out beside them: TX less bytes_acked as ESTABLISHED was reached (the active opener's acked
  * SYN) and less this end's FIN when one was queued (FIN_WAIT1 or LAST_ACK seen) and acked (snd_una reached
@@ -11,7 +11,11 @@
  * leaves a FIN unacked or never received, and so uncounted. The owner (PID and comm) is recorded at
  * the first state change that only a system call on the socket makes: SYN_SENT (connect), FIN_WAIT1 or LAST_ACK
  * (close/shutdown); a socket with none (an abort) gets the task current at close, as in BCC. Filters on PID,
- * ports and family run here; records go through a ring buffer, and failed reservations are counted in `lost`. */
+ * ports and family run here; records go through a ring buffer, and failed reservations are counted in `lost`.
+ * Not a session: a passive open's child socket that goes from SYN_RECV straight to CLOSE having carried nothing.
+ * When two CPUs complete the same handshake at once, both clone a child from the request (SYN_RECV, a birth
+ * here), and the one that loses the race is closed at once in softirq (tcp_v4_syn_recv_sock: tcp_done()); the
+ * real child goes on to ESTABLISHED. BCC prints the loser as a 0-byte session of ksoftirqd. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -199,7 +203,7 @@ static __always_inline void note_state(struct sock *sk, int newstate)
 	}
 }
 
-static __always_inline int handle(struct sock *sk, int newstate)
+static __always_inline int handle(struct sock *sk, int oldstate, int newstate)
 {
 	__u16 family, lport, rport;
 
@@ -222,7 +226,10 @@ static __always_inline int handle(struct sock *sk, int newstate)
 	if (newstate == TCP_SYN_SENT || newstate == TCP_FIN_WAIT1 || newstate == TCP_LAST_ACK)
 		remember_owner(sk);
 	if (newstate == TCP_CLOSE) {
-		report(sk, family, lport, rport);
+		struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+		if (oldstate != TCP_SYN_RECV || BPF_CORE_READ(tp, bytes_received) || BPF_CORE_READ(tp, bytes_acked))
+			report(sk, family, lport, rport);
 		forget(sk);
 	}
 	return 0;
@@ -231,19 +238,19 @@ static __always_inline int handle(struct sock *sk, int newstate)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(set_state_btf, struct sock *sk, int oldstate, int newstate)
 {
-	return handle(sk, newstate);
+	return handle(sk, oldstate, newstate);
 }
 
 SEC("raw_tp/inet_sock_set_state")
 int BPF_PROG(set_state_raw, struct sock *sk, int oldstate, int newstate)
 {
-	return handle(sk, newstate);
+	return handle(sk, oldstate, newstate);
 }
 
 SEC("tracepoint/sock/inet_sock_set_state")
 int set_state_tp(struct trace_event_raw_inet_sock_set_state *args)
 {
-	return handle((struct sock *)args->skaddr, args->newstate);
+	return handle((struct sock *)args->skaddr, args->oldstate, args->newstate);
 }
 
 char LICENSE[] SEC("license") = "GPL";
