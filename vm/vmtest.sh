@@ -173,7 +173,8 @@ for k in $(echo "$kernels" | tr ',' ' '); do
 done
 # boot K VMLINUZ: runs the scenarios in kernel K; writes $logdir/K.console (and K.boot when the guest did not finish).
 # A guest that prints nothing for VM_SILENCE seconds (default 360; no scenario is silent for more than about 130 s)
-# has hung. Under emulation (multi-threaded TCG) a guest has now and then hung, or panicked with an int3 Oops in
+# has hung, and so has one that starts no scenario for as long while its kernel reports soft lockups or RCU stalls
+# (a 5.10 guest did so in syscount's tests, printing a lockup report every 28 s). Under emulation (multi-threaded TCG) a guest has now and then hung, or panicked with an int3 Oops in
 # __schedule, while a tool attached to or detached from the scheduler's tracepoints: the kernel patches the
 # tracepoint's static call with text_poke_bp while the other vCPU runs that code, which QEMU's TCG does not always
 # emulate faithfully (three times in a day of runs, on 5.10, 6.1 and 6.12; the same scenarios pass on other boots).
@@ -198,12 +199,16 @@ boot() {
             -append "console=ttyS0 quiet panic=-1 rdinit=/init corebpf.kernel=$k corebpf.skip=$skip" \
             < /dev/null > "$part" 2>&1 &
         qemu=$!
-        last_size=-1 quiet_for=0
+        last_size=-1 quiet_for=0 last_steps=-1 stuck_for=0
         while kill -0 $qemu 2> /dev/null; do
             sleep 10
             size=$(stat -c %s "$part" 2> /dev/null || echo 0)
             if [ "$size" = "$last_size" ]; then quiet_for=$((quiet_for + 10)); else quiet_for=0 last_size=$size; fi
-            if [ $quiet_for -ge "$silence" ]; then
+            # A guest that prints only the kernel's soft-lockup and RCU-stall reports is not silent, but stuck.
+            steps=$(grep -c '^VMTEST-' "$part" 2> /dev/null || true)
+            if [ "$steps" = "$last_steps" ]; then stuck_for=$((stuck_for + 10)); else stuck_for=0 last_steps=$steps; fi
+            if [ $quiet_for -ge "$silence" ] ||
+                { [ $stuck_for -ge "$silence" ] && grep -qE 'BUG: soft lockup|detected stalls on CPUs' "$part"; }; then
                 : > "$part.hung"
                 kill -TERM $qemu 2> /dev/null
                 break
@@ -216,7 +221,7 @@ boot() {
         say "$k: guest ran $(($(date +%s) - start)) s"
         grep -q '^VMTEST-DONE' "$part" && break
         what=""
-        [ -f "$part.hung" ] && what="hung (no output for ${silence} s)"
+        [ -f "$part.hung" ] && what="hung (no progress for ${silence} s)"
         grep -q 'Kernel panic' "$part" && what="crashed (kernel panic)"
         if [ -n "$what" ] && [ $tries -lt 4 ]; then
             begun=$(grep -c '^VMTEST-BEGIN' "$part" || true)
