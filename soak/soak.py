@@ -757,15 +757,16 @@ def check_instance(inst, truth, burst, seconds):
     warm = [(t, r) for t, r in s if t - final["started"] >= 0.2 * life_len]
     during = [r for t, r in warm if t <= settled_at]
     after = [r for t, r in warm if t >= settled_at]
-    growth = grown = None
+    growth_after = growth_during = None
     if len(during) >= 2:
-        grown = (max(during) - during[0]) / during[0] * 100
+        growth_during = (max(during) - during[0]) / during[0] * 100
         checks.append((f"RSS growth during the faults <= {FAULT_GROWTH_PCT}%",
-                       f"{during[0]} -> max {max(during)} KiB ({grown:+.1f}%)", grown <= FAULT_GROWTH_PCT))
+                       f"{during[0]} -> max {max(during)} KiB ({growth_during:+.1f}%)",
+                       growth_during <= FAULT_GROWTH_PCT))
     if len(after) >= 2:
-        growth = (max(after) - after[0]) / after[0] * 100
+        growth_after = (max(after) - after[0]) / after[0] * 100
         checks.append(("RSS growth after the faults settled <= 10%",
-                       f"{after[0]} -> max {max(after)} KiB ({growth:+.1f}%)", growth <= 10.0))
+                       f"{after[0]} -> max {max(after)} KiB ({growth_after:+.1f}%)", growth_after <= 10.0))
     panics = [line for line in err_text.splitlines() if PANIC.search(line)]
     checks.append(("no panic", panics[0][:120] if panics else "none", not panics))
     unexpected = [
@@ -775,7 +776,8 @@ def check_instance(inst, truth, burst, seconds):
     figures = {
         "seen": seen, "lost": lost, "want": want, "hwm": max(l["hwm"] for l in inst.lives), "rss": final["rss"],
         "cpu": sum(l["cpu"] or 0 for l in inst.lives), "status": "/".join(str(l["status"]) for l in inst.lives),
-        "growth": growth, "grown": grown, "bad_json": bad_json, "unexpected": unexpected, "what": what, "stderr": err_text,
+        "growth_during": growth_during, "growth_after": growth_after,
+        "bad_json": bad_json, "unexpected": unexpected, "what": what, "stderr": err_text,
     }
     return checks, figures
 
@@ -793,7 +795,7 @@ def write_report(path, seconds, elapsed, instances, skipped, workers, truth, fau
         rows.append(
             f"| {inst.name} | `{' '.join(inst.args)}` | {fmt(fig['seen'])} | {fmt(fig['want'])} | {fmt(fig['lost'])} "
             f"| {fig['hwm'] / 1024:.1f} | {fig['rss'] / 1024:.1f} | "
-            f"{pct(fig['grown'])} | {pct(fig['growth'])} "
+            f"{pct(fig['growth_during'])} | {pct(fig['growth_after'])} "
             f"| {fig['cpu']:.2f} | {fig['status']} | {'FAIL' if bad else 'ok'} |"
         )
         details.append(f"### {inst.name}\n")
@@ -863,8 +865,8 @@ def write_report(path, seconds, elapsed, instances, skipped, workers, truth, fau
         "/proc/PID/status (VmHWM peak, VmRSS at the end of the run, sampled every second). RSS growth is the "
         "largest RSS over the RSS at the start of a span: during the faults (from the end of the warm-up, the first "
         f"20% of the tool's run, to {SETTLED:.0%} of the run; at most {FAULT_GROWTH_PCT}%: bounded caches fill "
-        f"there) and after them (from {SETTLED:.0%} of the run to its end; at most 10%: a leak shows there). CPU is user+system time "
-        "(wait4). Exit status after SIGINT (the killed instance: -9 then its restart's).",
+        f"there) and after them (from {SETTLED:.0%} of the run to its end; at most 10%: a leak shows there). CPU is "
+        "user+system time (wait4). Exit status after SIGINT (the killed instance: -9 then its restart's).",
         "",
         "| Instance | Arguments | Seen | Ground truth | Lost | Peak RSS MiB | Final RSS MiB | RSS growth during faults "
         "| RSS growth after | CPU s | Exit | Checks |",

@@ -180,7 +180,6 @@ fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file() && is_elf(p))
 }
 
-/// Parses `data` as a 32- or 64-bit ELF file and hands it to `read`.
 /// The file at `path`, mapped read-only: only the pages the parser touches (the symbol and version tables, the
 /// notes) are read, not a whole library (libc is 2 MB), which keeps a uprobe tool's start-up short.
 fn map_file(path: &Path) -> Result<memmap2::Mmap> {
@@ -190,6 +189,7 @@ fn map_file(path: &Path) -> Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("cannot read {}", path.display()))
 }
 
+/// Parses `data` as a 32- or 64-bit ELF file and hands it to `read`.
 fn parse_any<T>(data: &[u8], read: impl FnOnce(&dyn ElfView) -> Result<T>) -> Result<T> {
     match object::FileKind::parse(data).context("not an ELF file")? {
         object::FileKind::Elf64 => {

@@ -3,10 +3,10 @@
  *
  * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all
  * three hand the same (sk, oldstate, newstate) to handle(), which reads everything else from the socket with
- * CO-RE. As in BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket), and its bytes
- * are tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. Those count sequence space, so the exact
- * payload is worked out beside them: TX less bytes_acked as ESTABLISHED was reached (the active opener's acked
- * SYN) and less this end's FIN when one was queued (FIN_WAIT1 or LAST_ACK seen) and acked (snd_una reached
+ * CO-RE. As in BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket),
+ * and its bytes are tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. Those count sequence space,
+ * so the exact payload is worked out beside them: TX less bytes_acked as ESTABLISHED was reached (the active
+ * opener's acked SYN) and less this end's FIN when one was queued (FIN_WAIT1 or LAST_ACK seen) and acked (snd_una reached
  * write_seq); RX less the peer's FIN when tcp_fin() took it in order (SOCK_DONE). A reset (sent or received)
  * leaves a FIN unacked or never received, and so uncounted. The owner (PID and comm) is recorded at
  * the first state change that only a system call on the socket makes: SYN_SENT (connect), FIN_WAIT1 or LAST_ACK
