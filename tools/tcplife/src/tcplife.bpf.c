@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tcplife: one record per closed TCP session, from the sock:inet_sock_set_state tracepoint.
  *
- * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all
- * three hand the same (sk, oldstate, newstate) to handle(), which reads everything else from the socket with
- * CO-RE. As in BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket),
- * and its bytes are tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. Those count sequence space,
- * so the exact payload is worked out beside them: TX less bytes_acked as ESTABLISHED was reached (the active
- * opener's acked SYN) and less this end's FIN when one was queued (FIN_WAIT1 or LAST_ACK seen) and acked (snd_una reached
- * write_seq); RX less the peer's FIN when tcp_fin() took it in order (SOCK_DONE). A reset (sent or received)
- * leaves a FIN unacked or never received, and so uncounted. The owner (PID and comm) is recorded at
- * the first state change that only a system call on the socket makes: SYN_SENT (connect), FIN_WAIT1 or LAST_ACK
- * (close/shutdown); a socket with none (an abort) gets the task current at close, as in BCC. Filters on PID,
- * ports and family run here; records go through a ring buffer, and failed reservations are counted in `lost`.
- * Not a session: a passive open's child socket that goes from SYN_RECV straight to CLOSE having carried nothing.
- * When two CPUs complete the same handshake at once, both clone a child from the request (SYN_RECV, a birth
- * here), and the one that loses the race is closed at once in softirq (tcp_v4_syn_recv_sock: tcp_done()); the
- * real child goes on to ESTABLISHED. BCC prints the loser as a 0-byte session of ksoftirqd. */
+ * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all three
+ * hand the same (sk, oldstate, newstate) to handle(), which reads everything else from the socket with CO-RE. As in
+ * BCC, a session's birth is the time of its last state change before FIN_WAIT1 (keyed by socket), and its bytes are
+ * tcp_sock's bytes_acked (TX) and bytes_received (RX) at TCP_CLOSE. Those count sequence space, so the exact payload
+ * is worked out beside them: TX less bytes_acked as ESTABLISHED was reached (the active opener's acked SYN) and less
+ * this end's FIN when one was queued (FIN_WAIT1 or LAST_ACK seen) and acked (snd_una reached write_seq); RX less the
+ * peer's FIN when tcp_fin() took it in order (SOCK_DONE). A reset (sent or received) leaves a FIN unacked or never
+ * received, and so uncounted. The owner (PID and comm) is recorded at the first state change that only a system call
+ * on the socket makes: SYN_SENT (connect), FIN_WAIT1 or LAST_ACK (close/shutdown); a socket with none (an abort) gets
+ * the task current at close, as in BCC. Filters on PID, ports and family run here; records go through a ring buffer,
+ * and failed reservations are counted in `lost`. Not a session: a passive open's child socket that goes from SYN_RECV
+ * straight to CLOSE having carried nothing. When two CPUs complete the same handshake at once, both clone a child from
+ * the request (SYN_RECV, a birth here), and the one that loses the race is closed at once in softirq
+ * (tcp_v4_syn_recv_sock: tcp_done()); the real child goes on to ESTABLISHED. BCC prints the loser as a 0-byte session
+ * of ksoftirqd. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
