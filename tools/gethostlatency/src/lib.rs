@@ -115,7 +115,7 @@ fn libc_path(args: &Args) -> Result<PathBuf> {
 /// The resolver functions `libc` has, as (index in [`FUNCS`], file offset); fails if it has none. A statically
 /// linked program is named as such.
 fn resolver_functions(libc: &Path) -> Result<Vec<(usize, u64)>> {
-    let symbols = ElfSymbols::read(libc)?;
+    let symbols = ElfSymbols::read_named(libc, &FUNCS)?;
     let find = |name: &str| {
         let mut named = symbols.functions().iter().filter(|f| f.name == name);
         named.clone().find(|f| !f.hidden_version).or_else(|| named.next()).map(|f| f.file_offset)
