@@ -151,19 +151,32 @@ impl fmt::Display for Attach {
     }
 }
 
-/// The tracefs mount point, mounting it at `/sys/kernel/tracing` if it is not mounted anywhere yet.
+/// The tracefs mount point, mounting it at `/sys/kernel/tracing` if it is not mounted anywhere yet. Found once
+/// per process: a tool attaching six tracepoints asks six times.
 pub fn tracefs() -> Result<PathBuf> {
-    if let Some(found) = find_tracefs() {
-        return Ok(found);
+    static FOUND: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(found) = FOUND.get() {
+        return Ok(found.clone());
     }
-    let target = Path::new("/sys/kernel/tracing");
-    nix::mount::mount(Some("nodev"), target, Some("tracefs"), nix::mount::MsFlags::empty(), None::<&str>)
-        .with_context(|| format!("tracefs is not mounted and mounting it at {} failed", target.display()))?;
-    Ok(target.to_path_buf())
+    let found = match find_tracefs() {
+        Some(found) => found,
+        None => {
+            let target = Path::new("/sys/kernel/tracing");
+            nix::mount::mount(Some("nodev"), target, Some("tracefs"), nix::mount::MsFlags::empty(), None::<&str>)
+                .with_context(|| format!("tracefs is not mounted and mounting it at {} failed", target.display()))?;
+            target.to_path_buf()
+        }
+    };
+    Ok(FOUND.get_or_init(|| found).clone())
 }
 
-/// Where tracefs is mounted, if it is (without mounting it).
+/// Where tracefs is mounted, if it is (without mounting it): its usual place if tracefs is there, else the mount
+/// table's first tracefs (or a debugfs with `tracing/events`).
 pub fn find_tracefs() -> Option<PathBuf> {
+    let usual = Path::new("/sys/kernel/tracing");
+    if usual.join("events").is_dir() {
+        return Some(usual.to_path_buf());
+    }
     let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
     for line in mounts.lines() {
         let mut fields = line.split_whitespace();
