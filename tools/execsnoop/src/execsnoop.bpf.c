@@ -11,6 +11,7 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "syscall_tp.bpf.h"
 #include "execsnoop.h"
 
 #define MAX_INFLIGHT 10240
@@ -146,25 +147,25 @@ out:
 }
 
 SEC("tracepoint/syscalls/sys_enter_execve")
-int execve_enter(struct trace_event_raw_sys_enter *ctx)
+int execve_enter(struct syscall_enter_ctx *ctx)
 {
 	return enter((const char *)ctx->args[0], (const char *const *)ctx->args[1], false);
 }
 
 SEC("tracepoint/syscalls/sys_enter_execveat")
-int execveat_enter(struct trace_event_raw_sys_enter *ctx)
+int execveat_enter(struct syscall_enter_ctx *ctx)
 {
 	return enter((const char *)ctx->args[1], (const char *const *)ctx->args[2], true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_execve")
-int execve_exit(struct trace_event_raw_sys_exit *ctx)
+int execve_exit(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_exit_execveat")
-int execveat_exit(struct trace_event_raw_sys_exit *ctx)
+int execveat_exit(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret);
 }

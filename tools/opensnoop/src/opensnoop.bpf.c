@@ -10,6 +10,7 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "syscall_tp.bpf.h"
 #include "opensnoop.h"
 
 #define MAX_INFLIGHT 10240
@@ -195,58 +196,58 @@ out:
 }
 
 SEC("tracepoint/syscalls/sys_enter_open")
-int open_enter(struct trace_event_raw_sys_enter *ctx)
+int open_enter(struct syscall_enter_ctx *ctx)
 {
 	return enter((const char *)ctx->args[0], ctx->args[1], ctx->args[2], AT_FDCWD, 0);
 }
 
 SEC("tracepoint/syscalls/sys_enter_openat")
-int openat_enter(struct trace_event_raw_sys_enter *ctx)
+int openat_enter(struct syscall_enter_ctx *ctx)
 {
 	return enter((const char *)ctx->args[1], ctx->args[2], ctx->args[3], (__s32)ctx->args[0], 1);
 }
 
 SEC("tracepoint/syscalls/sys_enter_openat2")
-int openat2_enter(struct trace_event_raw_sys_enter *ctx)
+int openat2_enter(struct syscall_enter_ctx *ctx)
 {
-	struct open_how how = {};
+	struct open_how_abi how = {};
 
 	bpf_probe_read_user(&how, sizeof(how), (void *)ctx->args[2]);
 	return enter((const char *)ctx->args[1], how.flags, how.mode, (__s32)ctx->args[0], 2);
 }
 
 SEC("tracepoint/syscalls/sys_exit_open")
-int open_exit(struct trace_event_raw_sys_exit *ctx)
+int open_exit(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret, false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_open")
-int open_exit_full(struct trace_event_raw_sys_exit *ctx)
+int open_exit_full(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret, true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat")
-int openat_exit(struct trace_event_raw_sys_exit *ctx)
+int openat_exit(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret, false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat")
-int openat_exit_full(struct trace_event_raw_sys_exit *ctx)
+int openat_exit_full(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret, true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
-int openat2_exit(struct trace_event_raw_sys_exit *ctx)
+int openat2_exit(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret, false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
-int openat2_exit_full(struct trace_event_raw_sys_exit *ctx)
+int openat2_exit_full(struct syscall_exit_ctx *ctx)
 {
 	return leave(ctx->ret, true);
 }

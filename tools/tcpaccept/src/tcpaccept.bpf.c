@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 #include "ringbuf.bpf.h"
 #include "sock.bpf.h"
+#include "syscall_tp.bpf.h"
 #include "tcpaccept.h"
 
 const volatile __u32 target_pid = 0;
@@ -94,13 +95,13 @@ static __always_inline int syscall_exit(long ret)
 }
 
 SEC("tracepoint/syscalls/sys_exit_accept")
-int accept_exit(struct trace_event_raw_sys_exit *args)
+int accept_exit(struct syscall_exit_ctx *args)
 {
 	return syscall_exit(args->ret);
 }
 
 SEC("tracepoint/syscalls/sys_exit_accept4")
-int accept4_exit(struct trace_event_raw_sys_exit *args)
+int accept4_exit(struct syscall_exit_ctx *args)
 {
 	return syscall_exit(args->ret);
 }
