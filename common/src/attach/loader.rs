@@ -28,6 +28,52 @@ pub fn open_skeleton<B: SkelBuilder<'static> + Default>() -> Result<B::Output> {
     B::default().open(object_storage()).context("opening the BPF object")
 }
 
+/// Opens a tool's skeleton like [`open_skeleton`], for a load in which no program relocates anything against
+/// kernel types (no CO-RE: `BPF_CORE_READ`, `preserve_access_index` structs), though programs left unloaded may.
+///
+/// libbpf reads and indexes the whole kernel BTF (5 MB; a third of a tool's start-up) whenever the object has any
+/// CO-RE relocation, loaded or not. Naming an empty BTF as the CO-RE target (`btf_custom_path`) tells it there is
+/// nothing to look up: it then reads the kernel's BTF only if a loaded program's type needs it (tp_btf, fentry).
+/// A CO-RE relocation in a program that is loaded finds no type in the empty BTF and fails the load, so a test
+/// catches the mistake of using this for such a program.
+pub fn open_skeleton_core_free<B: SkelBuilder<'static> + Default>() -> Result<B::Output> {
+    let opts = libbpf_rs::libbpf_sys::bpf_object_open_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_object_open_opts>() as libbpf_rs::libbpf_sys::size_t,
+        btf_custom_path: empty_btf_path()?.as_ptr(),
+        ..Default::default()
+    };
+    B::default().open_opts(opts, object_storage()).context("opening the BPF object")
+}
+
+/// A BTF with no types (its header and the empty string), in a memory file named by its `/proc/self/fd/N` path,
+/// which stays open for the life of the process (libbpf parses it at load).
+fn empty_btf_path() -> Result<&'static std::ffi::CStr> {
+    static PATH: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+    if let Some(path) = PATH.get() {
+        return Ok(path);
+    }
+    // struct btf_header: magic 0xEB9F, version 1, flags 0, hdr_len 24, type_off 0, type_len 0, str_off 0,
+    // str_len 1; then the string section, one NUL.
+    let mut btf = Vec::with_capacity(25);
+    btf.extend_from_slice(&0xEB9F_u16.to_ne_bytes());
+    btf.extend_from_slice(&[1, 0]);
+    for word in [24u32, 0, 0, 0, 1] {
+        btf.extend_from_slice(&word.to_ne_bytes());
+    }
+    btf.push(0);
+    // SAFETY: memfd_create with a NUL-terminated name and valid flags; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"corebpf-empty-btf".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("creating an empty BTF for libbpf");
+    }
+    // SAFETY: `fd` was just created here and is owned by nothing else.
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    std::io::Write::write_all(&mut file, &btf).context("writing an empty BTF for libbpf")?;
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path of digits");
+    std::mem::forget(file);
+    Ok(PATH.get_or_init(|| path))
+}
+
 /// The read-only data (`const volatile` options) of an opened skeleton: `rodata(&mut open.maps.rodata_data)?`.
 pub fn rodata<'a, T>(data: &'a mut Option<&mut T>) -> Result<&'a mut T> {
     data.as_deref_mut().context("the BPF object has no read-only data (no const volatile options)")

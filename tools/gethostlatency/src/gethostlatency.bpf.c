@@ -14,6 +14,9 @@
  * (a constant name in a process's read-only data, on its first lookup) the read fails, and it is read again at
  * return, when the resolver has touched it. Programs come in two sets: uprobe.multi (one link for every entry,
  * the function as the BPF cookie, one for every return; 6.6+), else a uprobe per function. */
+/* Only struct pt_regs is read, through PT_REGS_*(): its layout is the architecture's ABI, so no access needs
+ * CO-RE, and without a CO-RE relocation libbpf need not read the kernel's BTF (a third of the start-up). */
+#define BPF_NO_PRESERVE_ACCESS_INDEX
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, open_skeleton_core_free, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::stdout::Output;
@@ -147,7 +147,9 @@ fn opensnoop(args: Args) -> Result<()> {
 /// Opens the BPF object, sets its filters, loads it and attaches the syscall tracepoints (open and openat2 where
 /// the kernel has them: arm64 has no open, kernels before 5.6 no openat2).
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    // Without -F no program loaded relocates against kernel types: libbpf need not read the kernel's BTF.
+    let mut open =
+        if args.full_path { open_skeleton::<BpfSkelBuilder>()? } else { open_skeleton_core_free::<BpfSkelBuilder>()? };
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.filter_pid = args.pid.is_some();
     rodata.target_pid = args.pid.unwrap_or(0);
