@@ -16,13 +16,13 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
+use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::Link;
 use regex_lite::Regex;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -172,7 +172,7 @@ fn execsnoop(args: Args) -> Result<()> {
 }
 
 /// Opens the BPF object, sets its filters, loads it and attaches the four syscall tracepoints.
-fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.max_args = args.max_args;
@@ -196,6 +196,6 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     ]
     .into_iter()
     .map(|(prog, name)| attach_tracepoint(prog, "syscalls", name, mech))
-    .collect::<Result<Vec<_>>>()?;
+    .collect::<Result<Links>>()?;
     Ok((skel, links))
 }

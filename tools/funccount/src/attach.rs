@@ -14,6 +14,7 @@ use std::os::fd::AsFd;
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::attach::features::{Attach, KernelBtf};
+use common::attach::links::Links;
 use common::attach::loader::{allowed, load_first_working, object_storage};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{
@@ -38,8 +39,8 @@ pub struct Filters {
 
 /// The loaded objects and their links; dropping this detaches everything.
 pub struct Attached {
-    // Links first: fields drop in order, so links detach before their objects close.
-    links: Vec<Link>,
+    // Links first: fields drop in order, so links detach (in parallel) before their objects close.
+    _links: Links,
     skels: Vec<BpfSkel<'static>>,
     /// Matches that could not be attached (their counts stay zero), with the reason.
     pub failed: Vec<(String, String)>,
@@ -59,28 +60,6 @@ impl Attached {
                     .sum())
             })
             .collect()
-    }
-}
-
-/// Detaching one tracepoint or uprobe link waits for an RCU grace period in the kernel (~0.1 s each), so many
-/// links are closed from several threads at once, whose waits overlap.
-const DETACH_THREADS: usize = 32;
-
-impl Drop for Attached {
-    fn drop(&mut self) {
-        let links = std::mem::take(&mut self.links);
-        if links.len() < 4 {
-            return;
-        }
-        let per_thread = links.len().div_ceil(DETACH_THREADS);
-        let mut links = links.into_iter();
-        std::thread::scope(|scope| loop {
-            let chunk: Vec<Link> = links.by_ref().take(per_thread).collect();
-            if chunk.is_empty() {
-                break;
-            }
-            scope.spawn(move || drop(chunk));
-        });
     }
 }
 
@@ -228,7 +207,7 @@ impl Plan<'_> {
             }
             skels.push(skel);
         }
-        Ok(Attached { skels, links, failed: Vec::new() })
+        Ok(Attached { skels, _links: links.into(), failed: Vec::new() })
     }
 
     /// kprobe_multi: one link for every function, the index as each one's cookie.
@@ -240,7 +219,7 @@ impl Plan<'_> {
             ..Default::default()
         };
         let link = skel.progs.fc_kprobe_multi.attach_kprobe_multi_with_opts(opts).context("attaching kprobe_multi")?;
-        Ok(Attached { skels: vec![skel], links: vec![link], failed: Vec::new() })
+        Ok(Attached { skels: vec![skel], _links: vec![link].into(), failed: Vec::new() })
     }
 
     /// uprobe_multi: one link for every function of the binary, the index as each one's cookie.
@@ -263,7 +242,7 @@ impl Plan<'_> {
             .fc_uprobe_multi
             .attach_uprobe_multi_with_opts(pid, binary, "", opts)
             .with_context(|| format!("attaching uprobe_multi to {}", binary.display()))?;
-        Ok(Attached { skels: vec![skel], links: vec![link], failed: Vec::new() })
+        Ok(Attached { skels: vec![skel], _links: vec![link].into(), failed: Vec::new() })
     }
 
     /// Syscall tracepoints: one raw tracepoint on sys_enter and one on sys_exit, the syscall number mapped to the
@@ -328,7 +307,7 @@ impl Plan<'_> {
                 }
             }
         }
-        Ok(Attached { skels: vec![skel], links, failed })
+        Ok(Attached { skels: vec![skel], _links: links.into(), failed })
     }
 
     /// USDT: libbpf's attach (every site of each probe, semaphores included), the index as the USDT cookie.
@@ -347,7 +326,7 @@ impl Plan<'_> {
                     .with_context(|| format!("attaching to USDT probe {provider}:{name} in {}", binary.display()))?,
             );
         }
-        Ok(Attached { skels: vec![skel], links, failed: Vec::new() })
+        Ok(Attached { skels: vec![skel], _links: links.into(), failed: Vec::new() })
     }
 
     /// One link per match: program `cookie_prog` with the index as cookie, or (without cookies) slot programs
@@ -393,7 +372,7 @@ impl Plan<'_> {
             let err = first_error.unwrap_or_else(|| anyhow!("nothing to attach"));
             return Err(err.context(format!("{mech} attached to none of the matches")));
         }
-        Ok(Attached { skels, links, failed })
+        Ok(Attached { skels, _links: links.into(), failed })
     }
 }
 

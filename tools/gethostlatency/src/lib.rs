@@ -4,8 +4,8 @@
 //! send one ring-buffer record per completed call; this front end prints them in BCC's columns or as JSON lines.
 //! The C library is the traced process's own (`-p`, through `/proc/PID/root`), the system's (glibc, else musl),
 //! or the file named with `-l` (absolute, relative to the current directory, or a library name the loader finds).
-//! Where the kernel has uprobe_multi (6.6+) two links cover every function (entries, returns), so the tool
-//! detaches at once; else a uprobe per function, detached in parallel. Everything shared lives in `common`.
+//! Where the kernel has uprobe_multi (6.6+) two links cover every function (entries, returns); else a uprobe per
+//! function. Either way the links detach in parallel (common::attach::links). Everything shared lives in `common`.
 
 mod bpf;
 mod report;
@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
+use common::attach::links::Links;
 use common::attach::loader::{load_first_working, object_storage};
 use common::attach::ring_buffer::poll_ring_buffer;
 use common::output::stdout::Output;
@@ -83,7 +84,7 @@ fn gethostlatency(args: Args) -> Result<()> {
     let report = Report::new(args.json);
     report.write_header(&mut out)?;
     poll_ring_buffer(&signals, &skel.maps.events, || false, |data| report.write_call(&mut out, data))?;
-    detach(links);
+    drop(links);
 
     if let Some(bss) = skel.maps.bss_data.as_ref() {
         if bss.lost > 0 {
@@ -151,7 +152,7 @@ fn attach(
     pid: Option<u32>,
     libc: &Path,
     funcs: &[(usize, u64)],
-) -> Result<Vec<Link>> {
+) -> Result<Links> {
     let pid = pid.map_or(-1, |p| p as i32);
     let p = &skel.progs;
     if mech == Attach::UprobeMulti {
@@ -167,7 +168,7 @@ fn attach(
         };
         let returns = multi(&p.resolver_return_multi, true)?;
         let entries = multi(&p.resolver_entry_multi, false)?;
-        return Ok(vec![returns, entries]);
+        return Ok(Links::from(vec![returns, entries]));
     }
     let entries = [
         &p.getaddrinfo_entry,
@@ -176,7 +177,7 @@ fn attach(
         &p.gethostbyname_r_entry,
         &p.gethostbyname2_r_entry,
     ];
-    let mut links = Vec::new();
+    let mut links = Links::default();
     for &(i, offset) in funcs {
         links.push(
             attach_uprobe(&p.resolver_return, pid, libc, offset, true)
@@ -190,19 +191,6 @@ fn attach(
         );
     }
     Ok(links)
-}
-
-/// Detaches every link; one uprobe link waits for the kernel (~0.1 s) on its own, so several are closed in
-/// parallel, their waits overlapping.
-fn detach(links: Vec<Link>) {
-    if links.len() < 2 {
-        return drop(links);
-    }
-    std::thread::scope(|scope| {
-        for link in links {
-            scope.spawn(move || drop(link));
-        }
-    });
 }
 
 /// Attaches `prog` at file offset `offset` of `binary`.

@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
+use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, open_skeleton_core_free, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Open, Printer, Style};
@@ -146,7 +146,7 @@ fn opensnoop(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, loads it and attaches the syscall tracepoints (open and openat2 where
 /// the kernel has them: arm64 has no open, kernels before 5.6 no openat2).
-fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     // Without -F no program loaded relocates against kernel types: libbpf need not read the kernel's BTF.
     let mut open =
         if args.full_path { open_skeleton::<BpfSkelBuilder>()? } else { open_skeleton_core_free::<BpfSkelBuilder>()? };
@@ -178,7 +178,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     }
     let p = &skel.progs;
     let exit = |plain, with_path| if full { with_path } else { plain };
-    let mut links = Vec::new();
+    let mut links = Links::default();
     // Exits first, so that no entry is left without its return.
     for (prog, name, required) in [
         (exit(&p.openat_exit, &p.openat_exit_full), "sys_exit_openat", true),

@@ -14,13 +14,13 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
+use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::Link;
 
 use bpf::consts::MAX_PORTS;
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -92,7 +92,7 @@ fn tcpaccept(args: Args) -> Result<()> {
 }
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
-fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
     rodata.target_pid = args.pid.unwrap_or(0);
@@ -119,5 +119,5 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
             attach_tracepoint(&p.accept_exit, "syscalls", "sys_exit_accept", Attach::Tracepoint)?,
         ],
     };
-    Ok((skel, links))
+    Ok((skel, links.into()))
 }

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
+use common::attach::links::Links;
 use common::attach::loader::{open_skeleton, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_pid, require_process};
@@ -261,7 +262,7 @@ fn trace(args: Args) -> Result<()> {
     let probes = resolve_all(&args);
     let signals = Signals::install()?;
     let mut skels: Vec<BpfSkel<'static>> = Vec::new();
-    let mut links: Vec<Link> = Vec::new();
+    let mut links = Links::default();
     for (i, probe) in probes.iter().enumerate() {
         let ((skel, probe_links), how) = load_first(TOOL.attach, &probe.site, args.verbose.on(), |how| {
             load(probe, i as u32, &args, skels.first(), how)
