@@ -136,9 +136,14 @@ def render_startup(res):
         ])
         if "error" in r:
             rows.append([r["name"], "**failed**", r["error"], "", "", "", "", "", "", "", ""])
-    return table(["tool", "anchor", "ours: exec → ready", "anchor: exec → ready", "ratio", "ours: fastest",
+    text = table(["tool", "anchor", "ours: exec → ready", "anchor: exec → ready", "ratio", "ours: fastest",
                   "anchor: fastest", "ratio of fastest",
                   "ours: SIGINT → exit", "anchor: SIGINT → exit", "spread ours / anchor"], rows)
+    for r in res["rows"]:
+        if "theirs_failed" in r:
+            text += (f"\n\n{r['anchor']}' {r['name']} does not run on this kernel, so ours is timed alone: "
+                     f"{r['theirs_failed']}")
+    return text
 
 
 def event_costs(res):
