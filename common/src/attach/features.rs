@@ -151,6 +151,9 @@ impl fmt::Display for Attach {
     }
 }
 
+/// Where tracefs is usually mounted, and where it is mounted if it is nowhere.
+const TRACEFS_USUAL: &str = "/sys/kernel/tracing";
+
 /// The tracefs mount point, mounting it at `/sys/kernel/tracing` if it is not mounted anywhere yet. Found once
 /// per process: a tool attaching six tracepoints asks six times.
 pub fn tracefs() -> Result<PathBuf> {
@@ -161,7 +164,7 @@ pub fn tracefs() -> Result<PathBuf> {
     let found = match find_tracefs() {
         Some(found) => found,
         None => {
-            let target = Path::new("/sys/kernel/tracing");
+            let target = Path::new(TRACEFS_USUAL);
             nix::mount::mount(Some("nodev"), target, Some("tracefs"), nix::mount::MsFlags::empty(), None::<&str>)
                 .with_context(|| format!("tracefs is not mounted and mounting it at {} failed", target.display()))?;
             target.to_path_buf()
@@ -173,7 +176,7 @@ pub fn tracefs() -> Result<PathBuf> {
 /// Where tracefs is mounted, if it is (without mounting it): its usual place if tracefs is there, else the mount
 /// table's first tracefs (or a debugfs with `tracing/events`).
 pub fn find_tracefs() -> Option<PathBuf> {
-    let usual = Path::new("/sys/kernel/tracing");
+    let usual = Path::new(TRACEFS_USUAL);
     if usual.join("events").is_dir() {
         return Some(usual.to_path_buf());
     }

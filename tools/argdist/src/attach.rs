@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result};
 use common::attach::features::Attach;
+use common::attach::links::Links;
 use common::attach::loader::{open_skeleton, rodata};
 use common::probe::attach::{attach as probe_attach, load_first, select_programs, Site};
 use common::probe::plan::Plan;
@@ -28,7 +29,7 @@ pub struct Options {
 /// A loaded, attached spec.
 pub struct Attached {
     pub skel: BpfSkel<'static>,
-    _links: Vec<Link>,
+    _links: Links,
     /// How it attached (for -v).
     pub how: Attach,
 }
@@ -42,7 +43,7 @@ pub fn key_size(strings: usize) -> usize {
 pub fn attach(spec: &Spec, plan: &Plan, site: &Site, options: &Options) -> Result<Attached> {
     let ((skel, links), how) =
         load_first(crate::TOOL.attach, site, options.verbose, |how| load(spec, plan, site, options, how))?;
-    Ok(Attached { skel, _links: links, how })
+    Ok(Attached { skel, _links: links.into(), how })
 }
 
 fn load(

@@ -10,11 +10,12 @@ use std::os::fd::AsFd;
 
 use anyhow::{bail, Context, Result};
 use common::attach::features::{Attach, KernelBtf};
+use common::attach::links::Links;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::maps::from_bytes;
 use common::process::targets::{Kind, Match, Site, Target};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{KprobeMultiOpts, KprobeOpts, Link, MapCore, MapFlags, UprobeMultiOpts, UprobeOpts};
+use libbpf_rs::{KprobeMultiOpts, KprobeOpts, MapCore, MapFlags, UprobeMultiOpts, UprobeOpts};
 
 use crate::bpf::consts::MAX_FENTRY_FUNCS;
 use crate::bpf::types::hist;
@@ -35,7 +36,7 @@ pub struct Options {
 /// The loaded objects (the first holds the shared maps) and their links.
 pub struct Attached {
     skels: Vec<BpfSkel<'static>>,
-    _links: Vec<Link>,
+    _links: Links,
     histograms: u32,
 }
 
@@ -139,7 +140,7 @@ impl Plan<'_> {
             links.push(skel.progs.fl_fexit.attach().with_context(|| format!("attaching fexit to {}", m.name))?);
             skels.push(skel);
         }
-        Ok(Attached { skels, _links: links, histograms: self.histograms })
+        Ok(Attached { skels, _links: links.into(), histograms: self.histograms })
     }
 
     /// The function indexes as BPF cookies, with -F; without it, none (all 0: read by nobody).
@@ -161,7 +162,7 @@ impl Plan<'_> {
                 KprobeMultiOpts { symbols: symbols.clone(), cookies: self.cookies(), retprobe, ..Default::default() };
             links.push(prog.attach_kprobe_multi_with_opts(opts).context("attaching kprobe_multi")?);
         }
-        Ok(Attached { skels: vec![skel], _links: links, histograms: self.histograms })
+        Ok(Attached { skels: vec![skel], _links: links.into(), histograms: self.histograms })
     }
 
     fn uprobe_multi(&self) -> Result<Attached> {
@@ -178,7 +179,7 @@ impl Plan<'_> {
                 .with_context(|| format!("attaching uprobe_multi to {}", binary.display()))?;
             links.push(link);
         }
-        Ok(Attached { skels: vec![skel], _links: links, histograms: self.histograms })
+        Ok(Attached { skels: vec![skel], _links: links.into(), histograms: self.histograms })
     }
 
     /// A probe and a return probe on each function.
@@ -207,7 +208,7 @@ impl Plan<'_> {
                 links.push(link.with_context(|| format!("attaching {mech} to {}", m.name))?);
             }
         }
-        Ok(Attached { skels: vec![skel], _links: links, histograms: self.histograms })
+        Ok(Attached { skels: vec![skel], _links: links.into(), histograms: self.histograms })
     }
 }
 

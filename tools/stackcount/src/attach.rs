@@ -9,10 +9,11 @@ use std::os::fd::AsFd;
 
 use anyhow::{bail, Context, Result};
 use common::attach::features::Attach;
+use common::attach::links::Links;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::process::targets::{Kind, Match, Site, Target};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{KprobeMultiOpts, Link, TracepointCategory, UprobeMultiOpts, UprobeOpts, UsdtOpts};
+use libbpf_rs::{KprobeMultiOpts, TracepointCategory, UprobeMultiOpts, UprobeOpts, UsdtOpts};
 
 use crate::bpf::consts::MAX_FENTRY_FUNCS;
 use crate::bpf::{BpfSkel, BpfSkelBuilder};
@@ -30,7 +31,7 @@ pub struct Options {
 /// The loaded objects (the first holds the shared maps) and their links.
 pub struct Attached {
     pub skels: Vec<BpfSkel<'static>>,
-    links: Vec<Link>,
+    links: Links,
 }
 
 impl Attached {
@@ -41,7 +42,7 @@ impl Attached {
 
     /// Detaches everything (the maps stay readable).
     pub fn detach(&mut self) {
-        self.links.clear();
+        self.links = Links::default();
     }
 }
 
@@ -83,7 +84,7 @@ impl Plan<'_> {
                     .sc_uprobe_multi
                     .attach_uprobe_multi_with_opts(self.pid(), binary, "", opts)
                     .with_context(|| format!("attaching uprobe_multi to {}", binary.display()))?;
-                Ok(Attached { skels: vec![skel], links: vec![link] })
+                Ok(Attached { skels: vec![skel], links: vec![link].into() })
             }
             (Attach::Uprobe | Attach::Kprobe | Attach::Tracepoint, _) => self.one_each(mech),
             (other, _) => bail!("{other} does not apply to this pattern"),
@@ -129,7 +130,7 @@ impl Plan<'_> {
             links.push(skel.progs.sc_fentry.attach().with_context(|| format!("attaching fentry to {}", m.name))?);
             skels.push(skel);
         }
-        Ok(Attached { skels, links })
+        Ok(Attached { skels, links: links.into() })
     }
 
     fn kprobe_multi(&self) -> Result<Attached> {
@@ -137,7 +138,7 @@ impl Plan<'_> {
         let symbols = self.target.matches.iter().map(|m| kernel_name(m).to_owned()).collect();
         let opts = KprobeMultiOpts { symbols, ..Default::default() };
         let link = skel.progs.sc_kprobe_multi.attach_kprobe_multi_with_opts(opts).context("attaching kprobe_multi")?;
-        Ok(Attached { skels: vec![skel], links: vec![link] })
+        Ok(Attached { skels: vec![skel], links: vec![link].into() })
     }
 
     /// One link per match (kprobes, tracepoints, uprobes, USDT probes).
@@ -170,7 +171,7 @@ impl Plan<'_> {
             };
             links.push(link.with_context(|| format!("attaching {mech} to {}", m.name))?);
         }
-        Ok(Attached { skels: vec![skel], links })
+        Ok(Attached { skels: vec![skel], links: links.into() })
     }
 }
 
