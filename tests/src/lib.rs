@@ -4,6 +4,7 @@
 //! Tests run concurrently, so every helper here is safe to use from many tests at once: workloads use unique
 //! files, and leak checks look only at the BPF programs of the tool process under test.
 
+pub mod anchor;
 pub mod irq;
 pub mod pipe;
 pub mod scenario;
