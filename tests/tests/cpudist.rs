@@ -175,10 +175,12 @@ fn off_cpu_shows_the_10_ms_sleeps() {
         done.stdout
     );
     // Each sleep is off-CPU for 10 ms or more (bucket 8192 usecs and up); only a preemption's wait can be that
-    // long too.
+    // long too. Under load a sleep can also be split in two: preempted in nanosleep after its timer is armed,
+    // the helper waits on the run queue, then sleeps only what is left of the 10 ms (each such split is one of
+    // the involuntary switches).
     let long = at_least(&done.stdout, 8192);
     assert!(
-        long >= K && long <= K + ivcsw + 2,
+        long + ivcsw >= K && long <= K + ivcsw + 2,
         "{long} off-CPU slices of 8 ms or more for {K} sleeps ({ivcsw} preemptions):\n{}",
         done.stdout
     );
