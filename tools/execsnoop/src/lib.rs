@@ -120,10 +120,7 @@ fn parse_uid(s: &str) -> Result<u32, String> {
     if let Ok(uid) = s.parse::<u32>() {
         return if uid == u32::MAX { Err(format!("'{s}' is not a UID")) } else { Ok(uid) };
     }
-    match nix::unistd::User::from_name(s) {
-        Ok(Some(user)) => Ok(user.uid.as_raw()),
-        _ => Err(format!("no user named '{s}'")),
-    }
+    common::domain::users::uid_of(s).ok_or_else(|| format!("no user named '{s}' in /etc/passwd"))
 }
 
 fn execsnoop(args: Args) -> Result<()> {
