@@ -391,12 +391,17 @@ fn a_process_that_never_runs_has_no_samples_and_no_flame_graph() {
 #[test]
 fn libc_frames_are_named_every_run() {
     let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
-    let mut dd = Command::new("dd")
-        .args(["if=/dev/zero", "of=/dev/null", "bs=64k"])
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting dd");
-    let pid = dd.id().to_string();
+    // Killed when the test ends, however it ends (a failed assertion, or the kernel matrix's prebuild pass,
+    // which stops every test at its first tool run).
+    let dd = KillOnDrop(
+        Command::new("dd")
+            .args(["if=/dev/zero", "of=/dev/null", "bs=64k"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting dd"),
+    );
+    let pid = dd.0.id().to_string();
     let is_libc_io = |name: &str| name.contains("read") || name.contains("write");
     for run in 0..6 {
         let svg = ScratchFile::new("profile-libc.svg");
@@ -432,8 +437,6 @@ fn libc_frames_are_named_every_run() {
             assert!(svg.contains("read") && svg.contains("write"), "libc frames not in the flame graph");
         }
     }
-    let _ = dd.kill();
-    let _ = dd.wait();
 }
 
 // ---- Issue 23 item 5: BCC's frame format, -A, -C -1, --cgroup, --cgroupmap and --mntnsmap. ----
