@@ -9,7 +9,10 @@
 #   make deb          Debian package in target/debian/ (tools as /usr/sbin/$(DEB_APP_PREFIX)TOOL; default bpf-)
 #   make repro-check  build the static tools twice, from two copies of this commit, and compare sha256 (minutes)
 #   make snapshots    regenerate tests/snapshots/TOOL.help from each tool's --help
-#   make test         unit and integration tests (as root: they load BPF programs); builds static and deb first
+#   make test         unit and integration tests (as root: they load BPF programs) against the static binary;
+#                     builds static, the test binaries and the deb first (= make static test-build test-run)
+#   make test-build   the unit and integration test binaries (also what the kernel matrix runs in its guests)
+#   make test-run     run them (cargo-nextest) against the static corebpf-tools in target/bin; T=FILTERSET picks
 #   make template-check  copy a tool to a scratch name in a temporary copy of the workspace, build it, run --help
 #   make deps         install build and test dependencies (Debian/Ubuntu, as root)
 #   make lint         clippy and rustfmt checks
@@ -44,7 +47,7 @@ INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' AP
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
 
 .PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
-	clean tools template-check
+	clean tools template-check test-build test-run bin-links
 
 all: build
 
@@ -93,9 +96,35 @@ snapshots: build
 		echo "wrote tests/snapshots/$$t.help"; \
 	done
 
-test: build static
+# The tests run the shipped binary: target/bin holds corebpf-tools (the static build) and a link per tool, as
+# `make install` lays them out. They are built once, with the `vm` feature, so that the kernel matrix runs the same
+# test binaries (its tests of kernel functions, which this host cannot run, are left out here).
+BIN_DIR := $(TARGET_DIR)/bin
+TEST_FEATURES := --workspace --features corebpf-tests/vm
+# Tests that need the machine to themselves (an idle CPU) run after the others, one at a time.
+ALONE := test(=idle_is_sampled_only_with_include_idle)
+NEXTEST_FILTER := not binary(kernel_functions)
+test: static test-build
+	@$(MAKE) --no-print-directory test-run
+
+test-build:
+	$(CARGO) test --release $(TEST_FEATURES) --no-run
+
+bin-links:
+	@test -x $(STATIC_DIR)/corebpf-tools || { echo "$(STATIC_DIR)/corebpf-tools is not built: make static" >&2; exit 1; }
+	@mkdir -p $(BIN_DIR)
+	@ln -sfn $(abspath $(STATIC_DIR))/corebpf-tools $(BIN_DIR)/corebpf-tools
+	@for t in $(PKG_TOOLS); do ln -sfn corebpf-tools $(BIN_DIR)/$$t; done
+
+test-run: bin-links
 	@$(MAKE) --no-print-directory deb-package
-	$(CARGO) test --release --workspace
+	@rm -f $(TARGET_DIR)/nextest/*/junit.xml
+	@command -v cargo-nextest > /dev/null || { echo "cargo-nextest is missing: ./scripts/deps.sh installs it" >&2; exit 1; }
+	COREBPF_BIN_DIR=$(abspath $(BIN_DIR)) $(CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast \
+		-E '$(NEXTEST_FILTER) and not ($(ALONE))$(if $(T), and ($(T)))'
+	COREBPF_BIN_DIR=$(abspath $(BIN_DIR)) $(CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast \
+		--profile alone --no-tests pass -E '$(NEXTEST_FILTER) and ($(ALONE))$(if $(T), and ($(T)))'
+	@./scripts/test-summary.sh $(TARGET_DIR)/nextest
 
 deps:
 	./scripts/deps.sh
@@ -110,15 +139,19 @@ fmt:
 clean:
 	$(CARGO) clean
 
-# The kernel matrix (vm/vmtest.sh): the tools' integration tests, built static, on Debian's 5.10, 6.1 and 6.12
-# kernels in QEMU, with a table tool x kernel. Kernels are cached in VM_CACHE (default ~/.cache/corebpf-vm).
-#   make vmtest [KERNELS=5.10,6.1,6.12,host] [TOOLS=biolatency,...]
+# The kernel matrix (vm/vmtest.sh, vm/README.md): each tool's scenarios (tools/<tool>/matrix) on Debian's 5.10,
+# 6.1 and 6.12 kernels in QEMU, with a table tool x kernel. Kernels are cached in VM_CACHE (~/.cache/corebpf-vm).
+#   make vmtest [KERNELS=5.10,6.1,6.12,host] [TOOLS=biolatency,...]   CI's tier
+#   make vmtest-full                                                  every scenario
 #   make vmtest-selfcheck   deliberately broken fallbacks must fail the matrix with readable reasons
 # TOOLS is also this Makefile's list of every tool: only a TOOLS given on the command line selects.
 VMTEST_TOOLS = $(if $(filter command line,$(origin TOOLS)),$(TOOLS))
-.PHONY: vmtest vmtest-selfcheck
+.PHONY: vmtest vmtest-full vmtest-selfcheck
 vmtest:
-	KERNELS='$(KERNELS)' TOOLS='$(VMTEST_TOOLS)' ./vm/vmtest.sh
+	KERNELS='$(KERNELS)' TOOLS='$(VMTEST_TOOLS)' VM_TIER=ci ./vm/vmtest.sh
+
+vmtest-full:
+	KERNELS='$(KERNELS)' TOOLS='$(VMTEST_TOOLS)' VM_TIER=full ./vm/vmtest.sh
 
 vmtest-selfcheck:
 	KERNELS='$(KERNELS)' ./vm/selfcheck.sh
@@ -130,8 +163,8 @@ vmtest-selfcheck:
 bench:
 	./bench/run.sh
 
-# Soak and fault test (soak/run.sh): builds each tool, runs them all at once under a mixed workload with faults for
+# Soak and fault test (soak/run.sh): runs every tool of the static binary at once under a mixed workload with faults for
 # SOAK_SECONDS (default 600, as root) and writes docs/soak.md; fails on a crash, panic, leak, RSS growth or loss.
 .PHONY: soak
-soak:
-	./soak/run.sh
+soak: static bin-links
+	COREBPF_BIN_DIR=$(abspath $(BIN_DIR)) ./soak/run.sh

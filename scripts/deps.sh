@@ -29,6 +29,12 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
+# The host tests run under cargo-nextest (tests of different binaries side by side; `make test-run`).
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+    echo "deps.sh: installing cargo-nextest (cargo install, a few minutes)"
+    cargo install --locked --quiet cargo-nextest
+fi
+
 # Classic tracepoints need tracefs; tp_btf, raw_tp, uprobes and perf events do not.
 if [ ! -d /sys/kernel/tracing/events ]; then
     mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

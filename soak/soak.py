@@ -9,7 +9,7 @@ tool crashed, hung, panicked, left a BPF program or link loaded, grew its RSS by
 settled (the last 25% of the run) or by more than FAULT_GROWTH_PCT during them, or reported fewer events plus
 losses than the workload made.
 
-As root, with the release binaries in target/release (soak/run.sh builds them). `soak.py worker KIND ...` is
+As root, with the static corebpf-tools and a link per tool in $COREBPF_BIN_DIR (`make soak` lays them out). `soak.py worker KIND ...` is
 one workload process (started by the driver; it waits for "go" on stdin, works until stdin closes, then prints
 its count as one JSON line).
 """
@@ -30,7 +30,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release")
+BIN = os.environ.get("COREBPF_BIN_DIR", os.path.join(ROOT, "target", "bin"))
 OUT = os.environ.get("SOAK_OUT", os.path.join(ROOT, "target", "soak"))
 
 # Workload rates (operations per second), capped: two cores are shared with other work.
@@ -486,7 +486,7 @@ def main():
     tools = sorted(
         d for d in os.listdir(os.path.join(ROOT, "tools")) if os.path.exists(os.path.join(ROOT, "tools", d, "Cargo.toml"))
     )
-    skipped = {t: "no binary in target/release (did not build)" for t in tools if not os.access(os.path.join(BIN, t), os.X_OK)}
+    skipped = {t: "no binary in COREBPF_BIN_DIR" for t in tools if not os.access(os.path.join(BIN, t), os.X_OK)}
     skipped.update({t: os.environ[f"SOAK_SKIP_{t}"] for t in tools if os.environ.get(f"SOAK_SKIP_{t}")})
     tools = [t for t in tools if t not in skipped]
     scratch = f"/var/tmp/corebpf-soak-{os.getpid()}"
