@@ -188,11 +188,8 @@ def has_bench_entry(tool):
     return False
 
 
-def problems_of(tool, doc, scenarios):
-    """What the tool folder lacks, one line each."""
-    src = f"tools/{tool}/doc.md"
-    if doc is None:
-        return [f"{src}: missing (every tool documents itself there; copy a neighbour's and rewrite it)"]
+def doc_problems(tool, doc, src):
+    """What the tool's doc.md lacks, one line each."""
     found = []
     if doc.title != tool:
         found.append(f"{src}: the first line must be '# {tool}'")
@@ -205,10 +202,21 @@ def problems_of(tool, doc, scenarios):
             found.append(f"{src}: no '## {heading}' part (man page section)")
     examples = doc.part("EXAMPLES") or []
     first = next((l for l in examples if l.strip()), "")
-    if examples and not (first == tool or first.startswith(tool + " ")):
+    if first and not (first == tool or first.startswith(tool + " ")):
         found.append(f"{src}: '## EXAMPLES' must start with an example command ({tool} ...), not {first!r}")
     if doc.help_examples() is None:
         found.append(f"{src}: no ``` fence under '## --help' (the examples --help prints)")
+    return found
+
+
+def problems_of(tool, doc, scenarios):
+    """What the tool folder lacks, one line each."""
+    src = f"tools/{tool}/doc.md"
+    found = []
+    if doc is None:
+        found.append(f"{src}: missing (every tool documents itself there; see docs/tool-doc.md)")
+    else:
+        found += doc_problems(tool, doc, src)
     for rel, what in [(f"tests/tests/{tool}.rs", "integration test"),
                       (f"tests/snapshots/{tool}.help", "--help snapshot (make snapshots)")]:
         if not os.path.isfile(path(rel)):
