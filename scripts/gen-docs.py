@@ -101,9 +101,10 @@ def escape(text):
     return re.sub(r"^([#>+-]|\d+\.)", r"\\\1", text)
 
 
-def man_to_markdown(lines):
+def man_to_markdown(lines, examples):
     """A man page section's blocks as Markdown: tagged paragraphs (an example command or a name, then its
-    indented explanation) as a code line and a paragraph, bullet lists as lists, the rest as paragraphs."""
+    indented explanation) as a code block and a paragraph in EXAMPLES (`examples`), elsewhere as a list item
+    naming the tag in code; bullet lists as lists; the rest as paragraphs."""
     out = []
     for block in blocks(lines):
         indented = [l[:1].isspace() for l in block]
@@ -116,7 +117,11 @@ def man_to_markdown(lines):
                     items[-1].append(line.strip())
             out.append("\n".join("- " + escape(" ".join(item)) for item in items))
         elif len(block) > 1 and not indented[0] and all(indented[1:]):
-            out.append("```\n" + block[0] + "\n```\n\n" + escape(" ".join(l.strip() for l in block[1:])))
+            text = escape(" ".join(l.strip() for l in block[1:]))
+            if examples or "`" in block[0]:
+                out.append("```\n" + block[0] + "\n```\n\n" + text)
+            else:
+                out.append(f"- `{block[0]}`: {text}")
         else:
             out.append(escape(" ".join(l.strip() for l in block)))
     return "\n\n".join(out)
@@ -150,7 +155,7 @@ def page(tool, doc):
         if title == "--help":
             continue
         if is_man_heading(title):
-            body = man_to_markdown(lines)
+            body = man_to_markdown(lines, title == "EXAMPLES")
             title = title.capitalize()
         else:
             body = relink("\n".join(lines).strip("\n"))
