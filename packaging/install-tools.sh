@@ -75,7 +75,7 @@ install)
         { echo "install-tools.sh: $BIN_SRC/$MULTICALL is not built (run make static)" >&2; exit 1; }
     for t in "$@"; do
         [ -f "$tools_dir/$t/doc.md" ] ||
-            { echo "install-tools.sh: $tools_dir/$t/doc.md is missing: write its DESCRIPTION and EXAMPLES" >&2; exit 1; }
+            { echo "install-tools.sh: $tools_dir/$t/doc.md is missing (docs/tool-doc.md)" >&2; exit 1; }
     done
     install -d -m 0755 "$DESTDIR$BINDIR" "$DESTDIR$MANDIR" "$DESTDIR$BASHCOMPDIR" "$DESTDIR$ZSHCOMPDIR" \
         "$DESTDIR$FISHCOMPDIR"

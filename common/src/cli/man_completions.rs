@@ -4,8 +4,8 @@
 //! the tool writes that file to stdout and exits 0 instead of running, so `--help`, the man page and the
 //! completions can never disagree. `COREBPF_GENERATE_NAME` gives the installed command name (the Makefile's
 //! `APP_PREFIX` applied, e.g. `bpf-biolatency`); `COREBPF_MAN_SECTIONS` names the tool's documentation source
-//! (tools/<tool>/doc.md), whose sections in capitals replace clap's DESCRIPTION and follow OPTIONS. The man page is dated from
-//! `SOURCE_DATE_EPOCH` (or undated), so the same commit always gives the same bytes.
+//! (tools/<tool>/doc.md), whose sections in capitals replace clap's DESCRIPTION and follow OPTIONS. The man
+//! page is dated from `SOURCE_DATE_EPOCH` (or undated), so the same commit always gives the same bytes.
 
 use std::io::Write;
 use std::process::exit;
