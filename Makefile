@@ -16,6 +16,8 @@
 #   make template-check  copy a tool to a scratch name in a temporary copy of the workspace, build it, run --help
 #   make deps         install build and test dependencies (Debian/Ubuntu, as root)
 #   make lint         clippy and rustfmt checks
+#   make docs         write docs/tools/TOOL.md and the README's tool table from each tools/TOOL/doc.md
+#   make docs-check   fail, one line per problem, if those are stale or a tool lacks a part (doc, test, snapshot...)
 #   make soak         every tool at once under load and faults for SOAK_SECONDS (default 600); writes docs/soak.md
 
 CARGO ?= cargo
@@ -47,7 +49,7 @@ INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' AP
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
 
 .PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
-	clean tools template-check test-build test-run bin-links
+	clean tools template-check test-build test-run bin-links docs docs-check
 
 all: build
 
@@ -135,6 +137,14 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+# Each tool's documentation source is tools/TOOL/doc.md (docs/tool-doc.md): the man page's sections and --help's
+# examples are made from it at build and install time, its web page and README row here.
+docs:
+	@python3 scripts/gen-docs.py
+
+docs-check:
+	@python3 scripts/gen-docs.py --check
 
 clean:
 	$(CARGO) clean

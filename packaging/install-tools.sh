@@ -15,13 +15,15 @@
 # never a copy per name.
 #   BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR   completion folders (defaults below)
 #   SOURCE_DATE_EPOCH   dates the man pages (reproducible builds)
-# The man pages and completions come from the binaries themselves (COREBPF_GENERATE, see common/src/generate.rs),
-# with the hand-written sections of packaging/man/TOOL.txt.
+# The man pages and completions come from the binaries themselves (COREBPF_GENERATE, see
+# common/src/cli/man_completions.rs), with the hand-written sections of the tool's documentation source,
+# tools/TOOL/doc.md (its parts titled in capitals: DESCRIPTION, EXAMPLES...).
 set -eu
 
 action=${1:?usage: install-tools.sh install|list|uninstall TOOL...}
 shift
 here=$(cd "$(dirname "$0")" && pwd)
+tools_dir=$(cd "$here/../tools" && pwd)
 DESTDIR=${DESTDIR:-}
 PREFIX=${PREFIX:-/usr/local}
 APP_PREFIX=${APP_PREFIX:-}
@@ -45,7 +47,7 @@ files_of() {
 
 # Runs the tool in generation mode: generate TOOL WHAT > FILE.
 generate() {
-    COREBPF_GENERATE=$2 COREBPF_GENERATE_NAME=$APP_PREFIX$1 COREBPF_MAN_SECTIONS=$here/man/$1.txt \
+    COREBPF_GENERATE=$2 COREBPF_GENERATE_NAME=$APP_PREFIX$1 COREBPF_MAN_SECTIONS=$tools_dir/$1/doc.md \
         "$BIN_SRC/$MULTICALL" "$1" < /dev/null
 }
 
@@ -72,8 +74,8 @@ install)
     [ -x "$BIN_SRC/$MULTICALL" ] ||
         { echo "install-tools.sh: $BIN_SRC/$MULTICALL is not built (run make static)" >&2; exit 1; }
     for t in "$@"; do
-        [ -f "$here/man/$t.txt" ] ||
-            { echo "install-tools.sh: $here/man/$t.txt is missing: write its DESCRIPTION and EXAMPLES" >&2; exit 1; }
+        [ -f "$tools_dir/$t/doc.md" ] ||
+            { echo "install-tools.sh: $tools_dir/$t/doc.md is missing (docs/tool-doc.md)" >&2; exit 1; }
     done
     install -d -m 0755 "$DESTDIR$BINDIR" "$DESTDIR$MANDIR" "$DESTDIR$BASHCOMPDIR" "$DESTDIR$ZSHCOMPDIR" \
         "$DESTDIR$FISHCOMPDIR"

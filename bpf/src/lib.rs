@@ -8,9 +8,11 @@
 //! - `consts.rs`, every `#define NAME <integer>` of the tool's `src/*.h` as `pub const NAME: usize`, so a
 //!   constant shared by C and Rust (slot counts, table sizes) has one home, the C header;
 //! - `main.rs`, the tool's own `main` (`fn main() { <crate>::TOOL.run_from_env() }`), so the tool's
-//!   `src/main.rs` is one `include!` line that never names the crate.
+//!   `src/main.rs` is one `include!` line that never names the crate;
+//! - `examples.txt`, the `## --help` part of the tool's documentation source `doc.md` (the text of its one
+//!   ``` fence), which the tool's `lib.rs` includes as clap's `after_help`.
 //!
-//! The tool's `src/bpf.rs` includes the first two, its `src/main.rs` the third (see any tool).
+//! The tool's `src/bpf.rs` includes the first two, its `src/main.rs` the third, its `src/lib.rs` the fourth.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -87,6 +89,13 @@ pub fn build_skeleton() {
 
     write_consts(&manifest.join("src"), &out_dir.join("consts.rs"));
     write_main(&name, &out_dir.join("main.rs"));
+    // Every tool (a crate in tools/) documents itself in doc.md; the multicall's crate, which builds its
+    // features program here too, has none.
+    let doc = manifest.join("doc.md");
+    if doc.exists() || manifest.parent().and_then(Path::file_name).is_some_and(|d| d == "tools") {
+        write_help_examples(&doc, &out_dir.join("examples.txt"));
+        println!("cargo:rerun-if-changed={}", doc.display());
+    }
 
     println!("cargo:rerun-if-changed={}", source.display());
     println!("cargo:rerun-if-changed={}", manifest.join("src").display());
@@ -143,6 +152,29 @@ fn write_main(package: &str, out: &Path) {
     std::fs::write(out, text).unwrap_or_else(|err| panic!("writing {}: {err}", out.display()));
 }
 
+/// Writes the text of the ``` fence under `## --help` in the tool's `doc.md`, without a final newline.
+fn write_help_examples(doc: &Path, out: &Path) {
+    let text = std::fs::read_to_string(doc)
+        .unwrap_or_else(|e| panic!("reading {}: {e} (every tool documents itself there)", doc.display()));
+    let examples = help_examples(&text)
+        .unwrap_or_else(|| panic!("{}: no ``` fence under `## --help` (the examples --help prints)", doc.display()));
+    std::fs::write(out, examples).unwrap_or_else(|err| panic!("writing {}: {err}", out.display()));
+}
+
+/// The lines inside the first ``` fence after the `## --help` title, joined by newlines.
+fn help_examples(doc: &str) -> Option<String> {
+    let mut lines = doc.lines().skip_while(|l| l.trim_end() != "## --help").skip(1);
+    lines.find(|l| l.starts_with("```"))?;
+    let mut body = Vec::new();
+    for line in lines {
+        if line.starts_with("```") {
+            return Some(body.join("\n"));
+        }
+        body.push(line);
+    }
+    None
+}
+
 /// `(NAME, value)` of each `#define NAME value` line whose value is a decimal or hex integer.
 fn integer_defines(header: &str) -> Vec<(String, u64)> {
     header
@@ -167,5 +199,13 @@ mod tests {
         let found =
             super::integer_defines("#define MAX_SLOTS 27\n#define GUARD_H\n#define X 0x10UL\n#define S \"s\"\n");
         assert_eq!(found, vec![("MAX_SLOTS".to_owned(), 27), ("X".to_owned(), 16)]);
+    }
+
+    #[test]
+    fn help_examples_are_the_fence_under_help() {
+        let doc = "# t\n\n## EXAMPLES\n\n```\nnot this\n```\n\n## --help\n\n```text\nexamples:\n    t -x  # x\n```\n";
+        assert_eq!(super::help_examples(doc).as_deref(), Some("examples:\n    t -x  # x"));
+        assert_eq!(super::help_examples("## --help\n\n```text\nunclosed\n"), None);
+        assert_eq!(super::help_examples("## EXAMPLES\n"), None);
     }
 }

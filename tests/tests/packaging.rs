@@ -263,7 +263,7 @@ fn man_pages_render_with_every_option_and_the_hand_written_sections() {
     let dest = TempDir::new("man");
     make(&["install-files", &format!("DESTDIR={}", dest.0.display()), "PREFIX=/usr"]);
     for tool in tools() {
-        let sections = root().join("packaging/man").join(format!("{tool}.txt"));
+        let sections = root().join("tools").join(&tool).join("doc.md");
         let hand = fs::read_to_string(&sections)
             .unwrap_or_else(|_| panic!("{} is missing: write {tool}'s DESCRIPTION and EXAMPLES", sections.display()));
         let page = dest.0.join(format!("usr/share/man/man8/{tool}.8.gz"));
@@ -281,10 +281,11 @@ fn man_pages_render_with_every_option_and_the_hand_written_sections() {
         }
         assert!(headings[0].starts_with(&format!("{}(8)", tool.to_uppercase())), "{}", headings[0]);
         // The hand-written text is there: its first example command, as written.
-        let example =
-            hand.split("EXAMPLES\n").nth(1).and_then(|s| s.lines().next()).unwrap_or_else(|| {
-                panic!("{}: EXAMPLES section must start with an example command", sections.display())
-            });
+        let examples = hand.split("\n## EXAMPLES\n").nth(1).unwrap_or_default();
+        let example = examples
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_else(|| panic!("{}: EXAMPLES section must start with an example command", sections.display()));
         assert!(text.contains(&format!("       {example}\n")), "{}: example {example:?} not rendered", page.display());
         // The clap definition is there: every long option of --help.
         let help = run_ok(Command::new(bin(&tool)).arg("--help"));

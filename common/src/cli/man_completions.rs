@@ -3,9 +3,9 @@
 //! `cli::parse()` calls [`from_env`] before parsing: when `COREBPF_GENERATE` is `man`, `bash`, `zsh` or `fish`,
 //! the tool writes that file to stdout and exits 0 instead of running, so `--help`, the man page and the
 //! completions can never disagree. `COREBPF_GENERATE_NAME` gives the installed command name (the Makefile's
-//! `APP_PREFIX` applied, e.g. `bpf-biolatency`); `COREBPF_MAN_SECTIONS` names a file of hand-written sections
-//! (packaging/man/<tool>.txt) that replace clap's DESCRIPTION and follow OPTIONS. The man page is dated from
-//! `SOURCE_DATE_EPOCH` (or undated), so the same commit always gives the same bytes.
+//! `APP_PREFIX` applied, e.g. `bpf-biolatency`); `COREBPF_MAN_SECTIONS` names the tool's documentation source
+//! (tools/<tool>/doc.md), whose sections in capitals replace clap's DESCRIPTION and follow OPTIONS. The man
+//! page is dated from `SOURCE_DATE_EPOCH` (or undated), so the same commit always gives the same bytes.
 
 use std::io::Write;
 use std::process::exit;
@@ -19,7 +19,7 @@ use clap_mangen::Man;
 pub const GENERATE_VAR: &str = "COREBPF_GENERATE";
 /// Environment variable with the installed command name.
 pub const NAME_VAR: &str = "COREBPF_GENERATE_NAME";
-/// Environment variable with the path of the hand-written man page sections.
+/// Environment variable with the path of the tool's documentation source (`tools/<tool>/doc.md`).
 pub const SECTIONS_VAR: &str = "COREBPF_MAN_SECTIONS";
 
 /// If `COREBPF_GENERATE` is set, writes the man page or completion script of `T` to stdout and exits: 0 on
@@ -89,34 +89,50 @@ pub struct Section {
     pub blocks: Vec<Vec<String>>,
 }
 
-/// Parses the hand-written sections file.
+/// Parses the man page sections of a tool's documentation source (`tools/<tool>/doc.md`).
 ///
-/// A line in capitals with no indentation (`DESCRIPTION`, `EXAMPLES`, `SEE ALSO`) starts a section. Blank lines
-/// separate blocks. A block whose first line is not indented and whose next lines are is a tagged paragraph: the
-/// first line (an example command, a variable name) in bold, the rest as its explanation. A block of lines
-/// starting with `- ` is a bullet list; anything else is a paragraph. Text needs no escaping.
+/// A `## ` line whose title is in capitals (`## DESCRIPTION`, `## EXAMPLES`, `## SEE ALSO`) starts a man page
+/// section; any other `## ` title (`## Usage`, `## --help`) starts a part for the web page only, skipped here, and
+/// so is what comes before the first `## ` (the title and summary). `## ` inside a ``` fence starts nothing.
+/// Blank lines separate blocks. A block whose first line is not indented and whose next lines are is a tagged
+/// paragraph: the first line (an example command, a variable name) in bold, the rest as its explanation. A block
+/// of lines starting with `- ` is a bullet list; anything else is a paragraph. Text needs no escaping.
 pub fn parse_sections(text: &str) -> Result<Vec<Section>, String> {
     let mut sections: Vec<Section> = Vec::new();
     let mut block: Vec<String> = Vec::new();
-    let flush = |sections: &mut Vec<Section>, block: &mut Vec<String>| {
-        if let (Some(section), false) = (sections.last_mut(), block.is_empty()) {
-            section.blocks.push(std::mem::take(block));
-        }
-    };
-    for (n, line) in text.lines().enumerate() {
+    // Whether the lines belong to a man page section, and whether they are inside a ``` fence.
+    let (mut in_man, mut in_fence) = (false, false);
+    for line in text.lines() {
         let line = line.trim_end();
-        if line.is_empty() {
-            flush(&mut sections, &mut block);
-        } else if is_heading(line) {
-            flush(&mut sections, &mut block);
-            sections.push(Section { heading: line.to_owned(), blocks: Vec::new() });
-        } else if sections.is_empty() {
-            return Err(format!("line {}: text before the first section heading", n + 1));
+        if line.starts_with("```") {
+            in_fence = !in_fence;
+        }
+        let title = if in_fence { None } else { line.strip_prefix("## ") };
+        if let Some(title) = title {
+            if let (Some(section), false) = (sections.last_mut(), block.is_empty()) {
+                section.blocks.push(std::mem::take(&mut block));
+            }
+            block.clear();
+            in_man = is_heading(title.trim());
+            if in_man {
+                sections.push(Section { heading: title.trim().to_owned(), blocks: Vec::new() });
+            }
+        } else if !in_man {
+            continue;
+        } else if line.is_empty() {
+            if let (Some(section), false) = (sections.last_mut(), block.is_empty()) {
+                section.blocks.push(std::mem::take(&mut block));
+            }
         } else {
             block.push(line.to_owned());
         }
     }
-    flush(&mut sections, &mut block);
+    if let (true, Some(section), false) = (in_man, sections.last_mut(), block.is_empty()) {
+        section.blocks.push(block);
+    }
+    if sections.is_empty() {
+        return Err("no man page section (a `## ` title in capitals, such as `## DESCRIPTION`)".to_owned());
+    }
     Ok(sections)
 }
 
@@ -233,8 +249,11 @@ mod tests {
             .arg(Arg::new("extra").short('x').long("extra").help("Do extra things").action(ArgAction::SetTrue))
     }
 
-    const SECTIONS: &str = "DESCRIPTION\nFirst paragraph\ncontinued.\n\n.Second starts with a dot.\n\n\
-                            EXAMPLES\ndemo -x\n    Does extra things.\n\nSEE ALSO\n- biolatency(8)\n- two\n  lines\n\n- one\n  item\n";
+    const SECTIONS: &str = "# demo\n\n- Shows: things\n\n## DESCRIPTION\nFirst paragraph\ncontinued.\n\n\
+                            .Second starts with a dot.\n\n## Usage\n\n```\n## not a title\n# demo\n```\n\
+                            Web page only.\n\n## EXAMPLES\ndemo -x\n    Does extra things.\n\
+                            ## SEE ALSO\n- biolatency(8)\n- two\n  lines\n\n- one\n  item\n\n## --help\n\n\
+                            ```text\nexamples:\n```\n";
 
     #[test]
     fn parses_sections_and_blocks() {
@@ -242,7 +261,8 @@ mod tests {
         assert_eq!(s.iter().map(|s| s.heading.as_str()).collect::<Vec<_>>(), ["DESCRIPTION", "EXAMPLES", "SEE ALSO"]);
         assert_eq!(s[0].blocks, [vec!["First paragraph", "continued."], vec![".Second starts with a dot."]]);
         assert_eq!(s[1].blocks, [vec!["demo -x", "    Does extra things."]]);
-        assert!(parse_sections("text first\nDESCRIPTION\n").unwrap_err().contains("line 1"));
+        assert_eq!(s[2].blocks.len(), 2);
+        assert!(parse_sections("# demo\n\nDESCRIPTION\ntext\n").unwrap_err().contains("no man page section"));
     }
 
     #[test]
@@ -291,7 +311,7 @@ mod tests {
 
     #[test]
     fn examples_use_the_installed_name() {
-        let mut sections = parse_sections("EXAMPLES\ndemo -x\n    Extra.\n\ndemox\n    Not the tool.\n").unwrap();
+        let mut sections = parse_sections("## EXAMPLES\ndemo -x\n    Extra.\n\ndemox\n    Not the tool.\n").unwrap();
         rename_examples(&mut sections, "demo", "bpf-demo");
         assert_eq!(sections[0].blocks[0][0], "bpf-demo -x");
         assert_eq!(sections[0].blocks[1][0], "demox");

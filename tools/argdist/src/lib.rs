@@ -29,64 +29,7 @@ use common::run::{self, run_intervals, Signals};
 
 use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_KEYS, STR_MAX};
 
-const EXAMPLES: &str = "\
-Probe specifier syntax:
-        {p,r,t}:{[library],category}:function(signature)[:type[,type...]:expr[,expr...][:filter]][#label]
-Where:
-        p,r,t      -- probe at function entry, function exit, or kernel
-                      tracepoint
-                      in exit probes: can use $retval, $latency
-        library    -- the library that contains the function
-                      (leave empty for kernel functions)
-        category   -- the category of the kernel tracepoint (e.g. net, sched)
-        function   -- the function name to trace (or tracepoint name)
-        signature  -- the function's parameters, as in the C header
-        type       -- the type of the expression to collect (supports multiple)
-        expr       -- the expression to collect (supports multiple): a
-                      parameter, args->FIELD of a tracepoint, $retval,
-                      $latency, $PID, $TID, $UID
-        filter     -- the filter that is applied to collected values:
-                      comparisons (== != < <= > >=) joined by && and ||
-        label      -- the label for this probe in the resulting output
-
-EXAMPLES:
-
-argdist -H 't:syscalls:sys_enter_write():u64:args->count'
-        Print a histogram of the sizes passed to write()
-
-argdist -H 't:syscalls:sys_enter_write():u64:args->count:args->count > 100'
-        The same, for writes of more than 100 bytes only
-
-argdist -p 1005 -C 'p:c:malloc(size_t size):size_t:size:size==16'
-        Print a frequency count of how many times process 1005 called malloc
-        with an allocation size of 16 bytes
-
-argdist -C 'r:c:gets():char*:(char*)$retval#snooped strings'
-        Snoop on all strings returned by gets()
-
-argdist -p 1005 -C 'p:c:write(int fd):int:fd' -T 5
-        Print frequency counts of how many times writes were issued to a
-        particular file descriptor number, in process 1005, but only show
-        the top 5 busiest fds
-
-argdist -p 1005 -H 'r:c:read()'
-        Print a histogram of results (sizes) returned by read() in process 1005
-
-argdist -H 'r:c:usleep():u64:$latency'
-        Print a histogram of the latency of usleep() in nanoseconds
-
-argdist -C 'r::__vfs_read():u32:$PID:$latency > 100000'
-        Print frequency of reads by process where the latency was >0.1ms
-        (kernel functions need kprobes)
-
-argdist -C 't:irq:irq_handler_entry():int:args->irq'
-        Aggregate interrupts by interrupt request (IRQ)
-
-argdist -C 't:syscalls:sys_enter_openat():char*:args->filename'
-        Count the files opened, by name
-
-argdist -H 'p:c:sleep(u32 seconds):u32:seconds' -H 't:syscalls:sys_enter_nanosleep():u64:args->rqtp'
-        Print histograms of sleep() arguments and nanosleep() request pointers";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Trace a function and display a summary of its parameter values.
 #[derive(Debug, Parser)]

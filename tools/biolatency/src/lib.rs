@@ -26,21 +26,7 @@ use libbpf_rs::Link;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Report, Units};
 
-const EXAMPLES: &str = "\
-examples:
-    biolatency                    # summarize block I/O latency as a histogram
-    biolatency 1 10               # print 1 second summaries, 10 times
-    biolatency -mT 1              # 1s summaries, milliseconds, and timestamps
-    biolatency -Q                 # include OS queued time in I/O time
-    biolatency -D                 # show each disk device separately
-    biolatency -F                 # show I/O flags separately
-    biolatency -DF                # a histogram per disk and set of flags
-    biolatency -j                 # print JSON lines
-    biolatency --prometheus :9435 # serve Prometheus metrics on 127.0.0.1:9435
-    biolatency --heatmap io.svg 1 # 1s summaries, and a latency heat map in io.svg
-    biolatency -e                 # show extension summary (total, average)
-    biolatency -d sdc             # trace sdc only
-    biolatency -c /sys/fs/cgroup/system.slice  # trace I/O issued from this cgroup only";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize block device I/O latency as a histogram.
 #[derive(Debug, Parser)]

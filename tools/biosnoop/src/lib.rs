@@ -28,18 +28,7 @@ use libbpf_rs::Link;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Io, Printer, Style};
 
-const EXAMPLES: &str = "\
-examples:
-    biosnoop           # trace all block I/O
-    biosnoop -Q        # include OS queued time
-    biosnoop -d sdc    # trace sdc only
-    biosnoop -P        # display block I/O pattern
-    biosnoop -e        # show the request flags
-    biosnoop -t        # use timestamps instead
-    biosnoop 10        # trace for 10 seconds only
-    biosnoop -m 1      # trace for slower than 1ms
-    biosnoop -c /sys/fs/cgroup/system.slice  # trace I/O issued from this cgroup only
-    biosnoop --json    # JSON lines, with exact nanoseconds";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Trace block I/O.
 #[derive(Debug, Parser)]

@@ -27,17 +27,7 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 // SAFETY: a plain C struct of integers and chars, generated from cpudist.h.
 unsafe impl plain::Plain for hist {}
 
-const EXAMPLES: &str = "\
-examples:
-    cpudist              # summarize on-CPU time as a histogram
-    cpudist -O           # summarize off-CPU time as a histogram
-    cpudist 1 10         # print 1 second summaries, 10 times
-    cpudist -mT 1        # 1s summaries, milliseconds, and timestamps
-    cpudist -P           # show each PID separately
-    cpudist -p 185       # trace PID 185 only
-    cpudist -I           # include CPU idle time
-    cpudist -e           # show extension summary (average/total/count)
-    cpudist -j 1         # print JSON lines, one per histogram per second";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize on- and off-CPU time per task as a histogram.
 #[derive(Debug, Parser)]

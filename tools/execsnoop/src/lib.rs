@@ -28,23 +28,7 @@ use regex_lite::Regex;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Exec, Printer, Style};
 
-const EXAMPLES: &str = "\
-examples:
-    execsnoop                      # trace all exec() syscalls
-    execsnoop -x                   # include failed exec()s
-    execsnoop -T                   # include time (HH:MM:SS)
-    execsnoop -P 181               # only trace new processes whose parent PID is 181
-    execsnoop -U                   # include UID
-    execsnoop -C                   # include CPU
-    execsnoop -M                   # include PCOMM
-    execsnoop -u 1000              # only trace UID 1000
-    execsnoop -u user              # get user UID and trace only them
-    execsnoop -t                   # include timestamps
-    execsnoop -q                   # add \"quotemarks\" around arguments
-    execsnoop -n main              # only print command lines containing \"main\"
-    execsnoop -l tpkg              # only print command where arguments contains \"tpkg\"
-    execsnoop -c /sys/fs/cgroup/system.slice  # only trace processes in this cgroup
-    execsnoop --json               # JSON lines, arguments as a list";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Trace exec() syscalls.
 #[derive(Debug, Parser)]

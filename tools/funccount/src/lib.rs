@@ -26,22 +26,7 @@ use attach::{Attached, Filters};
 use report::Report;
 use targets::{Kind, Site, Target};
 
-const EXAMPLES: &str = "\
-examples:
-    funccount 'vfs_*'             # count kernel fns starting with \"vfs\"
-    funccount -r '^vfs.*'         # same as above, using regular expressions
-    funccount -Ti 5 'vfs_*'       # output every 5 seconds, with timestamps
-    funccount -d 10 'vfs_*'       # trace for 10 seconds only
-    funccount -p 185 'vfs_*'      # count vfs calls for PID 185 only
-    funccount t:sched:sched_fork  # count calls to the sched_fork tracepoint
-    funccount -p 185 u:node:gc*   # count all GC USDT probes in node, PID 185
-    funccount c:malloc            # count all malloc() calls in libc
-    funccount go:os.*             # count all \"os.*\" calls in libgo
-    funccount -p 185 go:os.*      # count all \"os.*\" calls in libgo, PID 185
-    funccount ./test:read*        # count \"read*\" calls in the ./test binary
-    funccount -c 1 'vfs_*'        # count vfs calls on CPU 1 only
-    funccount -D 'c:str*'         # show what would be attached, and how
-    funccount --prometheus :9435 'vfs_*'  # serve the counts as Prometheus metrics";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// `--prometheus`: `corebpf_funccount_calls_total{function="..."}`, one series per match.
 const CALLS_HELP: &str = "Calls of each matched function, tracepoint or probe";

@@ -24,21 +24,7 @@ use common::run::{self, run_intervals, Signals, Tick};
 
 use report::{Report, Unit};
 
-const EXAMPLES: &str = "\
-examples:
-    funclatency do_sys_open       # time the do_sys_open() kernel function
-    funclatency c:read            # time the read() C library function
-    funclatency -u vfs_read       # time vfs_read(), in microseconds
-    funclatency -m do_nanosleep   # time do_nanosleep(), in milliseconds
-    funclatency -i 2 -d 10 c:open # output every 2 seconds, for duration 10s
-    funclatency -mTi 5 vfs_read   # output every 5 seconds, with timestamps
-    funclatency -p 181 vfs_read   # time process 181 only
-    funclatency 'vfs_fstat*'      # time both vfs_fstat() and vfs_fstatat()
-    funclatency 'c:*printf'       # time the *printf family of functions
-    funclatency -F 'vfs_r*'       # show one histogram per matched function
-    funclatency --prometheus :9435 -F c:getaddrinfo  # serve Prometheus metrics on 127.0.0.1:9435
-    funclatency --heatmap calls.svg -i 1 c:read      # 1s histograms, and a latency heat map
-    funclatency -l 3 -p 181 a.out:walk  # the outermost 3 levels of a recursive function";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Time functions and print latency as a histogram.
 #[derive(Debug, Parser)]

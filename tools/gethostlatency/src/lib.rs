@@ -32,12 +32,7 @@ use libbpf_rs::{Link, ProgramMut, UprobeMultiOpts, UprobeOpts};
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Report, FUNCS};
 
-const EXAMPLES: &str = "\
-examples:
-    gethostlatency                # time getaddrinfo/gethostbyname[2] calls
-    gethostlatency -p 181         # only trace PID 181 (its own libc, also inside a container)
-    gethostlatency -l /usr/lib/x86_64-linux-gnu/libc.so.6   # probe this libc
-    gethostlatency -j             # print JSON lines";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Show latency for getaddrinfo/gethostbyname[2] calls.
 #[derive(Debug, Parser)]

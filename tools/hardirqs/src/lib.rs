@@ -28,15 +28,7 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 unsafe impl plain::Plain for hist {}
 unsafe impl plain::Plain for irq_key {}
 
-const EXAMPLES: &str = "\
-examples:
-    hardirqs            # sum hard irq event time
-    hardirqs -C         # show the number of hard irq events
-    hardirqs -d         # show hard irq event time as histograms
-    hardirqs 1 10       # print 1 second summaries, 10 times
-    hardirqs -NT 1      # 1s summaries, nanoseconds, and timestamps
-    hardirqs -c 1       # sum hard irq event time on CPU 1 only
-    hardirqs -j 1       # print a JSON line every second";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 const KIND: Kind = Kind { words: "hard irq", field: "hardirq", array: "hardirqs", column: "HARDIRQ", width: 26 };
 

@@ -23,21 +23,7 @@ use libbpf_rs::Link;
 use bpf::types::stack_key;
 use bpf::{BpfSkel, BpfSkelBuilder};
 
-const EXAMPLES: &str = "\
-examples:
-    offcputime             # trace off-CPU stack time until Ctrl-C
-    offcputime 5           # trace for 5 seconds only
-    offcputime -f 5        # 5 seconds, and output in folded format
-    offcputime -s 5        # 5 seconds, and show symbol offsets
-    offcputime -m 1000     # trace only events that last more than 1000 usec
-    offcputime -M 10000    # trace only events that last less than 10000 usec
-    offcputime -p 185,175,165 # only trace threads for PID 185,175,165
-    offcputime -t 188,120,134 # only trace threads 188,120,134
-    offcputime -u          # only trace user threads (no kernel)
-    offcputime -k          # only trace kernel threads (no user)
-    offcputime -U          # only show user space stacks (no kernel)
-    offcputime -K          # only show kernel space stacks (no user)
-    offcputime --flamegraph off.svg 10  # also draw an off-CPU flame graph of 10 seconds";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize off-CPU time by stack trace.
 #[derive(Debug, Parser)]

@@ -24,20 +24,7 @@ use libbpf_rs::Link;
 use bpf::types::{wake_key, waker};
 use bpf::{BpfSkel, BpfSkelBuilder};
 
-const EXAMPLES: &str = "\
-examples:
-    offwaketime                # trace off-CPU + waker stack time until Ctrl-C
-    offwaketime 5              # trace for 5 seconds only
-    offwaketime -f 5           # 5 seconds, and output in folded format
-    offwaketime -m 1000        # trace only events that last more than 1000 usec
-    offwaketime -M 9000        # trace only events that last less than 9000 usec
-    offwaketime -p 185         # only trace threads for PID 185
-    offwaketime -t 188         # only trace thread 188
-    offwaketime -u             # only trace user threads (no kernel)
-    offwaketime -k             # only trace kernel threads (no user)
-    offwaketime -U             # only show user space stacks (no kernel)
-    offwaketime -K             # only show kernel space stacks (no user)
-    offwaketime --flamegraph offwake.svg 10  # also draw an off-wake flame graph of 10 seconds";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize blocked time by kernel off-CPU stack and waker stack.
 #[derive(Debug, Parser)]

@@ -27,22 +27,7 @@ use libbpf_rs::skel::OpenSkel;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Open, Printer, Style};
 
-const EXAMPLES: &str = "\
-examples:
-    opensnoop                        # trace all open() syscalls
-    opensnoop -T                     # include timestamps
-    opensnoop -U                     # include UID
-    opensnoop -x                     # only show failed opens
-    opensnoop -p 181                 # only trace PID 181
-    opensnoop -t 123                 # only trace TID 123
-    opensnoop -u 1000                # only trace UID 1000
-    opensnoop -d 10                  # trace for 10 seconds only
-    opensnoop -n main                # only print process names containing \"main\"
-    opensnoop -e                     # show extended fields
-    opensnoop -f O_WRONLY -f O_RDWR  # only print calls for writing
-    opensnoop -F                     # show full path for an open file with relative path
-    opensnoop -c /sys/fs/cgroup/system.slice  # only trace processes in this cgroup
-    opensnoop --json                 # JSON lines, with errno names";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Trace open() syscalls.
 #[derive(Debug, Parser)]

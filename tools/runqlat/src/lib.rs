@@ -28,14 +28,7 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 // SAFETY: a plain C struct of integers and chars, generated from runqlat.h.
 unsafe impl plain::Plain for hist {}
 
-const EXAMPLES: &str = "\
-examples:
-    runqlat            # summarize run queue latency as a histogram
-    runqlat 1 10       # print 1 second summaries, 10 times
-    runqlat -mT 1      # 1s summaries, milliseconds, and timestamps
-    runqlat -P         # show each PID separately
-    runqlat -p 185     # trace PID 185 only
-    runqlat -j 1       # print JSON lines, one per histogram per second";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize run queue (scheduler) latency as a histogram.
 #[derive(Debug, Parser)]

@@ -28,14 +28,7 @@ use report::Report;
 /// BCC's sampling rate: 99 Hz, off the beat of common timers.
 const FREQUENCY: u64 = 99;
 
-const EXAMPLES: &str = "\
-examples:
-    runqlen            # summarize run queue length as a histogram
-    runqlen 1 10       # print 1 second summaries, 10 times
-    runqlen -T 1       # 1s summaries and timestamps
-    runqlen -O         # report run queue occupancy
-    runqlen -C         # show each CPU separately
-    runqlen -j 1       # print a JSON line every second";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize scheduler run queue length as a histogram.
 #[derive(Debug, Parser)]

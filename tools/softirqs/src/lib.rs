@@ -26,15 +26,7 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 // SAFETY: a plain C struct of integers, generated from softirqs.h.
 unsafe impl plain::Plain for hist {}
 
-const EXAMPLES: &str = "\
-examples:
-    softirqs            # sum soft irq event time
-    softirqs -C         # show the number of soft irq events
-    softirqs -d         # show soft irq event time as histograms
-    softirqs 1 10       # print 1 second summaries, 10 times
-    softirqs -NT 1      # 1s summaries, nanoseconds, and timestamps
-    softirqs -c 1       # sum soft irq event time on CPU 1 only
-    softirqs -j 1       # print a JSON line every second";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 const KIND: Kind = Kind { words: "soft irq", field: "softirq", array: "softirqs", column: "SOFTIRQ", width: 16 };
 

@@ -28,23 +28,7 @@ use common::run::{self, Signals};
 
 use report::{Layout, Report};
 
-const EXAMPLES: &str = "\
-examples:
-    stackcount submit_bio         # count kernel stack traces for submit_bio
-    stackcount -d ip_output       # include a user/kernel stack delimiter
-    stackcount -s ip_output       # show symbol offsets
-    stackcount -sv ip_output      # show offsets and raw addresses (verbose)
-    stackcount 'tcp_send*'        # count stacks for funcs matching tcp_send*
-    stackcount -r '^tcp_send.*'   # same as above, using regular expressions
-    stackcount -Ti 5 ip_output    # output every 5 seconds, with timestamps
-    stackcount -p 185 ip_output   # count ip_output stacks for PID 185 only
-    stackcount -c 1 put_prev_entity   # count put_prev_entity stacks for CPU 1 only
-    stackcount -p 185 c:malloc    # count stacks for malloc in PID 185
-    stackcount t:sched:sched_fork # count stacks for sched_fork tracepoint
-    stackcount -p 185 u:node:*    # count stacks for all USDT probes in node
-    stackcount -K t:sched:sched_switch   # kernel stacks only
-    stackcount -U t:sched:sched_switch   # user stacks only
-    stackcount -f t:sched:sched_switch --flamegraph sw.svg  # folded, and a flame graph";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Count events and their stack traces.
 #[derive(Debug, Parser)]

@@ -31,23 +31,7 @@ use libbpf_rs::{Link, MapCore};
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::Report;
 
-const EXAMPLES: &str = "\
-examples:
-    syscount                 # count syscalls, print the top 10 at Ctrl-C
-    syscount -p $(pidof dd)  # look only at a particular process
-    syscount -t 185          # look only at thread 185
-    syscount -c 185          # look only at the children of process 185
-    syscount --cgroup /sys/fs/cgroup/system.slice  # look only at this cgroup
-    syscount -L              # measure and sort output by latency
-    syscount -L -m           # latency in milliseconds
-    syscount -P              # group statistics by pid, not by syscall
-    syscount -x -i 5         # count only failed syscalls, print every 5 seconds
-    syscount -e ENOENT -i 5  # count only syscalls failed with a given errno
-    syscount --syscall openat -i 1  # count only openat, every second
-    syscount -d 10 -T 20     # trace for 10 seconds, print the top 20
-    syscount -l              # list the syscalls of this architecture
-    syscount --exec ls -l /tmp  # run a command and count its syscalls
-    syscount --json -i 1     # JSON lines, one per second";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize syscall counts and latencies.
 #[derive(Debug, Parser)]

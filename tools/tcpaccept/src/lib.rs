@@ -26,15 +26,7 @@ use bpf::consts::MAX_PORTS;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Accept, Printer, Style};
 
-const EXAMPLES: &str = "\
-examples:
-    tcpaccept           # trace all TCP accept()s
-    tcpaccept -t        # include timestamps
-    tcpaccept -P 80,81  # only trace port 80 and 81
-    tcpaccept -p 181    # only trace PID 181
-    tcpaccept -4        # trace IPv4 family
-    tcpaccept -6        # trace IPv6 family
-    tcpaccept --json    # JSON lines";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
 type Ports = Vec<u16>;

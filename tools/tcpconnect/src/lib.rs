@@ -27,21 +27,7 @@ use bpf::consts::MAX_PORTS;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Connect, Printer, Style};
 
-const EXAMPLES: &str = "\
-examples:
-    tcpconnect           # trace all TCP connect()s
-    tcpconnect -t        # include timestamps
-    tcpconnect -p 181    # only trace PID 181
-    tcpconnect -P 80     # only trace port 80
-    tcpconnect -P 80,81  # only trace port 80 and 81
-    tcpconnect -4        # only trace IPv4 family
-    tcpconnect -6        # only trace IPv6 family
-    tcpconnect -U        # include UID
-    tcpconnect -u 1000   # only trace UID 1000
-    tcpconnect -c        # count connects per src ip and dest ip/port
-    tcpconnect -L        # include LPORT while printing outputs
-    tcpconnect --cgroup /sys/fs/cgroup/system.slice  # only trace this cgroup
-    tcpconnect --json    # JSON lines";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
 type Ports = Vec<u16>;

@@ -28,15 +28,7 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Printer, Reasons};
 
-const EXAMPLES: &str = "\
-examples:
-    ./tcpdrop           # trace kernel TCP drops
-    ./tcpdrop -4        # trace IPv4 family only
-    ./tcpdrop -6        # trace IPv6 family only
-    ./tcpdrop --all-protocols       # drops of every IP protocol
-    ./tcpdrop --reasons NO_SOCKET   # only drops for this reason (names from the kernel)
-    ./tcpdrop -s        # count drops per reason and kernel location, print at Ctrl-C
-    ./tcpdrop --json    # JSON lines";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Trace TCP drops by the kernel
 #[derive(Debug, Parser)]

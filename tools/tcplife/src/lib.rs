@@ -26,19 +26,7 @@ use libbpf_rs::Link;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Layout, Printer, Session, Style};
 
-const EXAMPLES: &str = "\
-examples:
-    tcplife           # trace all TCP connect()s
-    tcplife -T        # include time column (HH:MM:SS)
-    tcplife -w        # wider columns (fit IPv6)
-    tcplife -stT      # csv output, with times & timestamps
-    tcplife -p 181    # only trace PID 181
-    tcplife -L 80     # only trace local port 80
-    tcplife -L 80,81  # only trace local ports 80 and 81
-    tcplife -D 80     # only trace remote port 80
-    tcplife -4        # only trace IPv4 family
-    tcplife -6        # only trace IPv6 family
-    tcplife --json    # JSON lines with exact byte counts";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Most ports one -L or -D list may hold (the size of the BPF port maps, MAX_PORTS in tcplife.h).
 const MAX_PORTS: usize = 1024;

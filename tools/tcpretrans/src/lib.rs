@@ -23,14 +23,7 @@ use libbpf_rs::Link;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Printer, Retransmit};
 
-const EXAMPLES: &str = "\
-examples:
-    ./tcpretrans           # trace TCP retransmits
-    ./tcpretrans -l        # include TLP attempts
-    ./tcpretrans -4        # trace IPv4 family only
-    ./tcpretrans -6        # trace IPv6 family only
-    ./tcpretrans -c        # count retransmits per flow, print at Ctrl-C
-    ./tcpretrans --json    # JSON lines";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Trace TCP retransmits
 #[derive(Debug, Parser)]

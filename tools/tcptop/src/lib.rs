@@ -29,16 +29,7 @@ use libbpf_rs::Link;
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Conn, Screen};
 
-const EXAMPLES: &str = "\
-examples:
-    ./tcptop           # trace TCP send/recv by host
-    ./tcptop -C        # don't clear the screen
-    ./tcptop -p 181    # only trace PID 181
-    ./tcptop -c /sys/fs/cgroup/system.slice  # only trace this cgroup
-    ./tcptop -4        # trace IPv4 family only
-    ./tcptop -6        # trace IPv6 family only
-    ./tcptop -s sent -r 5  # the 5 connections that sent most
-    ./tcptop --json 5 3    # JSON lines: 3 reports, 5 s apart";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// What the rows are sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -33,42 +33,7 @@ use libbpf_rs::Link;
 use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_STRS, STR_MAX};
 use crate::bpf::{BpfSkel, BpfSkelBuilder};
 
-const EXAMPLES: &str = r#"Probe syntax:
-        [{p,r}]:[library]:function[(signature)] [(predicate)] ["format"[, arguments]]
-        t:category:event [(predicate)] ["format"[, arguments]]
-Where:
-        p, r       -- function entry (default) or return
-        library    -- a library (c is libc) or program; empty for a kernel function
-        signature  -- the function's parameters, as in the C header (else arg1..arg6)
-        predicate  -- comparisons (== != < <= > >=) of arguments, retval, args->FIELD,
-                      $pid, $tgid, $uid and constants, joined by && and ||
-        format     -- printf-style: %d %u %x %c %s with h, l, ll
-        arguments  -- arg1..arg6 or signature names, retval, args->FIELD, $pid, $tgid, $uid
-
-EXAMPLES:
-
-trace do_sys_open
-        Trace the open syscall and print a default trace message when entered
-trace 't:syscalls:sys_enter_openat "%s", args->filename'
-        Trace openat() and print the file names
-trace 't:syscalls:sys_exit_openat (args->ret < 0) "ret=%d", args->ret'
-        Trace failing openat() calls and print the error
-trace 'r::do_sys_openat2 (retval < 0) "ret=%d", retval'
-        Trace the return from do_sys_openat2 when it fails (kernel functions need kprobes)
-trace 'c:open (arg2 == 42) "%s %d", arg1, arg2'
-        Trace the open() call from libc only if the flags (arg2) argument is 42
-trace 'c:malloc "size = %d", arg1'
-        Trace malloc calls and print the size being allocated
-trace 'p:c:write (arg1 == 1) "writing %d bytes to STDOUT", arg3'
-        Trace the write() call from libc to monitor writes to STDOUT
-trace 'r:c:malloc (retval) "allocated = %x", retval'
-        Trace returns from malloc and print non-NULL allocated buffers
-trace 't:block:block_rq_complete "sectors=%d", args->nr_sector'
-        Trace the block_rq_complete kernel tracepoint and print # of tx sectors
-trace -M 5 't:syscalls:sys_enter_write "fd=%d count=%d", args->fd, args->count'
-        Print the first five writes, then exit
-trace 'c:sleep(unsigned int seconds) "sleep for %u s", seconds'
-        Name the arguments with a signature"#;
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Attach to functions and print trace messages.
 #[derive(Debug, Parser)]

@@ -27,12 +27,7 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 use bpf::consts::S_MAXSTAT;
 use bpf::{BpfSkel, BpfSkelBuilder};
 
-const EXAMPLES: &str = "\
-examples:
-    ./vfsstat             # count some VFS calls per second
-    ./vfsstat -p 185      # trace PID 185 only
-    ./vfsstat 2 5         # print 2 second summaries, 5 times
-    ./vfsstat --json 5    # JSON lines: exact counts every 5 seconds";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Count some VFS calls.
 #[derive(Debug, Parser)]

@@ -25,15 +25,7 @@ use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 
-const EXAMPLES: &str = "\
-examples:
-    wakeuptime             # trace blocked time with waker stacks
-    wakeuptime 5           # trace for 5 seconds only
-    wakeuptime -f 5        # 5 seconds, and output in folded format
-    wakeuptime -u          # don't include kernel threads (user only)
-    wakeuptime -p 185      # trace for PID 185 only
-    wakeuptime -m 1000     # trace only blocks that last more than 1000 usec
-    wakeuptime --flamegraph wakeup.svg 10  # also draw a wakeup flame graph of 10 seconds";
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Summarize sleep to wakeup time by waker kernel stack
 #[derive(Debug, Parser)]
