@@ -137,6 +137,29 @@ pub fn prog_ids_of(pid: u32) -> Vec<u32> {
     ids
 }
 
+/// The number of BPF links process `pid` holds (its attached programs).
+pub fn links_of(pid: u32) -> usize {
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return 0 };
+    entries.flatten().filter(|e| fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
+}
+
+/// True once every BPF program process `pid` has loaded is attached through a BPF link (its program fds' IDs all
+/// appear in its link fds). Tools load only the programs of the mechanism they attach with, so this is "tracing".
+/// (Classic tracepoints and kprobes get links from 5.15; on older kernels this stays false.)
+pub fn all_programs_linked(pid: u32) -> bool {
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
+    let (mut loaded, mut linked) = (Vec::new(), Vec::new());
+    for text in entries.flatten().filter_map(|e| fs::read_to_string(e.path()).ok()) {
+        let id = text.lines().find_map(|l| l.strip_prefix("prog_id:")).and_then(|v| v.trim().parse::<u32>().ok());
+        match (id, text.contains("link_type:"), text.contains("prog_type:")) {
+            (Some(id), true, _) => linked.push(id),
+            (Some(id), false, true) => loaded.push(id),
+            _ => {}
+        }
+    }
+    !loaded.is_empty() && loaded.iter().all(|id| linked.contains(id))
+}
+
 /// A running tool whose stdout is collected line by line in the background.
 pub struct Running {
     child: Child,
@@ -205,6 +228,23 @@ impl Running {
                     self.fail(&format!("stdout closed before a line containing '{needle}'"))
                 }
             }
+        }
+        self.note_programs();
+        self
+    }
+
+    /// Waits until the tool has attached every program it loaded ([`all_programs_linked`]): for output modes
+    /// with no banner (JSON, folded stacks). Panics with what it printed if that takes longer than `timeout`.
+    pub fn wait_attached(&mut self, timeout: Duration) -> &mut Self {
+        let deadline = Instant::now() + timeout;
+        while !all_programs_linked(self.pid()) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.fail(&format!("tool exited ({status}) before it attached"));
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!("not attached within {timeout:?}"));
+            }
+            thread::sleep(Duration::from_millis(20));
         }
         self.note_programs();
         self

@@ -5,19 +5,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::{Finished, Running};
+use crate::{links_of, Finished, Running};
 
 pub const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 pub const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
 
 /// How long a tool gets to attach and to end.
 pub const WAIT: Duration = Duration::from_secs(20);
-
-/// The number of BPF links process `pid` holds (its attached programs).
-pub fn links_of(pid: u32) -> usize {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return 0 };
-    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
-}
 
 /// True once process `pid` holds a BPF link (a program of it is attached).
 pub fn has_link(pid: u32) -> bool {

@@ -39,19 +39,13 @@ fn wait_ok(mut child: Child) {
     assert!(child.wait().unwrap().success(), "dd failed");
 }
 
-/// True once process `pid` holds at least `n` BPF links (its programs are attached).
-fn links(pid: u32) -> usize {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return 0 };
-    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
-}
-
 /// Starts biosnoop and waits until it is attached: its header for text output, its links for JSON.
 fn start(args: &[&str], env: &[(&str, &str)]) -> Running {
     let mut run = Running::start_with_env("biosnoop", args, env);
     if args.contains(&"--json") {
         let deadline = Instant::now() + Duration::from_secs(20);
         // block_rq_complete, issue and insert on every kernel (then merge and io_start where they exist).
-        while links(run.pid()) < 3 {
+        while links_of(run.pid()) < 3 {
             assert!(Instant::now() < deadline, "biosnoop {args:?} did not attach within 20 s");
             thread::sleep(Duration::from_millis(20));
         }

@@ -99,10 +99,9 @@ fn rand_suffix() -> u64 {
     h.finish() % 1_000_000
 }
 
-/// True once process `pid` holds a BPF link (its programs are attached).
+/// True once process `pid` holds its four BPF links (its programs are attached).
 fn has_link(pid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count() >= 4
+    links_of(pid) >= 4
 }
 
 fn start(args: &[&str]) -> Running {

@@ -7,7 +7,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::thread;
 use std::time::Duration;
 
 use corebpf_tests::*;
@@ -131,22 +130,12 @@ impl Drop for Helper {
 }
 
 pub fn trace(tool: &str, args: &[&str], helper: &mut Helper, banner: bool) -> Finished {
-    let name = tool;
-    let mut tool = Running::start(name, args);
+    let mut tool = Running::start(tool, args);
     if banner {
         tool.wait_for_line("Tracing blocked time (us)", Duration::from_secs(30));
     } else {
-        let mut ready = false;
-        for _ in 0..300 {
-            if !prog_ids_of(tool.pid()).is_empty() {
-                ready = true;
-                break;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        assert!(ready, "{name} loaded no program");
-        tool.note_programs();
-        thread::sleep(Duration::from_millis(300));
+        // Folded and JSON output print no banner: wait until every program it loaded is attached.
+        tool.wait_attached(Duration::from_secs(30));
     }
     helper.run();
     tool.signal(libc::SIGINT);
