@@ -8,7 +8,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-KERNELS=${KERNELS:-6.1} TOOLS= VM_SCENARIOS=$repo/vm/selfcheck.scenarios "$repo/vm/vmtest.sh" 2>&1 | tee "$out"
+KERNELS=${KERNELS:-6.1} TOOLS= VM_LOG_LINK=latest-selfcheck VM_SCENARIOS=$repo/vm/selfcheck.scenarios "$repo/vm/vmtest.sh" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 fail() {
     echo "vmtest-selfcheck: FAILED: $*" >&2
