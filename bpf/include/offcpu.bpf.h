@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
+#include "core_fixes.bpf.h"
 
 /* task_struct->flags (include/linux/sched.h). */
 #define OFFCPU_PF_EXITING 0x00000004
@@ -76,29 +77,10 @@ struct {
 	} totals SEC(".maps");                                                                                     \
 	key_type _totals_key_type = {}
 
-/* The value a new `totals` entry starts from. */
-static const __u64 zero_total;
-
 /* Adds `us` to the total of `key`, counting it in lost_blocks if the map is full. */
 static __always_inline void add_total(void *totals, const void *key, __u64 us)
 {
-	__u64 *total = bpf_map_lookup_or_try_init(totals, key, &zero_total);
-
-	if (total)
-		__sync_fetch_and_add(total, us);
-	else
-		__sync_fetch_and_add(&lost_blocks, 1);
-}
-
-struct task_struct___pre_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+	counter_add(totals, key, us, &lost_blocks);
 }
 
 /* True if the thread switched out passes the filters. */

@@ -9,13 +9,13 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "cpudist.h"
 
 /* 0: one histogram; 1: per process (-P); 2: per thread (-L). */
 const volatile __u32 per = 0;
-const volatile __u32 target_tgid = 0;
 const volatile bool millis = false;
 const volatile bool offcpu = false;
 const volatile bool include_idle = false;
@@ -52,7 +52,7 @@ static __always_inline bool task_key(struct task_struct *t, __u32 cpu, struct st
 {
 	__u32 pid = BPF_CORE_READ(t, pid);
 
-	if (target_tgid && BPF_CORE_READ(t, tgid) != target_tgid)
+	if (!tgid_wanted(BPF_CORE_READ(t, tgid)))
 		return false;
 	if (!pid && !include_idle)
 		return false;

@@ -136,7 +136,7 @@ const MULTI_PROGS: [&str; 2] = ["resolver_entry_multi", "resolver_return_multi"]
 fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
-    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
     for mut prog in open.open_object_mut().progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
         prog.set_autoload(MULTI_PROGS.contains(&name.as_str()) == (mech == Attach::UprobeMulti));

@@ -206,9 +206,9 @@ fn check_drops(skel: &BpfSkel<'_>, drops: &mut [DropCounter; 4]) {
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.filter_pid = args.pid.unwrap_or(0);
-    rodata.filter_tid = args.tid.unwrap_or(0);
-    rodata.filter_ppid = args.ppid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tid = args.tid.unwrap_or(0);
+    rodata.target_ppid = args.ppid.unwrap_or(0);
     rodata.filter_cgroup = cgroup.is_some();
     rodata.filter_syscall = args.syscall.is_some();
     rodata.target_syscall = args.syscall.unwrap_or(0);

@@ -125,7 +125,7 @@ fn tcpconnect(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
-    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
     rodata.target_family = args.family.af();

@@ -21,6 +21,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "maps.bpf.h"
 #include "ringbuf.bpf.h"
 #include "tcplife.h"
@@ -29,7 +30,6 @@
 #define AF_INET6 10
 #define MAX_SOCKETS 16384
 
-const volatile __u32 target_pid = 0;
 const volatile __u16 target_family = 0;
 const volatile bool filter_lport = false;
 const volatile bool filter_rport = false;
@@ -151,7 +151,7 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 
 	owner = bpf_map_lookup_elem(&idents, &sk);
 	pid = owner ? owner->pid : bpf_get_current_pid_tgid() >> 32;
-	if (target_pid && pid != target_pid)
+	if (!tgid_wanted(pid))
 		return;
 
 	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);

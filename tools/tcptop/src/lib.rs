@@ -155,7 +155,7 @@ fn tcptop(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = match (args.ipv4, args.ipv6) {
         (true, _) => AF_INET,
         (_, true) => AF_INET6,

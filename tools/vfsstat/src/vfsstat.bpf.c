@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "vfsstat.h"
 
 #define EBADF 9
@@ -20,7 +21,6 @@
 #define S_IFREG 0100000
 #define AT_REMOVEDIR 0x200
 
-const volatile __u32 target_tgid = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -40,7 +40,7 @@ static __always_inline int count(__u32 key)
 {
 	__u64 *v;
 
-	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	v = bpf_map_lookup_elem(&stats, &key);
 	if (v)
