@@ -64,7 +64,7 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -75,9 +75,8 @@ fn tcpaccept(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let signals = Signals::install()?;
-    let preferred = [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint];
     let ((skel, _links), _mech) =
-        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let mut printer = Printer::new(Style { json: args.json, time: args.time, timestamp: args.timestamp });
     let mut out = Output::new();

@@ -83,7 +83,8 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -95,9 +96,8 @@ fn tcpconnect(args: Args) -> Result<()> {
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
-    let preferred = [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
     let ((skel, _links), _mech) =
-        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
 
     let mut printer =
         Printer::new(Style { json: args.json, timestamp: args.timestamp, lport: args.lport, uid: args.print_uid });

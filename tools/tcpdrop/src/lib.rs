@@ -96,9 +96,9 @@ fn tcpdrop(args: Args) -> Result<()> {
         bail!("this kernel gives no drop reasons (skb:kfree_skb has no reason), so --reasons cannot filter");
     }
     let signals = Signals::install()?;
-    let preferred = [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint, Attach::Kprobe];
     let opts = Options { args: &args, netns, wanted: wanted.as_deref(), with_reason };
-    let ((skel, _link), mech) = load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&opts, mech))?;
+    let ((skel, _link), mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&opts, mech))?;
     if args.verbose.on() {
         match mech {
             Attach::Kprobe => eprintln!("tracing tcp_drop() (skb:kfree_skb has no drop reason on this kernel)"),

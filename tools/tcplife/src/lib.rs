@@ -80,7 +80,7 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -92,9 +92,8 @@ fn tcplife(args: Args) -> Result<()> {
     sockevents::check_port_count("-L", args.localport.as_ref(), MAX_PORTS)?;
     sockevents::check_port_count("-D", args.remoteport.as_ref(), MAX_PORTS)?;
     let signals = Signals::install()?;
-    let preferred = [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
     let ((skel, _link), _mech) =
-        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let layout = match (args.csv, args.wide) {
         (true, _) => Layout::Csv,
