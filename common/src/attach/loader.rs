@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 use anyhow::Context;
 use anyhow::{anyhow, bail, Result};
 use libbpf_rs::skel::SkelBuilder;
-use libbpf_rs::{ErrorKind, Link, OpenObject, PrintLevel, ProgramMut};
+use libbpf_rs::{ErrorKind, Link, Object, OpenObject, PrintLevel, ProgramMut};
 
 use crate::attach::features::Attach;
 
@@ -145,6 +145,65 @@ fn root_cause(err: &anyhow::Error) -> String {
     err.root_cause().to_string()
 }
 
+/// The kinds of BPF program section (`SEC("kind/...")`: the part before the first `/`) that attach with `mech`.
+pub fn section_kinds(mech: Attach) -> &'static [&'static str] {
+    match mech {
+        Attach::TpBtf => &["tp_btf"],
+        Attach::RawTp => &["raw_tp", "raw_tracepoint"],
+        Attach::Tracepoint => &["tracepoint", "tp"],
+        Attach::Fentry => &["fentry", "fexit"],
+        Attach::KprobeMulti => &["kprobe.multi", "kretprobe.multi"],
+        Attach::Kprobe => &["kprobe", "kretprobe"],
+        Attach::UprobeMulti => &["uprobe.multi", "uretprobe.multi"],
+        Attach::Uprobe => &["uprobe", "uretprobe"],
+        Attach::PerfEvent => &["perf_event"],
+    }
+}
+
+/// True if a program of section `section` (`tp_btf/sched_switch`, `kprobe.multi`, ...) attaches with `mech`.
+pub fn section_attaches_with(section: &str, mech: Attach) -> bool {
+    let kind = section.split_once('/').map_or(section, |(kind, _)| kind);
+    section_kinds(mech).contains(&kind)
+}
+
+/// Keeps the programs of `mech` and disables every other one: a program loads if its section is of a kind that
+/// attaches with `mech` (`tp_btf/...` for `tp_btf`, `raw_tp/...` for `raw_tp`, ...; [`section_kinds`]). So a
+/// tool whose object holds one program per mechanism (the `_btf`/`_raw` pairs of `bpf/include/tp_btf_raw.bpf.h`)
+/// calls this once, `autoload_by_section(open.open_object_mut(), mech)`, instead of one `set_autoload` per
+/// program, and a program added to the object is kept or left out by the same rule. Programs that run only with
+/// an option can be disabled after it. Returns how many programs it keeps.
+pub fn autoload_by_section(object: &mut OpenObject, mech: Attach) -> usize {
+    let mut kept = 0;
+    for mut prog in object.progs_mut() {
+        let keep = section_attaches_with(&prog.section().to_string_lossy(), mech);
+        prog.set_autoload(keep);
+        kept += usize::from(keep);
+    }
+    kept
+}
+
+/// Attaches every loaded tracepoint program of `object` (what [`autoload_by_section`] kept), in the object's
+/// order, to the tracepoint its section names: `tp_btf/NAME` and `raw_tp/NAME` (category `category`), or
+/// `tracepoint/CATEGORY/NAME`. A tool whose attach order matters attaches its programs itself.
+pub fn attach_loaded_tracepoints(object: &Object, category: &str) -> Result<Vec<Link>> {
+    let mut links = Vec::new();
+    for prog in object.progs_mut().filter(|p| p.autoload()) {
+        let section = prog.section().to_string_lossy().into_owned();
+        let Some((kind, target)) = section.split_once('/') else { continue };
+        let mech =
+            [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint].into_iter().find(|&m| section_kinds(m).contains(&kind));
+        let Some(mech) = mech else { continue };
+        let (category, name) = match mech {
+            Attach::Tracepoint => {
+                target.split_once('/').with_context(|| format!("section {section} names no category"))?
+            }
+            _ => (category, target),
+        };
+        links.push(attach_tracepoint(&prog, category, name, mech)?);
+    }
+    Ok(links)
+}
+
 /// Attaches a program written for tracepoint `category:name` with `mech`: `tp_btf` (target set at load),
 /// `raw_tp`, or the classic `tracepoint` (which needs tracefs, mounted here if it is not yet).
 pub fn attach_tracepoint(prog: &ProgramMut<'_>, category: &str, name: &str, mech: Attach) -> Result<Link> {
@@ -158,4 +217,26 @@ pub fn attach_tracepoint(prog: &ProgramMut<'_>, category: &str, name: &str, mech
         other => bail!("{other} is not a way to attach to a tracepoint"),
     };
     link.with_context(|| format!("attaching to tracepoint {category}:{name} ({mech})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_attach_with_their_mechanism() {
+        assert!(section_attaches_with("tp_btf/sched_switch", Attach::TpBtf));
+        assert!(!section_attaches_with("tp_btf/sched_switch", Attach::RawTp));
+        assert!(section_attaches_with("raw_tp/sched_switch", Attach::RawTp));
+        assert!(section_attaches_with("tracepoint/syscalls/sys_exit_accept", Attach::Tracepoint));
+        assert!(section_attaches_with("kprobe", Attach::Kprobe));
+        assert!(section_attaches_with("kretprobe/inet_csk_accept", Attach::Kprobe));
+        assert!(!section_attaches_with("kprobe.multi", Attach::Kprobe));
+        assert!(section_attaches_with("kprobe.multi", Attach::KprobeMulti));
+        assert!(section_attaches_with("fexit/inet_csk_accept", Attach::Fentry));
+        assert!(section_attaches_with("uretprobe", Attach::Uprobe));
+        assert!(!section_attaches_with("uprobe.multi", Attach::Uprobe));
+        assert!(section_attaches_with("perf_event", Attach::PerfEvent));
+        assert!(!section_attaches_with("tp_btfx/a", Attach::TpBtf));
+    }
 }

@@ -14,6 +14,7 @@
 #include "maps.bpf.h"
 #include "core_fixes.bpf.h"
 #include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "runqlat.h"
 
 #define TASK_RUNNING 0
@@ -123,42 +124,19 @@ static __always_inline int on_switch(__u64 *ctx)
 	return handle_switch(prev, next, state);
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+TP_BTF_RAW(sched_wakeup, sched_wakeup, struct task_struct *p)
 {
 	trace_enqueue(p);
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
+TP_BTF_RAW(sched_wakeup_new, sched_wakeup_new, struct task_struct *p)
 {
 	trace_enqueue(p);
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return on_switch(ctx);
-}
-
-SEC("raw_tp/sched_wakeup")
-int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
-{
-	trace_enqueue(p);
-	return 0;
-}
-
-SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
-{
-	trace_enqueue(p);
-	return 0;
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
+TP_BTF_RAW(sched_switch, sched_switch)
 {
 	return on_switch(ctx);
 }
