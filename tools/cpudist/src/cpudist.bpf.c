@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "cpudist.h"
@@ -121,14 +122,7 @@ static __always_inline int on_switch(__u64 *ctx)
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return on_switch(ctx);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
+TP_BTF_RAW(sched_switch, sched_switch)
 {
 	return on_switch(ctx);
 }
