@@ -17,6 +17,7 @@
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 #include "core_fixes.bpf.h"
+#include "tp_btf_raw.bpf.h"
 
 /* task_struct->flags (include/linux/sched.h). */
 #define OFFCPU_PF_EXITING 0x00000004
@@ -127,14 +128,7 @@ static __always_inline int switch_args(__u64 *ctx)
 	return on_switch(ctx, (bool)ctx[0], prev, next, prev_state);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return switch_args(ctx);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
+TP_BTF_RAW(sched_switch, sched_switch)
 {
 	return switch_args(ctx);
 }
@@ -143,15 +137,9 @@ int BPF_PROG(sched_switch_raw)
  * `(struct task_struct *p)`), calling the tool's on_wakeup() in the waker's context (sched_waking always is). */
 #define WAKEUP_PROGRAMS(tp)                                                                                       \
 	static __always_inline int on_wakeup(void *ctx, struct task_struct *p);                                 \
-	SEC("tp_btf/" #tp)                                                                                         \
-	int BPF_PROG(tp##_btf)                                                                                     \
+	TP_BTF_RAW(tp, tp, struct task_struct *p)                                                                  \
 	{                                                                                                          \
-		return on_wakeup(ctx, (struct task_struct *)ctx[0]);                                               \
-	}                                                                                                          \
-	SEC("raw_tp/" #tp)                                                                                         \
-	int BPF_PROG(tp##_raw)                                                                                     \
-	{                                                                                                          \
-		return on_wakeup(ctx, (struct task_struct *)ctx[0]);                                               \
+		return on_wakeup(ctx, p);                                                                          \
 	}
 
 #endif
