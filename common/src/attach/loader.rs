@@ -182,26 +182,57 @@ pub fn autoload_by_section(object: &mut OpenObject, mech: Attach) -> usize {
     kept
 }
 
+/// The tracepoint a program's section names, with the mechanism: `tp_btf/NAME` and `raw_tp/NAME` give
+/// `(mech, None, NAME)`, `tracepoint/CATEGORY/NAME` gives `(Tracepoint, Some(CATEGORY), NAME)`; None for a
+/// section of another kind.
+fn section_tracepoint(section: &str) -> Option<(Attach, Option<&str>, &str)> {
+    let (kind, target) = section.split_once('/')?;
+    let mech =
+        [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint].into_iter().find(|&m| section_kinds(m).contains(&kind))?;
+    match mech {
+        Attach::Tracepoint => target.split_once('/').map(|(category, name)| (mech, Some(category), name)),
+        _ => Some((mech, None, target)),
+    }
+}
+
 /// Attaches every loaded tracepoint program of `object` (what [`autoload_by_section`] kept), in the object's
-/// order, to the tracepoint its section names: `tp_btf/NAME` and `raw_tp/NAME` (category `category`), or
-/// `tracepoint/CATEGORY/NAME`. A tool whose attach order matters attaches its programs itself.
+/// order, to the tracepoint its section names (category `category` for `tp_btf/NAME` and `raw_tp/NAME`, the
+/// section's own for `tracepoint/CATEGORY/NAME`). A tool whose attach order matters uses
+/// [`attach_loaded_tracepoint`] instead.
 pub fn attach_loaded_tracepoints(object: &Object, category: &str) -> Result<Vec<Link>> {
     let mut links = Vec::new();
     for prog in object.progs_mut().filter(|p| p.autoload()) {
         let section = prog.section().to_string_lossy().into_owned();
-        let Some((kind, target)) = section.split_once('/') else { continue };
-        let mech =
-            [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint].into_iter().find(|&m| section_kinds(m).contains(&kind));
-        let Some(mech) = mech else { continue };
-        let (category, name) = match mech {
-            Attach::Tracepoint => {
-                target.split_once('/').with_context(|| format!("section {section} names no category"))?
-            }
-            _ => (category, target),
-        };
-        links.push(attach_tracepoint(&prog, category, name, mech)?);
+        if let Some((mech, own, name)) = section_tracepoint(&section) {
+            links.push(attach_tracepoint(&prog, own.unwrap_or(category), name, mech)?);
+        }
     }
     Ok(links)
+}
+
+/// Attaches the loaded program of `object` on tracepoint `category:name` (the one of the pair that
+/// [`autoload_by_section`] kept), so that a tool chooses the order of its links without choosing programs.
+pub fn attach_loaded_tracepoint(object: &Object, category: &str, name: &str) -> Result<Link> {
+    for prog in object.progs_mut().filter(|p| p.autoload()) {
+        let section = prog.section().to_string_lossy().into_owned();
+        if let Some((mech, _, target)) = section_tracepoint(&section) {
+            if target == name {
+                return attach_tracepoint(&prog, category, name, mech);
+            }
+        }
+    }
+    bail!("no program for tracepoint {category}:{name} was loaded")
+}
+
+/// Turns off every program of `object` on tracepoint `name` (both of a `tp_btf`/`raw_tp` pair), for a
+/// tracepoint that only an option uses; call it after [`autoload_by_section`].
+pub fn skip_tracepoint(object: &mut OpenObject, name: &str) {
+    for mut prog in object.progs_mut() {
+        let section = prog.section().to_string_lossy().into_owned();
+        if section_tracepoint(&section).is_some_and(|(_, _, target)| target == name) {
+            prog.set_autoload(false);
+        }
+    }
 }
 
 /// Attaches a program written for tracepoint `category:name` with `mech`: `tp_btf` (target set at load),
@@ -238,5 +269,17 @@ mod tests {
         assert!(!section_attaches_with("uprobe.multi", Attach::Uprobe));
         assert!(section_attaches_with("perf_event", Attach::PerfEvent));
         assert!(!section_attaches_with("tp_btfx/a", Attach::TpBtf));
+    }
+
+    #[test]
+    fn sections_name_their_tracepoint() {
+        assert_eq!(section_tracepoint("tp_btf/sched_switch"), Some((Attach::TpBtf, None, "sched_switch")));
+        assert_eq!(section_tracepoint("raw_tp/sys_exit"), Some((Attach::RawTp, None, "sys_exit")));
+        assert_eq!(
+            section_tracepoint("tracepoint/syscalls/sys_exit_accept"),
+            Some((Attach::Tracepoint, Some("syscalls"), "sys_exit_accept"))
+        );
+        assert_eq!(section_tracepoint("kprobe/vfs_read"), None);
+        assert_eq!(section_tracepoint("perf_event"), None);
     }
 }

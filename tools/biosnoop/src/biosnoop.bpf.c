@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include "filter.bpf.h"
 #include "block.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "biosnoop.h"
 
 CGROUP_FILTER;
@@ -152,28 +153,13 @@ cleanup:
 
 BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete)
 
-SEC("tp_btf/block_io_start")
-int BPF_PROG(block_io_start_btf, struct request *rq)
-{
-	return on_start(rq);
-}
-
-SEC("raw_tp/block_io_start")
-int BPF_PROG(block_io_start_raw, struct request *rq)
+TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)
 {
 	return on_start(rq);
 }
 
 /* The request merged into another is freed without a completion. */
-SEC("tp_btf/block_rq_merge")
-int BPF_PROG(block_rq_merge_btf, struct request *rq)
-{
-	bpf_map_delete_elem(&reqs, &rq);
-	return 0;
-}
-
-SEC("raw_tp/block_rq_merge")
-int BPF_PROG(block_rq_merge_raw, struct request *rq)
+TP_BTF_RAW(block_rq_merge, block_rq_merge, struct request *rq)
 {
 	bpf_map_delete_elem(&reqs, &rq);
 	return 0;
