@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "maps.bpf.h"
 #include "syscount.h"
 
@@ -184,14 +185,12 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
+TP_BTF_RAW(sys_enter, sys_enter, struct pt_regs *regs, long id)
 {
 	return on_enter(id);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
+TP_BTF_RAW(sys_exit, sys_exit, struct pt_regs *regs, long ret)
 {
 	return on_exit(regs, ret);
 }
@@ -205,28 +204,9 @@ static __always_inline int on_thread_exit(void)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(thread_exit_btf)
+TP_BTF_RAW(thread_exit, sched_process_exit)
 {
 	return on_thread_exit();
-}
-
-SEC("raw_tp/sched_process_exit")
-int thread_exit_raw(void *ctx)
-{
-	return on_thread_exit();
-}
-
-SEC("raw_tp/sys_enter")
-int sys_enter_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_enter((long)ctx->args[1]);
-}
-
-SEC("raw_tp/sys_exit")
-int sys_exit_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_exit((struct pt_regs *)ctx->args[0], (long)ctx->args[1]);
 }
 
 char LICENSE[] SEC("license") = "GPL";
