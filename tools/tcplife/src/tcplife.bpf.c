@@ -21,6 +21,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
 #include "filter.bpf.h"
 #include "maps.bpf.h"
 #include "ringbuf.bpf.h"
@@ -235,14 +236,7 @@ static __always_inline int handle(struct sock *sk, int oldstate, int newstate)
 	return 0;
 }
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(set_state_btf, struct sock *sk, int oldstate, int newstate)
-{
-	return handle(sk, oldstate, newstate);
-}
-
-SEC("raw_tp/inet_sock_set_state")
-int BPF_PROG(set_state_raw, struct sock *sk, int oldstate, int newstate)
+TP_BTF_RAW(set_state, inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
 	return handle(sk, oldstate, newstate);
 }

@@ -9,6 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
 #include "maps.bpf.h"
 #include "ringbuf.bpf.h"
 #include "sock.bpf.h"
@@ -77,14 +78,7 @@ static __always_inline int handle(const struct sock *sk, const struct sk_buff *s
 	return 0;
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(retransmit_btf, const struct sock *sk, const struct sk_buff *skb)
-{
-	return handle(sk, skb, RETRANSMIT);
-}
-
-SEC("raw_tp/tcp_retransmit_skb")
-int BPF_PROG(retransmit_raw, const struct sock *sk, const struct sk_buff *skb)
+TP_BTF_RAW(retransmit, tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *skb)
 {
 	return handle(sk, skb, RETRANSMIT);
 }
