@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "sock.bpf.h"
 #include "tcptop.h"
 
@@ -72,26 +73,12 @@ static __always_inline int count(struct sock *sk, int ret, bool sent)
 	return 0;
 }
 
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(send_btf, struct sock *sk, int ret, int flags)
+TP_BTF_RAW(send, sock_send_length, struct sock *sk, int ret, int flags)
 {
 	return count(sk, ret, true);
 }
 
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(recv_btf, struct sock *sk, int ret, int flags)
-{
-	return count(sk, ret, false);
-}
-
-SEC("raw_tp/sock_send_length")
-int BPF_PROG(send_raw, struct sock *sk, int ret, int flags)
-{
-	return count(sk, ret, true);
-}
-
-SEC("raw_tp/sock_recv_length")
-int BPF_PROG(recv_raw, struct sock *sk, int ret, int flags)
+TP_BTF_RAW(recv, sock_recv_length, struct sock *sk, int ret, int flags)
 {
 	return count(sk, ret, false);
 }
