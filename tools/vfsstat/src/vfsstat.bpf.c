@@ -14,6 +14,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "vfsstat.h"
 
 #define EBADF 9
@@ -143,14 +144,7 @@ static __always_inline int syscall_exit(struct pt_regs *regs, long ret)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
-{
-	return syscall_exit(regs, ret);
-}
-
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
+TP_BTF_RAW(sys_exit, sys_exit, struct pt_regs *regs, long ret)
 {
 	return syscall_exit(regs, ret);
 }
