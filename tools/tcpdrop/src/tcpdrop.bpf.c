@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
 #include "maps.bpf.h"
 #include "tcpdrop.h"
 
@@ -162,14 +163,7 @@ static __always_inline int handle(void *ctx, struct sk_buff *skb, __u64 location
 	return 0;
 }
 
-SEC("tp_btf/kfree_skb")
-int BPF_PROG(kfree_skb_btf, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
-{
-	return handle(ctx, skb, (__u64)location, reason, true, NULL);
-}
-
-SEC("raw_tp/kfree_skb")
-int BPF_PROG(kfree_skb_raw, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+TP_BTF_RAW(kfree_skb, kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
 	return handle(ctx, skb, (__u64)location, reason, true, NULL);
 }
