@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include "maps.bpf.h"
 #include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "ringbuf.bpf.h"
 #include "sock.bpf.h"
 #include "tcpconnect.h"
@@ -165,14 +166,7 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 	return 0;
 }
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(set_state_btf, struct sock *sk, int oldstate, int newstate)
-{
-	return set_state(sk, oldstate, newstate);
-}
-
-SEC("raw_tp/inet_sock_set_state")
-int BPF_PROG(set_state_raw, struct sock *sk, int oldstate, int newstate)
+TP_BTF_RAW(set_state, inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
 	return set_state(sk, oldstate, newstate);
 }
