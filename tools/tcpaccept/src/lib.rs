@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
@@ -98,11 +98,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
     rodata.target_family = args.family.af();
     rodata.filter_port = args.port.is_some();
 
-    let progs = &mut open.progs;
-    progs.accept_exit.set_autoload(mech == Attach::Tracepoint);
-    progs.accept4_exit.set_autoload(mech == Attach::Tracepoint);
-    progs.accept_fexit.set_autoload(mech == Attach::Fentry);
-    progs.accept_kretprobe.set_autoload(mech == Attach::Kprobe);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before anything is attached.
