@@ -19,24 +19,22 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+/* One program of the pair: section `sec`, named `prog`, calling the body of `name` with the arguments cast from
+ * ctx (BPF_PROG's way). */
+#define ___TP_BTF_RAW_PROG(sec, prog, name, args...)                                                              \
+	SEC(sec)                                                                                                   \
+	int prog(unsigned long long *ctx)                                                                          \
+	{                                                                                                          \
+		_Pragma("GCC diagnostic push")                                                                     \
+		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")                                             \
+		return ____##name##_body(___bpf_ctx_cast(args));                                                   \
+		_Pragma("GCC diagnostic pop")                                                                      \
+	}
+
 #define TP_BTF_RAW(name, tp, args...)                                                                              \
 	static __always_inline int ____##name##_body(unsigned long long *ctx, ##args);                            \
-	SEC("tp_btf/" #tp)                                                                                         \
-	int name##_btf(unsigned long long *ctx)                                                                    \
-	{                                                                                                          \
-		_Pragma("GCC diagnostic push")                                                                     \
-		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")                                             \
-		return ____##name##_body(___bpf_ctx_cast(args));                                                   \
-		_Pragma("GCC diagnostic pop")                                                                      \
-	}                                                                                                          \
-	SEC("raw_tp/" #tp)                                                                                         \
-	int name##_raw(unsigned long long *ctx)                                                                    \
-	{                                                                                                          \
-		_Pragma("GCC diagnostic push")                                                                     \
-		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")                                             \
-		return ____##name##_body(___bpf_ctx_cast(args));                                                   \
-		_Pragma("GCC diagnostic pop")                                                                      \
-	}                                                                                                          \
+	___TP_BTF_RAW_PROG("tp_btf/" #tp, name##_btf, name, ##args)                                                \
+	___TP_BTF_RAW_PROG("raw_tp/" #tp, name##_raw, name, ##args)                                                \
 	static __always_inline int ____##name##_body(unsigned long long *ctx, ##args)
 
 #endif
