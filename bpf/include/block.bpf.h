@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The block request tracepoints shared by biolatency and biosnoop: block_rq_insert, block_rq_issue and
  * block_rq_complete, as tp_btf programs and as raw_tp programs (user space loads one set or the other, from the
- * attach ladder). BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete) defines the six programs,
+ * attach ladder, by section). BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete) defines the six programs
+ * (three TP_BTF_RAW pairs),
  * block_rq_{insert,issue,complete}_{btf,raw}, calling on_insert(rq), on_issue(rq) and
  * on_complete(rq, nr_bytes) (nr_bytes: the bytes this completion covers; less than the request's remaining
  * __data_len for a partial completion).
@@ -17,6 +18,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "core_fixes.bpf.h"
+#include "tp_btf_raw.bpf.h"
 
 const volatile bool insert_has_queue = false;
 const volatile bool issue_has_queue = false;
@@ -29,33 +31,15 @@ static __always_inline struct request *block_rq_arg(__u64 *ctx, bool has_queue)
 
 /* block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes), since 4.x. */
 #define BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete)                                     \
-	SEC("tp_btf/block_rq_insert")                                                              \
-	int BPF_PROG(block_rq_insert_btf)                                                          \
+	TP_BTF_RAW(block_rq_insert, block_rq_insert)                                               \
 	{                                                                                          \
 		return on_insert(block_rq_arg(ctx, insert_has_queue));                             \
 	}                                                                                          \
-	SEC("tp_btf/block_rq_issue")                                                               \
-	int BPF_PROG(block_rq_issue_btf)                                                           \
+	TP_BTF_RAW(block_rq_issue, block_rq_issue)                                                 \
 	{                                                                                          \
 		return on_issue(block_rq_arg(ctx, issue_has_queue));                               \
 	}                                                                                          \
-	SEC("tp_btf/block_rq_complete")                                                            \
-	int BPF_PROG(block_rq_complete_btf)                                                        \
-	{                                                                                          \
-		return on_complete((struct request *)ctx[0], (__u32)ctx[2]);                       \
-	}                                                                                          \
-	SEC("raw_tp/block_rq_insert")                                                              \
-	int BPF_PROG(block_rq_insert_raw)                                                          \
-	{                                                                                          \
-		return on_insert(block_rq_arg(ctx, insert_has_queue));                             \
-	}                                                                                          \
-	SEC("raw_tp/block_rq_issue")                                                               \
-	int BPF_PROG(block_rq_issue_raw)                                                           \
-	{                                                                                          \
-		return on_issue(block_rq_arg(ctx, issue_has_queue));                               \
-	}                                                                                          \
-	SEC("raw_tp/block_rq_complete")                                                            \
-	int BPF_PROG(block_rq_complete_raw)                                                        \
+	TP_BTF_RAW(block_rq_complete, block_rq_complete)                                           \
 	{                                                                                          \
 		return on_complete((struct request *)ctx[0], (__u32)ctx[2]);                       \
 	}

@@ -44,4 +44,17 @@ static __always_inline __u32 request_dev(struct request *rq)
 	return MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
 }
 
+/* task_struct's `state` was renamed `__state` (and made an unsigned int) in 5.14. */
+struct task_struct___pre_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* A task's state (TASK_RUNNING is 0; other values are a bitmask). */
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+}
+
 #endif

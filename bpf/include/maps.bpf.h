@@ -24,4 +24,25 @@ bpf_map_lookup_or_try_init(void *map, const void *key, const void *init)
 	return bpf_map_lookup_elem(map, key);
 }
 
+/* The value a new counter starts from. */
+static const __u64 zero_counter;
+
+/* Adds `n` to the __u64 counter of `key` in `map` (a hash: a new key starts at 0); when the map is full, counts
+ * the event in `*lost` instead. Atomic, so that several CPUs (or a preempted uprobe program) may add at once. */
+static __always_inline void counter_add(void *map, const void *key, __u64 n, __u64 *lost)
+{
+	__u64 *count = bpf_map_lookup_or_try_init(map, key, &zero_counter);
+
+	if (count)
+		__sync_fetch_and_add(count, n);
+	else
+		__sync_fetch_and_add(lost, 1);
+}
+
+/* Adds one to the counter of `key` (counter_add()). */
+static __always_inline void counter_inc(void *map, const void *key, __u64 *lost)
+{
+	counter_add(map, key, 1, lost);
+}
+
 #endif

@@ -16,6 +16,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
+#include "core_fixes.bpf.h"
+#include "tp_btf_raw.bpf.h"
 
 /* task_struct->flags (include/linux/sched.h). */
 #define OFFCPU_PF_EXITING 0x00000004
@@ -76,29 +78,10 @@ struct {
 	} totals SEC(".maps");                                                                                     \
 	key_type _totals_key_type = {}
 
-/* The value a new `totals` entry starts from. */
-static const __u64 zero_total;
-
 /* Adds `us` to the total of `key`, counting it in lost_blocks if the map is full. */
 static __always_inline void add_total(void *totals, const void *key, __u64 us)
 {
-	__u64 *total = bpf_map_lookup_or_try_init(totals, key, &zero_total);
-
-	if (total)
-		__sync_fetch_and_add(total, us);
-	else
-		__sync_fetch_and_add(&lost_blocks, 1);
-}
-
-struct task_struct___pre_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+	counter_add(totals, key, us, &lost_blocks);
 }
 
 /* True if the thread switched out passes the filters. */
@@ -145,14 +128,7 @@ static __always_inline int switch_args(__u64 *ctx)
 	return on_switch(ctx, (bool)ctx[0], prev, next, prev_state);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return switch_args(ctx);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
+TP_BTF_RAW(sched_switch, sched_switch)
 {
 	return switch_args(ctx);
 }
@@ -161,15 +137,9 @@ int BPF_PROG(sched_switch_raw)
  * `(struct task_struct *p)`), calling the tool's on_wakeup() in the waker's context (sched_waking always is). */
 #define WAKEUP_PROGRAMS(tp)                                                                                       \
 	static __always_inline int on_wakeup(void *ctx, struct task_struct *p);                                 \
-	SEC("tp_btf/" #tp)                                                                                         \
-	int BPF_PROG(tp##_btf)                                                                                     \
+	TP_BTF_RAW(tp, tp, struct task_struct *p)                                                                  \
 	{                                                                                                          \
-		return on_wakeup(ctx, (struct task_struct *)ctx[0]);                                               \
-	}                                                                                                          \
-	SEC("raw_tp/" #tp)                                                                                         \
-	int BPF_PROG(tp##_raw)                                                                                     \
-	{                                                                                                          \
-		return on_wakeup(ctx, (struct task_struct *)ctx[0]);                                               \
+		return on_wakeup(ctx, p);                                                                          \
 	}
 
 #endif

@@ -13,6 +13,7 @@
 #define __COREBPF_PROBE_BPF_H
 
 #include "probe.h"
+#include "filter.bpf.h"
 
 struct fetch {
 	__u32 src;
@@ -30,8 +31,6 @@ struct cmp {
 	__s64 rhs;
 };
 
-const volatile __u32 target_tgid = 0;
-const volatile __u32 target_tid = 0;
 const volatile __u32 n_fetch = 0;
 const volatile struct fetch fetches[MAX_FETCH] = {};
 const volatile __u32 n_cmps = 0;
@@ -54,11 +53,7 @@ static __always_inline bool probe_wanted(__u32 *tid)
 	__u64 id = bpf_get_current_pid_tgid();
 
 	*tid = (__u32)id;
-	if (target_tgid && (id >> 32) != target_tgid)
-		return false;
-	if (target_tid && (__u32)id != target_tid)
-		return false;
-	return true;
+	return current_ids_wanted(id);
 }
 
 static __always_inline __u64 probe_extend(__u64 v, __u32 size, bool is_signed)

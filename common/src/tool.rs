@@ -1,10 +1,11 @@
 //! What a tool is to the multicall binary `corebpf-tools` and to its own `main.rs`.
 //!
-//! Every tool crate's library exports `pub const TOOL: common::tool::Tool = common::tool!(main);` where `main`
-//! takes the command line (argv[0] first) and returns the exit status. The tool's own `main.rs` is the same
-//! one line in every tool (`tool::TOOL.run_from_env()`), and the multicall binary calls the same entry with the
-//! name it was invoked by, so help, `--version`, usage errors and error lines name the tool as the user typed it
-//! ([`invoked_name`]).
+//! Every tool crate's library exports `pub const TOOL: common::tool::Tool = common::tool!(main, [ladder]);` where
+//! `main` takes the command line (argv[0] first) and returns the exit status, and the ladder lists the attach
+//! mechanisms it tries, the one list its loader and `corebpf-tools features` read. The tool's own `main.rs` is
+//! the same one line in every tool (`tool::TOOL.run_from_env()`), and the multicall binary calls the same entry
+//! with the name it was invoked by, so help, `--version`, usage errors and error lines name the tool as the user
+//! typed it ([`invoked_name`]).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -35,12 +36,10 @@ impl Tool {
 }
 
 /// The [`Tool`] of the calling crate: name and description from its Cargo.toml, `$main` its entry point, and
-/// the attach mechanisms it tries: `tool!(main, [Attach::TpBtf, Attach::RawTp])`.
+/// the attach mechanisms it tries, cheapest first: `tool!(main, [Attach::TpBtf, Attach::RawTp])`. There is no
+/// form without a ladder; toolset's `every_tool_declares_its_attach_ladder` test refuses an empty one.
 #[macro_export]
 macro_rules! tool {
-    ($main:path) => {
-        $crate::tool!($main, [])
-    };
     ($main:path, [$($attach:expr),* $(,)?]) => {
         $crate::tool::Tool {
             name: env!("CARGO_PKG_NAME"),

@@ -139,6 +139,34 @@ fn features() -> Vec<(String, bool)> {
         .collect()
 }
 
+/// Every tool's line of `features` names the mechanism it would attach with here (from its `TOOL.attach`
+/// ladder), never `-` (an empty ladder): per family, a mechanism name or what the family lacks, and at least one
+/// family that this kernel serves.
+#[test]
+fn features_names_a_mechanism_for_every_tool() {
+    const MECHANISMS: [&str; 9] =
+        ["tp_btf", "raw_tp", "tracepoint", "fentry", "kprobe_multi", "kprobe", "uprobe_multi", "uprobe", "perf_event"];
+    let out = output(Command::new(bin("corebpf-tools")).args(["features", "--json"]));
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (tool, _) in workspace_tools() {
+        let path = v["tools"][&tool].as_str().unwrap_or_else(|| panic!("no attach path for {tool}: {v}"));
+        let steps: Vec<&str> = path.split("; ").map(|p| p.split_once(": ").map_or(p, |(_, m)| m)).collect();
+        assert!(
+            steps.iter().all(|s| MECHANISMS.contains(s) || s.starts_with("none (")),
+            "{tool}: attach path {path:?}"
+        );
+        assert!(steps.iter().any(|s| MECHANISMS.contains(s)), "{tool} has no mechanism here: {path:?}");
+    }
+    // The text table says the same.
+    let out = output(Command::new(bin("corebpf-tools")).arg("features"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tools_table = text.split("ATTACH PATH HERE").nth(1).expect("a table of tools");
+    for line in tools_table.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(!line.trim_end().ends_with(" -"), "a tool without a mechanism: {line:?}");
+    }
+}
+
 /// True if `tool args` attaches with exactly `mech` when forced to it (COREBPF_ATTACH), false if it fails.
 fn tool_attaches(tool: &str, args: &[&str], mech: &str) -> bool {
     let mut args: Vec<&str> = args.to_vec();

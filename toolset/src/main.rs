@@ -89,4 +89,11 @@ mod tests {
         sorted.dedup();
         assert_eq!(names, sorted);
     }
+
+    /// `TOOL.attach` is the one list of mechanisms a tool tries (and `features` reports): none may be empty.
+    #[test]
+    fn every_tool_declares_its_attach_ladder() {
+        let empty: Vec<&str> = TOOLS.iter().filter(|t| t.attach.is_empty()).map(|t| t.name).collect();
+        assert!(empty.is_empty(), "tools with an empty attach ladder in TOOL: {empty:?}");
+    }
 }

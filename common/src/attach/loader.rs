@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 use anyhow::Context;
 use anyhow::{anyhow, bail, Result};
 use libbpf_rs::skel::SkelBuilder;
-use libbpf_rs::{ErrorKind, Link, OpenObject, PrintLevel, ProgramMut};
+use libbpf_rs::{ErrorKind, Link, Object, OpenObject, PrintLevel, ProgramMut};
 
 use crate::attach::features::Attach;
 
@@ -145,6 +145,96 @@ fn root_cause(err: &anyhow::Error) -> String {
     err.root_cause().to_string()
 }
 
+/// The kinds of BPF program section (`SEC("kind/...")`: the part before the first `/`) that attach with `mech`.
+pub fn section_kinds(mech: Attach) -> &'static [&'static str] {
+    match mech {
+        Attach::TpBtf => &["tp_btf"],
+        Attach::RawTp => &["raw_tp", "raw_tracepoint"],
+        Attach::Tracepoint => &["tracepoint", "tp"],
+        Attach::Fentry => &["fentry", "fexit"],
+        Attach::KprobeMulti => &["kprobe.multi", "kretprobe.multi"],
+        Attach::Kprobe => &["kprobe", "kretprobe"],
+        Attach::UprobeMulti => &["uprobe.multi", "uretprobe.multi"],
+        Attach::Uprobe => &["uprobe", "uretprobe"],
+        Attach::PerfEvent => &["perf_event"],
+    }
+}
+
+/// True if a program of section `section` (`tp_btf/sched_switch`, `kprobe.multi`, ...) attaches with `mech`.
+pub fn section_attaches_with(section: &str, mech: Attach) -> bool {
+    let kind = section.split_once('/').map_or(section, |(kind, _)| kind);
+    section_kinds(mech).contains(&kind)
+}
+
+/// Keeps the programs of `mech` and disables every other one: a program loads if its section is of a kind that
+/// attaches with `mech` (`tp_btf/...` for `tp_btf`, `raw_tp/...` for `raw_tp`, ...; [`section_kinds`]). So a
+/// tool whose object holds one program per mechanism (the `_btf`/`_raw` pairs of `bpf/include/tp_btf_raw.bpf.h`)
+/// calls this once, `autoload_by_section(open.open_object_mut(), mech)`, instead of one `set_autoload` per
+/// program, and a program added to the object is kept or left out by the same rule. Programs that run only with
+/// an option can be disabled after it. Returns how many programs it keeps.
+pub fn autoload_by_section(object: &mut OpenObject, mech: Attach) -> usize {
+    let mut kept = 0;
+    for mut prog in object.progs_mut() {
+        let keep = section_attaches_with(&prog.section().to_string_lossy(), mech);
+        prog.set_autoload(keep);
+        kept += usize::from(keep);
+    }
+    kept
+}
+
+/// The tracepoint a program's section names, with the mechanism: `tp_btf/NAME` and `raw_tp/NAME` give
+/// `(mech, None, NAME)`, `tracepoint/CATEGORY/NAME` gives `(Tracepoint, Some(CATEGORY), NAME)`; None for a
+/// section of another kind.
+fn section_tracepoint(section: &str) -> Option<(Attach, Option<&str>, &str)> {
+    let (kind, target) = section.split_once('/')?;
+    let mech =
+        [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint].into_iter().find(|&m| section_kinds(m).contains(&kind))?;
+    match mech {
+        Attach::Tracepoint => target.split_once('/').map(|(category, name)| (mech, Some(category), name)),
+        _ => Some((mech, None, target)),
+    }
+}
+
+/// Attaches every loaded tracepoint program of `object` (what [`autoload_by_section`] kept), in the object's
+/// order, to the tracepoint its section names (category `category` for `tp_btf/NAME` and `raw_tp/NAME`, the
+/// section's own for `tracepoint/CATEGORY/NAME`). A tool whose attach order matters uses
+/// [`attach_loaded_tracepoint`] instead.
+pub fn attach_loaded_tracepoints(object: &Object, category: &str) -> Result<Vec<Link>> {
+    let mut links = Vec::new();
+    for prog in object.progs_mut().filter(|p| p.autoload()) {
+        let section = prog.section().to_string_lossy().into_owned();
+        if let Some((mech, own, name)) = section_tracepoint(&section) {
+            links.push(attach_tracepoint(&prog, own.unwrap_or(category), name, mech)?);
+        }
+    }
+    Ok(links)
+}
+
+/// Attaches the loaded program of `object` on tracepoint `category:name` (the one of the pair that
+/// [`autoload_by_section`] kept), so that a tool chooses the order of its links without choosing programs.
+pub fn attach_loaded_tracepoint(object: &Object, category: &str, name: &str) -> Result<Link> {
+    for prog in object.progs_mut().filter(|p| p.autoload()) {
+        let section = prog.section().to_string_lossy().into_owned();
+        if let Some((mech, _, target)) = section_tracepoint(&section) {
+            if target == name {
+                return attach_tracepoint(&prog, category, name, mech);
+            }
+        }
+    }
+    bail!("no program for tracepoint {category}:{name} was loaded")
+}
+
+/// Turns off every program of `object` on tracepoint `name` (both of a `tp_btf`/`raw_tp` pair), for a
+/// tracepoint that only an option uses; call it after [`autoload_by_section`].
+pub fn skip_tracepoint(object: &mut OpenObject, name: &str) {
+    for mut prog in object.progs_mut() {
+        let section = prog.section().to_string_lossy().into_owned();
+        if section_tracepoint(&section).is_some_and(|(_, _, target)| target == name) {
+            prog.set_autoload(false);
+        }
+    }
+}
+
 /// Attaches a program written for tracepoint `category:name` with `mech`: `tp_btf` (target set at load),
 /// `raw_tp`, or the classic `tracepoint` (which needs tracefs, mounted here if it is not yet).
 pub fn attach_tracepoint(prog: &ProgramMut<'_>, category: &str, name: &str, mech: Attach) -> Result<Link> {
@@ -158,4 +248,38 @@ pub fn attach_tracepoint(prog: &ProgramMut<'_>, category: &str, name: &str, mech
         other => bail!("{other} is not a way to attach to a tracepoint"),
     };
     link.with_context(|| format!("attaching to tracepoint {category}:{name} ({mech})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_attach_with_their_mechanism() {
+        assert!(section_attaches_with("tp_btf/sched_switch", Attach::TpBtf));
+        assert!(!section_attaches_with("tp_btf/sched_switch", Attach::RawTp));
+        assert!(section_attaches_with("raw_tp/sched_switch", Attach::RawTp));
+        assert!(section_attaches_with("tracepoint/syscalls/sys_exit_accept", Attach::Tracepoint));
+        assert!(section_attaches_with("kprobe", Attach::Kprobe));
+        assert!(section_attaches_with("kretprobe/inet_csk_accept", Attach::Kprobe));
+        assert!(!section_attaches_with("kprobe.multi", Attach::Kprobe));
+        assert!(section_attaches_with("kprobe.multi", Attach::KprobeMulti));
+        assert!(section_attaches_with("fexit/inet_csk_accept", Attach::Fentry));
+        assert!(section_attaches_with("uretprobe", Attach::Uprobe));
+        assert!(!section_attaches_with("uprobe.multi", Attach::Uprobe));
+        assert!(section_attaches_with("perf_event", Attach::PerfEvent));
+        assert!(!section_attaches_with("tp_btfx/a", Attach::TpBtf));
+    }
+
+    #[test]
+    fn sections_name_their_tracepoint() {
+        assert_eq!(section_tracepoint("tp_btf/sched_switch"), Some((Attach::TpBtf, None, "sched_switch")));
+        assert_eq!(section_tracepoint("raw_tp/sys_exit"), Some((Attach::RawTp, None, "sys_exit")));
+        assert_eq!(
+            section_tracepoint("tracepoint/syscalls/sys_exit_accept"),
+            Some((Attach::Tracepoint, Some("syscalls"), "sys_exit_accept"))
+        );
+        assert_eq!(section_tracepoint("kprobe/vfs_read"), None);
+        assert_eq!(section_tracepoint("perf_event"), None);
+    }
 }

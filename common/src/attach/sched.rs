@@ -203,8 +203,8 @@ impl BlockFilters {
 }
 
 /// Prepares an open skeleton of `offcpu.bpf.h` before load: the [`BlockFilters`] into its `.rodata` (with
-/// `sched_switch`'s prototype from `btf`), its `pids`/`tids` maps sized to them, and the `sched_switch` program of
-/// attach mechanism `mech` to load: `common::prepare_offcpu_skeleton!(open, &filters, &btf, mech);` in a function
+/// `sched_switch`'s prototype from `btf`), its `pids`/`tids` maps sized to them, and the programs of attach
+/// mechanism `mech` to load, by section ([`autoload_by_section`](crate::attach::loader::autoload_by_section)): `common::prepare_offcpu_skeleton!(open, &filters, &btf, mech);` in a function
 /// returning `anyhow::Result` (a macro because each skeleton has its own types).
 #[macro_export]
 macro_rules! prepare_offcpu_skeleton {
@@ -222,9 +222,7 @@ macro_rules! prepare_offcpu_skeleton {
         ro.max_block_us = filters.max_block_us.unwrap_or(u64::MAX);
         ro.has_prev_state_arg = $crate::attach::sched::has_prev_state_arg($btf)?;
         filters.size_maps(&mut open.maps.pids, &mut open.maps.tids)?;
-        let tp_btf = $mech == $crate::attach::features::Attach::TpBtf;
-        open.progs.sched_switch_btf.set_autoload(tp_btf);
-        open.progs.sched_switch_raw.set_autoload(!tp_btf);
+        $crate::attach::loader::autoload_by_section(::libbpf_rs::skel::OpenSkel::open_object_mut(open), $mech);
     }};
 }
 

@@ -1,5 +1,5 @@
 //! The IRQ time tools (hardirqs, softirqs): their shared flags ([`IrqArgs`]), the choice and attachment of their
-//! entry/exit tracepoint pair ([`keep_programs`], [`attach_pair`]), and the run and report ([`run`], [`Report`]).
+//! entry/exit tracepoint pair ([`attach_pair`]), and the run and report ([`run`], [`Report`]).
 //!
 //! Each tool's BPF side keeps, per IRQ (a hard IRQ handler name, a softirq vector), a cumulative count, time sum
 //! and log2 histogram; the report subtracts the previous read to get the interval's events and prints them as
@@ -11,11 +11,10 @@ use std::io::Write;
 
 use anyhow::Result;
 use clap::Args;
-use libbpf_rs::{Link, OpenProgramMut, ProgramMut};
+use libbpf_rs::{Link, Object};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::attach::features::Attach;
-use crate::attach::loader::attach_tracepoint;
+use crate::attach::loader::attach_loaded_tracepoint;
 use crate::cli::IntervalCount;
 use crate::output::hist::{log2_buckets, write_log2_hist, write_totals, IntervalDiff, Log2Hist};
 use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
@@ -226,18 +225,8 @@ pub fn run(
     })
 }
 
-/// Keeps the tp_btf pair of programs (entry, exit) with [`Attach::TpBtf`], else the raw_tp pair.
-pub fn keep_programs(mech: Attach, btf: [&mut OpenProgramMut<'_>; 2], raw: [&mut OpenProgramMut<'_>; 2]) {
-    let tp_btf = mech == Attach::TpBtf;
-    for prog in btf {
-        prog.set_autoload(tp_btf);
-    }
-    for prog in raw {
-        prog.set_autoload(!tp_btf);
-    }
-}
-
-/// Attaches the kept pair of programs (entry, exit) to the `irq:` tracepoints `names`.
-pub fn attach_pair(mech: Attach, progs: [&ProgramMut<'_>; 2], names: [&str; 2]) -> Result<Vec<Link>> {
-    progs.into_iter().zip(names).map(|(prog, name)| attach_tracepoint(prog, "irq", name, mech)).collect()
+/// Attaches the loaded programs of the `irq:` tracepoints `names` (entry, then exit: the halves of their
+/// TP_BTF_RAW pairs that [`autoload_by_section`](crate::attach::loader::autoload_by_section) kept).
+pub fn attach_pair(object: &Object, names: [&str; 2]) -> Result<Vec<Link>> {
+    names.into_iter().map(|name| attach_loaded_tracepoint(object, "irq", name)).collect()
 }

@@ -8,6 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
 #include "bits.bpf.h"
 #include "argdist.h"
 #include "probe.bpf.h"
@@ -87,16 +88,7 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 		else
 			key->vals[i] = probe_extend(vals[f], keys[i].size, keys[i].is_signed);
 	}
-	__u64 one = 1, *count = bpf_map_lookup_elem(&counts, key);
-	if (count) {
-		__sync_fetch_and_add(count, 1);
-	} else if (bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST)) {
-		count = bpf_map_lookup_elem(&counts, key);
-		if (count)
-			__sync_fetch_and_add(count, 1);
-		else
-			__sync_fetch_and_add(&dropped, 1);
-	}
+	counter_inc(&counts, key, &dropped);
 	return 0;
 }
 

@@ -8,12 +8,13 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "bits.bpf.h"
 #include "maps.bpf.h"
 #include "block.bpf.h"
 #include "biolatency.h"
 
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 const volatile bool filter_dev = false;
 const volatile __u32 target_dev = 0;
 const volatile bool per_disk = false;
@@ -23,13 +24,6 @@ const volatile bool millis = false;
 
 /* I/Os not timed because the start map was full. */
 __u64 start_map_full = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} cgroup_map SEC(".maps");
 
 /* Entries are allocated as I/Os start, not up front: the map costs what is in flight. */
 struct {
@@ -59,7 +53,7 @@ static __always_inline int trace_start(struct request *rq, bool is_issue)
 {
 	__u64 ts;
 
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!cgroup_wanted())
 		return 0;
 	/* With -Q, a request that went through a scheduler was already timed at insert. */
 	if (is_issue && queued && BPF_CORE_READ(rq, q, elevator))

@@ -19,11 +19,7 @@ struct hist_key {
 	__u32 _pad;
 };
 
-/* Cumulative since start; user space prints the difference between two reads. */
-struct hist {
-	__u64 count;
-	__u64 sum_ns;
-	__u64 slots[MAX_SLOTS];
-};
+/* struct hist, the cumulative histogram (bpf/include/hist.h). */
+#include "hist.h"
 
 #endif

@@ -14,13 +14,15 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+};
 use common::attach::maps::DropCounter;
 use common::cli::IntervalCount;
 use common::domain::blockdev::{Disks, RqFlagNames};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -163,33 +165,23 @@ fn load_and_attach(
     rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
     rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
 
-    let progs = &mut open.progs;
-    let tp_btf = mech == Attach::TpBtf;
-    progs.block_rq_insert_btf.set_autoload(tp_btf && args.queued);
-    progs.block_rq_issue_btf.set_autoload(tp_btf);
-    progs.block_rq_complete_btf.set_autoload(tp_btf);
-    progs.block_rq_insert_raw.set_autoload(!tp_btf && args.queued);
-    progs.block_rq_issue_raw.set_autoload(!tp_btf);
-    progs.block_rq_complete_raw.set_autoload(!tp_btf);
+    autoload_by_section(open.open_object_mut(), mech);
+    if !args.queued {
+        skip_tracepoint(open.open_object_mut(), "block_rq_insert");
+    }
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     // Filters are in place before the first program is attached, so no I/O from outside the cgroup is counted.
     if let Some(cgroup) = cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
 
-    let p = &skel.progs;
-    let (insert, issue, complete) = if tp_btf {
-        (&p.block_rq_insert_btf, &p.block_rq_issue_btf, &p.block_rq_complete_btf)
-    } else {
-        (&p.block_rq_insert_raw, &p.block_rq_issue_raw, &p.block_rq_complete_raw)
-    };
-    let mut wanted = vec![(issue, "block_rq_issue"), (complete, "block_rq_complete")];
+    let mut wanted = vec!["block_rq_issue", "block_rq_complete"];
     if args.queued {
-        wanted.push((insert, "block_rq_insert"));
+        wanted.push("block_rq_insert");
     }
     let links = wanted
         .into_iter()
-        .map(|(prog, name)| attach_tracepoint(prog, "block", name, mech))
+        .map(|name| attach_loaded_tracepoint(skel.object(), "block", name))
         .collect::<Result<Vec<_>>>()?;
     Ok((skel, links))
 }

@@ -14,10 +14,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "block.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "biosnoop.h"
 
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 const volatile bool filter_dev = false;
 const volatile __u32 target_dev = 0;
 const volatile __u64 min_ns = 0;
@@ -41,13 +43,6 @@ struct req_info {
 	__u32 filtered;		/* seen first outside the -c cgroup or -d disk: followed, never reported */
 	char comm[TASK_COMM_LEN];
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} cgroup_map SEC(".maps");
 
 /* Entries are allocated as requests start, not up front: the map costs what is in flight. */
 struct {
@@ -74,7 +69,7 @@ static __always_inline struct req_info *begin(struct request *rq, bool in_issuer
 	r.dev = request_dev(rq);
 	r.start_ns = bpf_ktime_get_ns();
 	if (in_issuer) {
-		r.filtered = filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0);
+		r.filtered = !cgroup_wanted();
 		r.pid = bpf_get_current_pid_tgid() >> 32;
 		bpf_get_current_comm(&r.comm, sizeof(r.comm));
 	} else {
@@ -158,28 +153,13 @@ cleanup:
 
 BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete)
 
-SEC("tp_btf/block_io_start")
-int BPF_PROG(block_io_start_btf, struct request *rq)
-{
-	return on_start(rq);
-}
-
-SEC("raw_tp/block_io_start")
-int BPF_PROG(block_io_start_raw, struct request *rq)
+TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)
 {
 	return on_start(rq);
 }
 
 /* The request merged into another is freed without a completion. */
-SEC("tp_btf/block_rq_merge")
-int BPF_PROG(block_rq_merge_btf, struct request *rq)
-{
-	bpf_map_delete_elem(&reqs, &rq);
-	return 0;
-}
-
-SEC("raw_tp/block_rq_merge")
-int BPF_PROG(block_rq_merge_raw, struct request *rq)
+TP_BTF_RAW(block_rq_merge, block_rq_merge, struct request *rq)
 {
 	bpf_map_delete_elem(&reqs, &rq);
 	return 0;

@@ -17,12 +17,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+};
 use common::attach::maps::DropCounter;
 use common::domain::blockdev::{Disks, RqFlagNames};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -143,18 +145,13 @@ fn load_and_attach(
         eprintln!("biosnoop: no block_io_start tracepoint; the issuing process is taken at insert or issue");
     }
 
-    let tp_btf = mech == Attach::TpBtf;
-    let progs = &mut open.progs;
-    progs.block_rq_insert_btf.set_autoload(tp_btf);
-    progs.block_rq_issue_btf.set_autoload(tp_btf);
-    progs.block_rq_complete_btf.set_autoload(tp_btf);
-    progs.block_io_start_btf.set_autoload(tp_btf && io_start);
-    progs.block_rq_merge_btf.set_autoload(tp_btf && merge);
-    progs.block_rq_insert_raw.set_autoload(!tp_btf);
-    progs.block_rq_issue_raw.set_autoload(!tp_btf);
-    progs.block_rq_complete_raw.set_autoload(!tp_btf);
-    progs.block_io_start_raw.set_autoload(!tp_btf && io_start);
-    progs.block_rq_merge_raw.set_autoload(!tp_btf && merge);
+    autoload_by_section(open.open_object_mut(), mech);
+    if !io_start {
+        skip_tracepoint(open.open_object_mut(), "block_io_start");
+    }
+    if !merge {
+        skip_tracepoint(open.open_object_mut(), "block_rq_merge");
+    }
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     // Filters are in place before the first program is attached, so no I/O from outside the cgroup is traced.
     if let Some(cgroup) = cgroup {
@@ -164,25 +161,18 @@ fn load_and_attach(
     // The order closes the attach window. With block_io_start, it goes first: a request that starts once it is
     // attached is seen there (an entry left by a completion missed meanwhile is overwritten when its request is
     // reused). Without it, block_rq_complete goes first, so that every request followed is seen to complete.
-    let p = &skel.progs;
-    let pick = |btf_prog, raw_prog| if tp_btf { btf_prog } else { raw_prog };
     let mut wanted = Vec::new();
-    if io_start {
-        wanted.push((pick(&p.block_io_start_btf, &p.block_io_start_raw), "block_io_start"));
-    } else {
-        wanted.push((pick(&p.block_rq_complete_btf, &p.block_rq_complete_raw), "block_rq_complete"));
-    }
+    wanted.push(if io_start { "block_io_start" } else { "block_rq_complete" });
     if merge {
-        wanted.push((pick(&p.block_rq_merge_btf, &p.block_rq_merge_raw), "block_rq_merge"));
+        wanted.push("block_rq_merge");
     }
-    wanted.push((pick(&p.block_rq_insert_btf, &p.block_rq_insert_raw), "block_rq_insert"));
-    wanted.push((pick(&p.block_rq_issue_btf, &p.block_rq_issue_raw), "block_rq_issue"));
+    wanted.extend(["block_rq_insert", "block_rq_issue"]);
     if io_start {
-        wanted.push((pick(&p.block_rq_complete_btf, &p.block_rq_complete_raw), "block_rq_complete"));
+        wanted.push("block_rq_complete");
     }
     let links = wanted
         .into_iter()
-        .map(|(prog, name)| attach_tracepoint(prog, "block", name, mech))
+        .map(|name| attach_loaded_tracepoint(skel.object(), "block", name))
         .collect::<Result<Vec<_>>>()?;
     Ok((skel, links))
 }

@@ -9,13 +9,14 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "cpudist.h"
 
 /* 0: one histogram; 1: per process (-P); 2: per thread (-L). */
 const volatile __u32 per = 0;
-const volatile __u32 target_tgid = 0;
 const volatile bool millis = false;
 const volatile bool offcpu = false;
 const volatile bool include_idle = false;
@@ -52,7 +53,7 @@ static __always_inline bool task_key(struct task_struct *t, __u32 cpu, struct st
 {
 	__u32 pid = BPF_CORE_READ(t, pid);
 
-	if (target_tgid && BPF_CORE_READ(t, tgid) != target_tgid)
+	if (!tgid_wanted(BPF_CORE_READ(t, tgid)))
 		return false;
 	if (!pid && !include_idle)
 		return false;
@@ -121,14 +122,7 @@ static __always_inline int on_switch(__u64 *ctx)
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return on_switch(ctx);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
+TP_BTF_RAW(sched_switch, sched_switch)
 {
 	return on_switch(ctx);
 }

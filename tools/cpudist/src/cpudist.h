@@ -17,13 +17,9 @@ struct start_key {
 	__u32 cpu;
 };
 
-/* Cumulative since start; user space prints the difference between two reads. Keyed by a u32: 0 for the one
- * histogram, else the process or thread. */
-struct hist {
-	__u64 count;
-	__u64 sum_ns;
-	__u64 slots[MAX_SLOTS];
-	char comm[TASK_COMM_LEN];
-};
+/* struct hist, the cumulative histogram (bpf/include/hist.h), with the task's name. Keyed by a u32: 0 for
+ * the one histogram, else the process or thread. */
+#define HIST_COMM_LEN TASK_COMM_LEN
+#include "hist.h"
 
 #endif

@@ -12,13 +12,15 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoints, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
 use common::output::hist::Log2Hist;
 use common::output::taskhist::{self, Per, Report};
 use common::run::{self, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::types::hist;
@@ -115,13 +117,8 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
         open.maps.hists.set_max_entries(bpf::consts::MAX_HISTS as u32)?;
     }
 
-    let progs = &mut open.progs;
-    let tp_btf = mech == Attach::TpBtf;
-    progs.sched_switch_btf.set_autoload(tp_btf);
-    progs.sched_switch_raw.set_autoload(!tp_btf);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
-
-    let prog = if tp_btf { &skel.progs.sched_switch_btf } else { &skel.progs.sched_switch_raw };
-    let links = vec![attach_tracepoint(prog, "sched", "sched_switch", mech)?];
+    let links = attach_loaded_tracepoints(skel.object(), "sched")?;
     Ok((skel, links))
 }

@@ -11,17 +11,14 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "filter.bpf.h"
 #include "syscall_tp.bpf.h"
 #include "execsnoop.h"
 
 #define MAX_INFLIGHT 10240
 
 const volatile __u32 max_args = 20;
-const volatile bool filter_uid = false;
-const volatile __u32 target_uid = 0;
-const volatile bool filter_ppid = false;
-const volatile __u32 target_ppid = 0;
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 const volatile bool fails = false;
 
 __u64 lost = 0;
@@ -37,13 +34,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct event);
 } execs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_map SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -62,13 +52,13 @@ static __always_inline int enter(const char *filename, const char *const *argv, 
 	long ret;
 	int i;
 
-	if (filter_uid && uid != target_uid)
+	if (!uid_wanted(uid))
 		return 0;
 	task = (struct task_struct *)bpf_get_current_task();
 	ppid = BPF_CORE_READ(task, real_parent, tgid);
-	if (filter_ppid && ppid != target_ppid)
+	if (!id_wanted(target_ppid, ppid))
 		return 0;
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!cgroup_wanted())
 		return 0;
 
 	if (bpf_map_update_elem(&execs, &tid, &empty_event, BPF_ANY)) {

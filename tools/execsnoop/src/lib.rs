@@ -159,7 +159,6 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     rodata.max_args = args.max_args;
     rodata.filter_uid = args.uid.is_some();
     rodata.target_uid = args.uid.unwrap_or(0);
-    rodata.filter_ppid = args.ppid.is_some();
     rodata.target_ppid = args.ppid.unwrap_or(0);
     rodata.filter_cgroup = cgroup.is_some();
     rodata.fails = args.fails;

@@ -146,7 +146,6 @@ impl Plan<'_> {
     ) -> Result<BpfSkel<'static>> {
         let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
         let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
-        rodata.filter_tgid = self.filters.pid.is_some();
         rodata.target_tgid = self.filters.pid.unwrap_or(0);
         rodata.filter_cpu = self.filters.cpu.is_some();
         rodata.target_cpu = self.filters.cpu.unwrap_or(0);

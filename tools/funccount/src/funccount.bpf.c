@@ -16,10 +16,9 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
+#include "filter.bpf.h"
 #include "funccount.h"
 
-const volatile bool filter_tgid = false;
-const volatile __u32 target_tgid = 0;
 const volatile bool filter_cpu = false;
 const volatile __u32 target_cpu = 0;
 const volatile __u32 slot_base = 0;
@@ -36,7 +35,7 @@ static __always_inline int count(__u64 index)
 	__u32 key = index;
 	__u64 *val;
 
-	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	if (filter_cpu && bpf_get_smp_processor_id() != target_cpu)
 		return 0;

@@ -10,12 +10,12 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "bits.bpf.h"
 #include "funclatency.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u32 target_tgid = 0;
 const volatile __u32 max_depth = 0;
 const volatile bool per_function = false;
 const volatile __u64 ns_per_unit = 1;
@@ -48,7 +48,7 @@ struct {
 
 static __always_inline bool traced(__u64 pid_tgid)
 {
-	return !target_tgid || (pid_tgid >> 32) == target_tgid;
+	return tgid_wanted(pid_tgid >> 32);
 }
 
 static __always_inline int enter(void)

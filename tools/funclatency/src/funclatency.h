@@ -10,12 +10,8 @@
 /* fentry/fexit attaches one object per function: above this many functions, kprobe_multi or kprobes. */
 #define MAX_FENTRY_FUNCS 8
 
-/* Cumulative since start; user space prints the difference between two reads. */
-struct hist {
-	__u64 count;
-	__u64 sum_ns;
-	__u64 slots[MAX_SLOTS];
-};
+/* struct hist, the cumulative histogram (bpf/include/hist.h). */
+#include "hist.h"
 
 /* A call in flight: the thread, and with -l its nesting depth. */
 struct start_key {

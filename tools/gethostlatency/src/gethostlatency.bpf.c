@@ -21,11 +21,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "gethostlatency.h"
 
 #define MAX_CALLS 10240
 
-const volatile __u32 target_pid = 0;
 
 /* Completed calls dropped because the ring buffer was full. */
 __u64 lost = 0;
@@ -89,7 +89,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, __u32 func)
 
 	if (!host)
 		return 0;
-	if (target_pid && target_pid != pid)
+	if (!tgid_wanted(pid))
 		return 0;
 
 	call = bpf_map_lookup_elem(&starts, &tid);

@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{load_first_working, object_storage};
+use common::attach::loader::{autoload_by_section, load_first_working, object_storage};
 use common::attach::ring_buffer::poll_ring_buffer;
 use common::output::stdout::Output;
 use common::process::elf::ElfSymbols;
@@ -124,18 +124,12 @@ fn resolver_functions(libc: &Path) -> Result<Vec<(usize, u64)>> {
     Ok(funcs)
 }
 
-/// The programs of the uprobe_multi set.
-const MULTI_PROGS: [&str; 2] = ["resolver_entry_multi", "resolver_return_multi"];
-
 /// Opens the BPF object, sets its options, keeps the programs of mechanism `mech` and loads it.
 fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
-    rodata.target_pid = args.pid.unwrap_or(0);
-    for mut prog in open.open_object_mut().progs_mut() {
-        let name = prog.name().to_string_lossy().into_owned();
-        prog.set_autoload(MULTI_PROGS.contains(&name.as_str()) == (mech == Attach::UprobeMulti));
-    }
+    rodata.target_tgid = args.pid.unwrap_or(0);
+    autoload_by_section(open.open_object_mut(), mech);
     open.load().with_context(|| format!("loading the BPF programs ({mech})"))
 }
 

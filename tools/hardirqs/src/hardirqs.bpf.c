@@ -9,6 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
 #include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "hardirqs.h"
@@ -89,26 +90,12 @@ static __always_inline int exit_(int irq)
 	return 0;
 }
 
-SEC("tp_btf/irq_handler_entry")
-int BPF_PROG(irq_handler_entry_btf, int irq, struct irqaction *action)
+TP_BTF_RAW(irq_handler_entry, irq_handler_entry, int irq, struct irqaction *action)
 {
 	return entry(irq, action);
 }
 
-SEC("tp_btf/irq_handler_exit")
-int BPF_PROG(irq_handler_exit_btf, int irq)
-{
-	return exit_(irq);
-}
-
-SEC("raw_tp/irq_handler_entry")
-int BPF_PROG(irq_handler_entry_raw, int irq, struct irqaction *action)
-{
-	return entry(irq, action);
-}
-
-SEC("raw_tp/irq_handler_exit")
-int BPF_PROG(irq_handler_exit_raw, int irq)
+TP_BTF_RAW(irq_handler_exit, irq_handler_exit, int irq)
 {
 	return exit_(irq);
 }

@@ -14,11 +14,7 @@ struct irq_key {
 	char name[IRQ_NAME_LEN];
 };
 
-/* Per handler name, cumulative since start; user space prints the difference between two reads. */
-struct hist {
-	__u64 count;
-	__u64 sum_ns;
-	__u64 slots[MAX_SLOTS];
-};
+/* struct hist, the cumulative histogram (bpf/include/hist.h). */
+#include "hist.h"
 
 #endif

@@ -13,12 +13,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{load_first_working, open_skeleton, rodata};
+use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
 use common::attach::maps::{c_string, DropCounter};
 use common::output::hist::Log2Hist;
 use common::output::irqtime::{self, Irq, IrqArgs, Kind};
 use common::run::{self, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::types::{hist, irq_key};
@@ -82,20 +82,8 @@ fn load_and_attach(args: &IrqArgs, mech: Attach) -> Result<(BpfSkel<'static>, Ve
     rodata.target_cpu = args.cpu.unwrap_or(0);
     rodata.nsecs = args.nanoseconds;
 
-    let p = &mut open.progs;
-    irqtime::keep_programs(
-        mech,
-        [&mut p.irq_handler_entry_btf, &mut p.irq_handler_exit_btf],
-        [&mut p.irq_handler_entry_raw, &mut p.irq_handler_exit_raw],
-    );
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
-
-    let p = &skel.progs;
-    let progs = if mech == Attach::TpBtf {
-        [&p.irq_handler_entry_btf, &p.irq_handler_exit_btf]
-    } else {
-        [&p.irq_handler_entry_raw, &p.irq_handler_exit_raw]
-    };
-    let links = irqtime::attach_pair(mech, progs, ["irq_handler_entry", "irq_handler_exit"])?;
+    let links = irqtime::attach_pair(skel.object(), ["irq_handler_entry", "irq_handler_exit"])?;
     Ok((skel, links))
 }

@@ -98,9 +98,6 @@ fn load_and_attach(
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     common::prepare_stack_skeleton!(open, filters, btf, mech, &args.stacks, args.rest.stack_storage_size);
-    let tp_btf = mech == Attach::TpBtf;
-    open.progs.sched_waking_btf.set_autoload(tp_btf);
-    open.progs.sched_waking_raw.set_autoload(!tp_btf);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the program is attached.

@@ -136,9 +136,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     let mut open =
         if args.full_path { open_skeleton::<BpfSkelBuilder>()? } else { open_skeleton_core_free::<BpfSkelBuilder>()? };
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.filter_pid = args.pid.is_some();
-    rodata.target_pid = args.pid.unwrap_or(0);
-    rodata.filter_tid = args.tid.is_some();
+    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_tid = args.tid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
     rodata.target_uid = args.uid.unwrap_or(0);

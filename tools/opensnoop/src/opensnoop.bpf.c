@@ -10,19 +10,14 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "filter.bpf.h"
 #include "syscall_tp.bpf.h"
 #include "opensnoop.h"
 
 #define MAX_INFLIGHT 10240
 #define AT_FDCWD -100
 
-const volatile bool filter_pid = false;
-const volatile __u32 target_pid = 0;
-const volatile bool filter_tid = false;
-const volatile __u32 target_tid = 0;
-const volatile bool filter_uid = false;
-const volatile __u32 target_uid = 0;
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 const volatile __u64 flag_mask = 0;
 const volatile bool failed_only = false;
 
@@ -55,13 +50,6 @@ struct {
 } scratch SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_map SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);
 } events SEC(".maps");
@@ -72,15 +60,13 @@ static __always_inline int enter(const char *path, __u64 flags, __u32 mode, __s3
 	__u32 tid = (__u32)id;
 	struct args a = {};
 
-	if (filter_pid && (id >> 32) != target_pid)
+	if (!current_ids_wanted(id))
 		return 0;
-	if (filter_tid && tid != target_tid)
-		return 0;
-	if (filter_uid && (__u32)bpf_get_current_uid_gid() != target_uid)
+	if (!current_uid_wanted())
 		return 0;
 	if (flag_mask && !(flags & flag_mask))
 		return 0;
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!cgroup_wanted())
 		return 0;
 	a.path = path;
 	a.flags = flags;

@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "filter.bpf.h"
 #include "maps.bpf.h"
 #include "stacks.bpf.h"
 #include "profile.h"
@@ -21,7 +22,7 @@ const volatile bool include_idle = false;
 const volatile bool filter_by_pid = false;
 const volatile bool filter_by_tid = false;
 /* --cgroup PATH: only tasks in that cgroup v2 directory or below it. */
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 /* --cgroupmap / --mntnsmap: only tasks whose cgroup id / mount namespace id is a key of BCC's pinned map. */
 const volatile bool filter_cgroupmap = false;
 const volatile bool filter_mntnsmap = false;
@@ -45,13 +46,6 @@ struct {
 	__type(value, __u8);
 	__uint(max_entries, 1);
 } tids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} cgroup_map SEC(".maps");
 
 /* BCC's container filters (bcc/containers.py): hashes keyed by cgroup id (u64) and by mount namespace inode
  * (u64), pinned by the user. Each outer array's one slot holds the pinned map itself (user space makes the pinned
@@ -100,12 +94,10 @@ struct {
 /* Makes the key type visible to the skeleton's generated `types` module. */
 struct stack_key _stack_key_type = {};
 
-static const __u64 zero;
-
 /* BCC's container_should_be_filtered(): true if the current task's cgroup or mount namespace is not wanted. */
 static __always_inline bool container_filtered(void)
 {
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!cgroup_wanted())
 		return true;
 	if (filter_cgroupmap && !in_pinned_set(&cgroupset, bpf_get_current_cgroup_id()))
 		return true;
@@ -125,7 +117,6 @@ int do_perf_event(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct stack_key key = {};
-	__u64 *count;
 
 	if (!include_idle && tid == 0)
 		return 0;
@@ -144,11 +135,7 @@ int do_perf_event(struct bpf_perf_event_data *ctx)
 	if (key.user_stack_id >= 0)
 		notice_process(&seen_pids, &new_pids, tgid, &lost_notices);
 
-	count = bpf_map_lookup_or_try_init(&counts, &key, &zero);
-	if (count)
-		__sync_fetch_and_add(count, 1);
-	else
-		__sync_fetch_and_add(&lost_samples, 1);
+	counter_inc(&counts, &key, &lost_samples);
 	return 0;
 }
 

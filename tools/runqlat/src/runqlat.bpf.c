@@ -12,13 +12,15 @@
 #include <bpf/bpf_tracing.h>
 #include "timehist.bpf.h"
 #include "maps.bpf.h"
+#include "core_fixes.bpf.h"
+#include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "runqlat.h"
 
 #define TASK_RUNNING 0
 
 /* 0: one histogram; 1: per process (-P); 2: per thread (-L); 3: per PID namespace (--pidnss). */
 const volatile __u32 per = 0;
-const volatile __u32 target_tgid = 0;
 const volatile bool millis = false;
 const volatile bool switch_has_state = false;
 
@@ -47,20 +49,6 @@ static const struct hist zero_hist;
 /* Makes the struct visible to the skeleton's generated `types` module. */
 struct hist _hist_type = {};
 
-/* task_struct's state was renamed __state in 5.14. */
-struct task_struct___o {
-	volatile long int state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	struct task_struct___o *old = (void *)t;
-
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ(old, state);
-}
-
 static __always_inline void trace_enqueue(struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, pid);
@@ -68,7 +56,7 @@ static __always_inline void trace_enqueue(struct task_struct *p)
 
 	if (!pid)
 		return;
-	if (target_tgid && BPF_CORE_READ(p, tgid) != target_tgid)
+	if (!tgid_wanted(BPF_CORE_READ(p, tgid)))
 		return;
 	ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&start, &pid, &ts, BPF_ANY))
@@ -131,47 +119,24 @@ static __always_inline int on_switch(__u64 *ctx)
 {
 	struct task_struct *prev = (struct task_struct *)ctx[1];
 	struct task_struct *next = (struct task_struct *)ctx[2];
-	long state = switch_has_state ? (long)(unsigned int)ctx[3] : task_state(prev);
+	long state = switch_has_state ? (long)(unsigned int)ctx[3] : (long)task_state(prev);
 
 	return handle_switch(prev, next, state);
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+TP_BTF_RAW(sched_wakeup, sched_wakeup, struct task_struct *p)
 {
 	trace_enqueue(p);
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
+TP_BTF_RAW(sched_wakeup_new, sched_wakeup_new, struct task_struct *p)
 {
 	trace_enqueue(p);
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf)
-{
-	return on_switch(ctx);
-}
-
-SEC("raw_tp/sched_wakeup")
-int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
-{
-	trace_enqueue(p);
-	return 0;
-}
-
-SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
-{
-	trace_enqueue(p);
-	return 0;
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw)
+TP_BTF_RAW(sched_switch, sched_switch)
 {
 	return on_switch(ctx);
 }

@@ -13,11 +13,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{load_first_working, open_skeleton, rodata};
+use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
 use common::output::hist::Log2Hist;
 use common::output::irqtime::{self, Irq, IrqArgs, Kind};
 use common::run::{self, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use bpf::types::hist;
@@ -96,20 +96,8 @@ fn load_and_attach(args: &IrqArgs, mech: Attach) -> Result<(BpfSkel<'static>, Ve
     rodata.target_cpu = args.cpu.unwrap_or(0);
     rodata.nsecs = args.nanoseconds;
 
-    let p = &mut open.progs;
-    irqtime::keep_programs(
-        mech,
-        [&mut p.softirq_entry_btf, &mut p.softirq_exit_btf],
-        [&mut p.softirq_entry_raw, &mut p.softirq_exit_raw],
-    );
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
-
-    let p = &skel.progs;
-    let progs = if mech == Attach::TpBtf {
-        [&p.softirq_entry_btf, &p.softirq_exit_btf]
-    } else {
-        [&p.softirq_entry_raw, &p.softirq_exit_raw]
-    };
-    let links = irqtime::attach_pair(mech, progs, ["softirq_entry", "softirq_exit"])?;
+    let links = irqtime::attach_pair(skel.object(), ["softirq_entry", "softirq_exit"])?;
     Ok((skel, links))
 }

@@ -8,6 +8,7 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
 #include "timehist.bpf.h"
 #include "softirqs.h"
 
@@ -77,26 +78,12 @@ static __always_inline int exit_(unsigned int vec)
 	return 0;
 }
 
-SEC("tp_btf/softirq_entry")
-int BPF_PROG(softirq_entry_btf, unsigned int vec)
+TP_BTF_RAW(softirq_entry, softirq_entry, unsigned int vec)
 {
 	return entry(vec);
 }
 
-SEC("tp_btf/softirq_exit")
-int BPF_PROG(softirq_exit_btf, unsigned int vec)
-{
-	return exit_(vec);
-}
-
-SEC("raw_tp/softirq_entry")
-int BPF_PROG(softirq_entry_raw, unsigned int vec)
-{
-	return entry(vec);
-}
-
-SEC("raw_tp/softirq_exit")
-int BPF_PROG(softirq_exit_raw, unsigned int vec)
+TP_BTF_RAW(softirq_exit, softirq_exit, unsigned int vec)
 {
 	return exit_(vec);
 }

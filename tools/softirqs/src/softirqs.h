@@ -8,11 +8,7 @@
 /* Softirq vectors counted (the kernel has 10; more are counted as unknown). */
 #define MAX_VECS 16
 
-/* Per vector, cumulative since start; user space prints the difference between two reads. */
-struct hist {
-	__u64 count;
-	__u64 sum_ns;
-	__u64 slots[MAX_SLOTS];
-};
+/* struct hist, the cumulative histogram (bpf/include/hist.h). */
+#include "hist.h"
 
 #endif

@@ -5,12 +5,13 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
+#include "maps.bpf.h"
+#include "filter.bpf.h"
 #include "stacks.bpf.h"
 #include "stackcount.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u32 target_tgid = 0;
 const volatile __s32 target_cpu = -1;
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
@@ -35,9 +36,8 @@ static __always_inline int count(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct stack_key key = {};
-	__u64 one = 1, *value;
 
-	if (target_tgid && tgid != target_tgid)
+	if (!tgid_wanted(tgid))
 		return 0;
 	if (target_cpu >= 0 && bpf_get_smp_processor_id() != (__u32)target_cpu)
 		return 0;
@@ -48,19 +48,7 @@ static __always_inline int count(void *ctx)
 	if (user_stacks && tgid)
 		notice_process(&seen, &new_pids, tgid, &lost_notices);
 
-	value = bpf_map_lookup_elem(&counts, &key);
-	if (value) {
-		__sync_fetch_and_add(value, 1);
-		return 0;
-	}
-	if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
-		/* Another CPU may have added it just now. */
-		value = bpf_map_lookup_elem(&counts, &key);
-		if (value)
-			__sync_fetch_and_add(value, 1);
-		else
-			__sync_fetch_and_add(&lost_counts, 1);
-	}
+	counter_inc(&counts, &key, &lost_counts);
 	return 0;
 }
 

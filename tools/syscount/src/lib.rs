@@ -19,13 +19,15 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64, require_process};
 use common::domain::syscalls;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals, Tick};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -190,9 +192,9 @@ fn check_drops(skel: &BpfSkel<'_>, drops: &mut [DropCounter; 4]) {
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.filter_pid = args.pid.unwrap_or(0);
-    rodata.filter_tid = args.tid.unwrap_or(0);
-    rodata.filter_ppid = args.ppid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tid = args.tid.unwrap_or(0);
+    rodata.target_ppid = args.ppid.unwrap_or(0);
     rodata.filter_cgroup = cgroup.is_some();
     rodata.filter_syscall = args.syscall.is_some();
     rodata.target_syscall = args.syscall.unwrap_or(0);
@@ -204,32 +206,24 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
         open.maps.processes.set_max_entries(bpf::consts::MAX_PROCESSES as u32)?;
     }
 
-    let tp_btf = mech == Attach::TpBtf;
-    let progs = &mut open.progs;
-    progs.sys_enter_btf.set_autoload(tp_btf && args.latency);
-    progs.sys_exit_btf.set_autoload(tp_btf);
-    progs.sys_enter_raw.set_autoload(!tp_btf && args.latency);
-    progs.sys_exit_raw.set_autoload(!tp_btf);
-    progs.thread_exit_btf.set_autoload(tp_btf && args.latency);
-    progs.thread_exit_raw.set_autoload(!tp_btf && args.latency);
+    autoload_by_section(open.open_object_mut(), mech);
+    if !args.latency {
+        skip_tracepoint(open.open_object_mut(), "sys_enter");
+        skip_tracepoint(open.open_object_mut(), "sched_process_exit");
+    }
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     // Filters are in place before the first program is attached.
     if let Some(cgroup) = cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
 
-    let p = &skel.progs;
-    let (enter, exit, thread_exit) = if tp_btf {
-        (&p.sys_enter_btf, &p.sys_exit_btf, &p.thread_exit_btf)
-    } else {
-        (&p.sys_enter_raw, &p.sys_exit_raw, &p.thread_exit_raw)
-    };
+    let object = skel.object();
     let mut links = Vec::new();
     // sys_enter first, so that every call counted with -L has its entry time.
     if args.latency {
-        links.push(attach_tracepoint(thread_exit, "sched", "sched_process_exit", mech)?);
-        links.push(attach_tracepoint(enter, "raw_syscalls", "sys_enter", mech)?);
+        links.push(attach_loaded_tracepoint(object, "sched", "sched_process_exit")?);
+        links.push(attach_loaded_tracepoint(object, "raw_syscalls", "sys_enter")?);
     }
-    links.push(attach_tracepoint(exit, "raw_syscalls", "sys_exit", mech)?);
+    links.push(attach_loaded_tracepoint(object, "raw_syscalls", "sys_exit")?);
     Ok((skel, links))
 }

@@ -11,13 +11,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "maps.bpf.h"
 #include "syscount.h"
 
-const volatile __u32 filter_pid = 0;
-const volatile __u32 filter_tid = 0;
-const volatile __u32 filter_ppid = 0;
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 const volatile bool filter_syscall = false;
 const volatile __u32 target_syscall = 0;
 const volatile bool filter_failed = false;
@@ -33,13 +32,6 @@ __u64 start_map_full = 0;
 __u64 out_of_range = 0;
 /* 32-bit (compat) calls: their numbers belong to another table. */
 __u64 compat_calls = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} cgroup_map SEC(".maps");
 
 /* Entry time per thread (-L only); entries are allocated as threads enter syscalls, not up front. */
 struct {
@@ -100,17 +92,11 @@ static __always_inline long syscall_nr(struct pt_regs *regs)
 /* The PID, TID, parent and cgroup filters. */
 static __always_inline bool wanted_task(__u64 pid_tgid)
 {
-	if (filter_pid && (pid_tgid >> 32) != filter_pid)
+	if (!current_ids_wanted(pid_tgid))
 		return false;
-	if (filter_tid && (__u32)pid_tgid != filter_tid)
+	if (!current_ppid_wanted())
 		return false;
-	if (filter_ppid) {
-		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-
-		if ((__u32)BPF_CORE_READ(task, real_parent, tgid) != filter_ppid)
-			return false;
-	}
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!cgroup_wanted())
 		return false;
 	return true;
 }
@@ -199,14 +185,12 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
+TP_BTF_RAW(sys_enter, sys_enter, struct pt_regs *regs, long id)
 {
 	return on_enter(id);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
+TP_BTF_RAW(sys_exit, sys_exit, struct pt_regs *regs, long ret)
 {
 	return on_exit(regs, ret);
 }
@@ -220,28 +204,9 @@ static __always_inline int on_thread_exit(void)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(thread_exit_btf)
+TP_BTF_RAW(thread_exit, sched_process_exit)
 {
 	return on_thread_exit();
-}
-
-SEC("raw_tp/sched_process_exit")
-int thread_exit_raw(void *ctx)
-{
-	return on_thread_exit();
-}
-
-SEC("raw_tp/sys_enter")
-int sys_enter_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_enter((long)ctx->args[1]);
-}
-
-SEC("raw_tp/sys_exit")
-int sys_exit_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_exit((struct pt_regs *)ctx->args[0], (long)ctx->args[1]);
 }
 
 char LICENSE[] SEC("license") = "GPL";

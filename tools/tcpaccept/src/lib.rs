@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
@@ -56,7 +56,7 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -67,9 +67,8 @@ fn tcpaccept(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let signals = Signals::install()?;
-    let preferred = [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint];
     let ((skel, _links), _mech) =
-        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let mut printer = Printer::new(Style { json: args.json, time: args.time, timestamp: args.timestamp });
     let mut out = Output::new();
@@ -87,15 +86,11 @@ fn tcpaccept(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
-    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
     rodata.filter_port = args.port.is_some();
 
-    let progs = &mut open.progs;
-    progs.accept_exit.set_autoload(mech == Attach::Tracepoint);
-    progs.accept4_exit.set_autoload(mech == Attach::Tracepoint);
-    progs.accept_fexit.set_autoload(mech == Attach::Fentry);
-    progs.accept_kretprobe.set_autoload(mech == Attach::Kprobe);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before anything is attached.

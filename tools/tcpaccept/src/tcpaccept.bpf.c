@@ -12,12 +12,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "ringbuf.bpf.h"
 #include "sock.bpf.h"
 #include "syscall_tp.bpf.h"
 #include "tcpaccept.h"
 
-const volatile __u32 target_pid = 0;
 const volatile __u16 target_family = 0;
 const volatile bool filter_port = false;
 
@@ -45,7 +45,7 @@ static __always_inline int accepted(struct sock *sk)
 
 	if (!sk)
 		return 0;
-	if (target_pid && pid != target_pid)
+	if (!tgid_wanted(pid))
 		return 0;
 	if (!sk_is_tcp(sk))
 		return 0;
@@ -80,7 +80,7 @@ static __always_inline int syscall_exit(long ret)
 
 	if (ret < 0)
 		return 0;
-	if (target_pid && (bpf_get_current_pid_tgid() >> 32) != target_pid)
+	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	max = BPF_CORE_READ(task, files, fdt, max_fds);
 	if ((unsigned long)ret >= max)

@@ -15,12 +15,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::attach::loader::{
+    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, object_storage,
+};
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::Link;
 
 use bpf::consts::MAX_PORTS;
@@ -69,7 +71,8 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -81,9 +84,8 @@ fn tcpconnect(args: Args) -> Result<()> {
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
-    let preferred = [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
     let ((skel, _links), _mech) =
-        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
 
     let mut printer =
         Printer::new(Style { json: args.json, timestamp: args.timestamp, lport: args.lport, uid: args.print_uid });
@@ -111,7 +113,7 @@ fn tcpconnect(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
-    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
     rodata.target_family = args.family.af();
@@ -119,16 +121,10 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     rodata.filter_cgroup = cgroup.is_some();
     rodata.count = args.count;
 
-    let progs = &mut open.progs;
+    autoload_by_section(open.open_object_mut(), mech);
+    // connect()'s return is a classic tracepoint under every tracepoint mechanism.
     let tracepoints = matches!(mech, Attach::TpBtf | Attach::RawTp | Attach::Tracepoint);
-    progs.set_state_btf.set_autoload(mech == Attach::TpBtf);
-    progs.set_state_raw.set_autoload(mech == Attach::RawTp);
-    progs.set_state_tp.set_autoload(mech == Attach::Tracepoint);
-    progs.connect_exit.set_autoload(tracepoints);
-    progs.v4_connect_fexit.set_autoload(mech == Attach::Fentry);
-    progs.v6_connect_fexit.set_autoload(mech == Attach::Fentry);
-    progs.connect_entry.set_autoload(mech == Attach::Kprobe);
-    progs.connect_ret.set_autoload(mech == Attach::Kprobe);
+    open.progs.connect_exit.set_autoload(tracepoints);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before anything is attached, so no connect slips past an empty filter.
@@ -151,14 +147,9 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
             }
         }
         _ => {
-            let prog = match mech {
-                Attach::TpBtf => &p.set_state_btf,
-                Attach::RawTp => &p.set_state_raw,
-                _ => &p.set_state_tp,
-            };
             // connect()'s return first, so that no connect is left waiting for it.
             links.push(attach_tracepoint(&p.connect_exit, "syscalls", "sys_exit_connect", Attach::Tracepoint)?);
-            links.push(attach_tracepoint(prog, "sock", "inet_sock_set_state", mech)?);
+            links.push(attach_loaded_tracepoint(skel.object(), "sock", "inet_sock_set_state")?);
         }
     }
     Ok((skel, links))

@@ -14,16 +14,16 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+#include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "ringbuf.bpf.h"
 #include "sock.bpf.h"
 #include "tcpconnect.h"
 
-const volatile __u32 target_pid = 0;
-const volatile __u32 target_uid = 0;
-const volatile bool filter_uid = false;
 const volatile __u16 target_family = 0;
 const volatile bool filter_port = false;
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 const volatile bool count = false;
 
 /* Connects not reported: the ring buffer was full. */
@@ -65,13 +65,6 @@ struct {
 } ports SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} cgroup_map SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_FLOWS);
 	__type(key, struct flow);
@@ -89,10 +82,10 @@ static __always_inline bool wanted(struct sock *sk, __u32 *pid, __u32 *uid)
 	__u16 family, dport;
 
 	*pid = bpf_get_current_pid_tgid() >> 32;
-	if (target_pid && *pid != target_pid)
+	if (!tgid_wanted(*pid))
 		return false;
 	*uid = (__u32)bpf_get_current_uid_gid();
-	if (filter_uid && *uid != target_uid)
+	if (!uid_wanted(*uid))
 		return false;
 	family = sk_inet_family(sk, target_family);
 	if (!family)
@@ -100,7 +93,7 @@ static __always_inline bool wanted(struct sock *sk, __u32 *pid, __u32 *uid)
 	dport = sk_rport(sk);
 	if (filter_port && !bpf_map_lookup_elem(&ports, &dport))
 		return false;
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!cgroup_wanted())
 		return false;
 	return true;
 }
@@ -112,20 +105,11 @@ static __always_inline void report(struct sock *sk, struct opener *o)
 
 	if (count) {
 		struct flow key = {};
-		__u64 zero = 0, *n;
 
 		key.family = family;
 		key.dport = sk_rport(sk);
 		sk_addrs(sk, family, key.saddr, key.daddr);
-		n = bpf_map_lookup_elem(&flows, &key);
-		if (!n) {
-			bpf_map_update_elem(&flows, &key, &zero, BPF_NOEXIST);
-			n = bpf_map_lookup_elem(&flows, &key);
-		}
-		if (n)
-			__sync_fetch_and_add(n, 1);
-		else
-			__sync_fetch_and_add(&flows_full, 1);
+		counter_inc(&flows, &key, &flows_full);
 		return;
 	}
 	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
@@ -182,14 +166,7 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 	return 0;
 }
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(set_state_btf, struct sock *sk, int oldstate, int newstate)
-{
-	return set_state(sk, oldstate, newstate);
-}
-
-SEC("raw_tp/inet_sock_set_state")
-int BPF_PROG(set_state_raw, struct sock *sk, int oldstate, int newstate)
+TP_BTF_RAW(set_state, inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
 	return set_state(sk, oldstate, newstate);
 }

@@ -17,12 +17,14 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
 use common::attach::maps::DropCounter;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -88,9 +90,9 @@ fn tcpdrop(args: Args) -> Result<()> {
         bail!("this kernel gives no drop reasons (skb:kfree_skb has no reason), so --reasons cannot filter");
     }
     let signals = Signals::install()?;
-    let preferred = [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint, Attach::Kprobe];
     let opts = Options { args: &args, netns, wanted: wanted.as_deref(), with_reason };
-    let ((skel, _link), mech) = load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&opts, mech))?;
+    let ((skel, _link), mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&opts, mech))?;
     if args.verbose.on() {
         match mech {
             Attach::Kprobe => eprintln!("tracing tcp_drop() (skb:kfree_skb has no drop reason on this kernel)"),
@@ -158,22 +160,17 @@ fn load_and_attach(o: &Options<'_>, mech: Attach) -> Result<(BpfSkel<'static>, L
     ro.filter_reasons = o.wanted.is_some();
     ro.summary = o.args.summary;
     ro.target_netns = o.netns;
-    let progs = &mut open.progs;
-    progs.kfree_skb_btf.set_autoload(mech == Attach::TpBtf);
-    progs.kfree_skb_raw.set_autoload(mech == Attach::RawTp);
-    progs.kfree_skb_tp.set_autoload(mech == Attach::Tracepoint);
-    progs.tcp_drop_kprobe.set_autoload(mech == Attach::Kprobe);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
     // The reason filter is filled before attaching, so no drop slips past an empty filter.
     for reason in o.wanted.into_iter().flatten() {
         skel.maps.reasons.update(&reason.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the reason filter")?;
     }
-    let p = &skel.progs;
     let link = match mech {
-        Attach::TpBtf => attach_tracepoint(&p.kfree_skb_btf, "skb", "kfree_skb", mech)?,
-        Attach::RawTp => attach_tracepoint(&p.kfree_skb_raw, "skb", "kfree_skb", mech)?,
-        Attach::Tracepoint => attach_tracepoint(&p.kfree_skb_tp, "skb", "kfree_skb", mech)?,
-        _ => p.tcp_drop_kprobe.attach_kprobe(false, "tcp_drop").context("attaching a kprobe to tcp_drop")?,
+        Attach::Kprobe => {
+            skel.progs.tcp_drop_kprobe.attach_kprobe(false, "tcp_drop").context("attaching a kprobe to tcp_drop")?
+        }
+        _ => attach_loaded_tracepoint(skel.object(), "skb", "kfree_skb")?,
     };
     Ok((skel, link))
 }

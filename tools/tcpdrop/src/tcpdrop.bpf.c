@@ -12,6 +12,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
+#include "maps.bpf.h"
 #include "tcpdrop.h"
 
 #define IPPROTO_TCP_ 6
@@ -140,19 +142,8 @@ static __always_inline int handle(void *ctx, struct sk_buff *skb, __u64 location
 
 	if (summary) {
 		struct summary_key key = { .location = location, .reason = reason };
-		__u64 one = 1, *count;
 
-		count = bpf_map_lookup_elem(&counts, &key);
-		if (count) {
-			__sync_fetch_and_add(count, 1);
-		} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
-			/* Another CPU may have added it meanwhile; else the map is full. */
-			count = bpf_map_lookup_elem(&counts, &key);
-			if (count)
-				__sync_fetch_and_add(count, 1);
-			else
-				__sync_fetch_and_add(&summary_full, 1);
-		}
+		counter_inc(&counts, &key, &summary_full);
 		return 0;
 	}
 
@@ -172,14 +163,7 @@ static __always_inline int handle(void *ctx, struct sk_buff *skb, __u64 location
 	return 0;
 }
 
-SEC("tp_btf/kfree_skb")
-int BPF_PROG(kfree_skb_btf, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
-{
-	return handle(ctx, skb, (__u64)location, reason, true, NULL);
-}
-
-SEC("raw_tp/kfree_skb")
-int BPF_PROG(kfree_skb_raw, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+TP_BTF_RAW(kfree_skb, kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
 	return handle(ctx, skb, (__u64)location, reason, true, NULL);
 }

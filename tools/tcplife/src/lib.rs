@@ -15,12 +15,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, object_storage};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, object_storage};
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -68,7 +68,7 @@ struct Args {
     verbose: common::cli::Verbose,
 }
 
-pub const TOOL: common::tool::Tool = common::tool!(main);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
@@ -80,9 +80,8 @@ fn tcplife(args: Args) -> Result<()> {
     sockevents::check_port_count("-L", args.localport.as_ref(), MAX_PORTS)?;
     sockevents::check_port_count("-D", args.remoteport.as_ref(), MAX_PORTS)?;
     let signals = Signals::install()?;
-    let preferred = [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint];
     let ((skel, _link), _mech) =
-        load_first_working(&preferred, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let layout = match (args.csv, args.wide) {
         (true, _) => Layout::Csv,
@@ -143,26 +142,17 @@ impl Losses {
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
     let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
-    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
     rodata.filter_lport = args.localport.is_some();
     rodata.filter_rport = args.remoteport.is_some();
 
-    let progs = &mut open.progs;
-    progs.set_state_btf.set_autoload(mech == Attach::TpBtf);
-    progs.set_state_raw.set_autoload(mech == Attach::RawTp);
-    progs.set_state_tp.set_autoload(mech == Attach::Tracepoint);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // The port maps are filled before attaching, so no session slips past an empty filter.
     sockevents::fill_port_filter(&skel.maps.lports, args.localport.as_ref())?;
     sockevents::fill_port_filter(&skel.maps.rports, args.remoteport.as_ref())?;
-    let p = &skel.progs;
-    let prog = match mech {
-        Attach::TpBtf => &p.set_state_btf,
-        Attach::RawTp => &p.set_state_raw,
-        _ => &p.set_state_tp,
-    };
-    let link = attach_tracepoint(prog, "sock", "inet_sock_set_state", mech)?;
+    let link = attach_loaded_tracepoint(skel.object(), "sock", "inet_sock_set_state")?;
     Ok((skel, link))
 }

@@ -21,6 +21,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
+#include "filter.bpf.h"
 #include "maps.bpf.h"
 #include "ringbuf.bpf.h"
 #include "tcplife.h"
@@ -29,7 +31,6 @@
 #define AF_INET6 10
 #define MAX_SOCKETS 16384
 
-const volatile __u32 target_pid = 0;
 const volatile __u16 target_family = 0;
 const volatile bool filter_lport = false;
 const volatile bool filter_rport = false;
@@ -151,7 +152,7 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 
 	owner = bpf_map_lookup_elem(&idents, &sk);
 	pid = owner ? owner->pid : bpf_get_current_pid_tgid() >> 32;
-	if (target_pid && pid != target_pid)
+	if (!tgid_wanted(pid))
 		return;
 
 	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
@@ -235,14 +236,7 @@ static __always_inline int handle(struct sock *sk, int oldstate, int newstate)
 	return 0;
 }
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(set_state_btf, struct sock *sk, int oldstate, int newstate)
-{
-	return handle(sk, oldstate, newstate);
-}
-
-SEC("raw_tp/inet_sock_set_state")
-int BPF_PROG(set_state_raw, struct sock *sk, int oldstate, int newstate)
+TP_BTF_RAW(set_state, inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
 	return handle(sk, oldstate, newstate);
 }

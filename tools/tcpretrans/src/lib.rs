@@ -13,11 +13,13 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -96,17 +98,8 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)
     if !args.count {
         open.maps.flows.set_max_entries(1).context("sizing the flow map")?;
     }
-    let progs = &mut open.progs;
-    progs.retransmit_btf.set_autoload(mech == Attach::TpBtf);
-    progs.retransmit_raw.set_autoload(mech == Attach::RawTp);
-    progs.retransmit_tp.set_autoload(mech == Attach::Tracepoint);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
-    let p = &skel.progs;
-    let prog = match mech {
-        Attach::TpBtf => &p.retransmit_btf,
-        Attach::RawTp => &p.retransmit_raw,
-        _ => &p.retransmit_tp,
-    };
-    let link = attach_tracepoint(prog, "tcp", "tcp_retransmit_skb", mech)?;
+    let link = attach_loaded_tracepoint(skel.object(), "tcp", "tcp_retransmit_skb")?;
     Ok((skel, link))
 }

@@ -9,6 +9,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "tp_btf_raw.bpf.h"
+#include "maps.bpf.h"
 #include "ringbuf.bpf.h"
 #include "sock.bpf.h"
 #include "tcpretrans.h"
@@ -51,20 +53,9 @@ static __always_inline int handle(const struct sock *sk, const struct sk_buff *s
 
 	if (count) {
 		struct flow key = { .family = family, .lport = sk_lport(sk), .rport = sk_rport(sk) };
-		__u64 one = 1, *n;
 
 		sk_addrs(sk, family, key.saddr, key.daddr);
-		n = bpf_map_lookup_elem(&flows, &key);
-		if (n) {
-			__sync_fetch_and_add(n, 1);
-		} else if (bpf_map_update_elem(&flows, &key, &one, BPF_NOEXIST)) {
-			/* Another CPU may have added it meanwhile; else the map is full. */
-			n = bpf_map_lookup_elem(&flows, &key);
-			if (n)
-				__sync_fetch_and_add(n, 1);
-			else
-				__sync_fetch_and_add(&flows_full, 1);
-		}
+		counter_inc(&flows, &key, &flows_full);
 		return 0;
 	}
 
@@ -87,14 +78,7 @@ static __always_inline int handle(const struct sock *sk, const struct sk_buff *s
 	return 0;
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(retransmit_btf, const struct sock *sk, const struct sk_buff *skb)
-{
-	return handle(sk, skb, RETRANSMIT);
-}
-
-SEC("raw_tp/tcp_retransmit_skb")
-int BPF_PROG(retransmit_raw, const struct sock *sk, const struct sk_buff *skb)
+TP_BTF_RAW(retransmit, tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *skb)
 {
 	return handle(sk, skb, RETRANSMIT);
 }

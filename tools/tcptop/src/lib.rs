@@ -17,13 +17,15 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
 use common::domain::net::{AF_INET, AF_INET6};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -146,7 +148,7 @@ fn tcptop(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_pid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = match (args.ipv4, args.ipv6) {
         (true, _) => AF_INET,
         (_, true) => AF_INET6,
@@ -154,16 +156,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     };
     rodata.filter_cgroup = cgroup.is_some();
     open.maps.conns.set_max_entries(args.max_connections as u32)?;
-    let progs = &mut open.progs;
-    progs.send_btf.set_autoload(mech == Attach::TpBtf);
-    progs.recv_btf.set_autoload(mech == Attach::TpBtf);
-    progs.send_raw.set_autoload(mech == Attach::RawTp);
-    progs.recv_raw.set_autoload(mech == Attach::RawTp);
-    progs.sendmsg_fexit.set_autoload(mech == Attach::Fentry);
-    progs.cleanup_rbuf_fentry.set_autoload(mech == Attach::Fentry);
-    progs.sendmsg_entry.set_autoload(mech == Attach::Kprobe);
-    progs.sendmsg_ret.set_autoload(mech == Attach::Kprobe);
-    progs.cleanup_rbuf_kprobe.set_autoload(mech == Attach::Kprobe);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
     // The cgroup filter is in place before anything is attached.
     if let Some(cgroup) = cgroup {
@@ -180,16 +173,10 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
             p.sendmsg_ret.attach_kprobe(true, "tcp_sendmsg").context("kretprobe tcp_sendmsg")?,
             p.cleanup_rbuf_kprobe.attach_kprobe(false, "tcp_cleanup_rbuf").context("kprobe tcp_cleanup_rbuf")?,
         ],
-        _ => {
-            let (send, recv) = match mech {
-                Attach::TpBtf => (&p.send_btf, &p.recv_btf),
-                _ => (&p.send_raw, &p.recv_raw),
-            };
-            vec![
-                attach_tracepoint(send, "sock", "sock_send_length", mech)?,
-                attach_tracepoint(recv, "sock", "sock_recv_length", mech)?,
-            ]
-        }
+        _ => vec![
+            attach_loaded_tracepoint(skel.object(), "sock", "sock_send_length")?,
+            attach_loaded_tracepoint(skel.object(), "sock", "sock_recv_length")?,
+        ],
     };
     Ok((skel, links))
 }

@@ -11,12 +11,13 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "sock.bpf.h"
 #include "tcptop.h"
 
-const volatile __u32 target_pid = 0;
 const volatile __u16 target_family = 0;
-const volatile bool filter_cgroup = false;
+CGROUP_FILTER;
 
 /* Calls not counted: the connection map was full. */
 __u64 full = 0;
@@ -32,13 +33,6 @@ struct {
 	__type(value, struct traffic);
 } conns SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} cgroup_map SEC(".maps");
-
 static __always_inline int count(struct sock *sk, int ret, bool sent)
 {
 	struct conn key = {};
@@ -48,14 +42,14 @@ static __always_inline int count(struct sock *sk, int ret, bool sent)
 	if (ret <= 0 || !sk)
 		return 0;
 	key.pid = bpf_get_current_pid_tgid() >> 32;
-	if (target_pid && key.pid != target_pid)
+	if (!tgid_wanted(key.pid))
 		return 0;
 	family = sk_inet_family(sk, target_family);
 	if (!family)
 		return 0;
 	if (!sk_is_tcp(sk))
 		return 0;
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!cgroup_wanted())
 		return 0;
 	key.family = family;
 	key.lport = sk_lport(sk);
@@ -79,26 +73,12 @@ static __always_inline int count(struct sock *sk, int ret, bool sent)
 	return 0;
 }
 
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(send_btf, struct sock *sk, int ret, int flags)
+TP_BTF_RAW(send, sock_send_length, struct sock *sk, int ret, int flags)
 {
 	return count(sk, ret, true);
 }
 
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(recv_btf, struct sock *sk, int ret, int flags)
-{
-	return count(sk, ret, false);
-}
-
-SEC("raw_tp/sock_send_length")
-int BPF_PROG(send_raw, struct sock *sk, int ret, int flags)
-{
-	return count(sk, ret, true);
-}
-
-SEC("raw_tp/sock_recv_length")
-int BPF_PROG(recv_raw, struct sock *sk, int ret, int flags)
+TP_BTF_RAW(recv, sock_recv_length, struct sock *sk, int ret, int flags)
 {
 	return count(sk, ret, false);
 }

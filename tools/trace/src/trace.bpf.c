@@ -7,6 +7,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "filter.bpf.h"
 #include "trace.h"
 #include "probe.bpf.h"
 
@@ -15,8 +16,6 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 probe_index = 0;
 /* trace's own process (not traced unless -S). */
 const volatile __u32 exclude_tgid = 0;
-const volatile bool filter_uid = false;
-const volatile __u32 target_uid = 0;
 const volatile __u32 n_strs = 0;
 const volatile __u8 str_fetch[MAX_STRS] = {};
 const volatile __u32 str_size = 80;
@@ -41,7 +40,7 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 
 	if (exclude_tgid && (id >> 32) == exclude_tgid)
 		return 0;
-	if (filter_uid && (__u32)bpf_get_current_uid_gid() != target_uid)
+	if (!current_uid_wanted())
 		return 0;
 	if (!probe_wanted(&tid))
 		return 0;

@@ -17,11 +17,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
 use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use bpf::consts::S_MAXSTAT;
@@ -107,33 +109,7 @@ const FUNCTIONS: [&str; S_MAXSTAT] =
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
-    let p = &mut open.progs;
-    for prog in [
-        &mut p.read_fentry,
-        &mut p.write_fentry,
-        &mut p.fsync_fentry,
-        &mut p.open_fentry,
-        &mut p.create_fentry,
-        &mut p.unlink_fentry,
-        &mut p.mkdir_fentry,
-        &mut p.rmdir_fentry,
-    ] {
-        prog.set_autoload(mech == Attach::Fentry);
-    }
-    for prog in [
-        &mut p.read_kprobe,
-        &mut p.write_kprobe,
-        &mut p.fsync_kprobe,
-        &mut p.open_kprobe,
-        &mut p.create_kprobe,
-        &mut p.unlink_kprobe,
-        &mut p.mkdir_kprobe,
-        &mut p.rmdir_kprobe,
-    ] {
-        prog.set_autoload(mech == Attach::Kprobe);
-    }
-    p.sys_exit_btf.set_autoload(mech == Attach::TpBtf);
-    p.sys_exit_raw.set_autoload(mech == Attach::RawTp);
+    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
     let p = &skel.progs;
     let links = match mech {
@@ -173,8 +149,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
         }
         _ => {
             syscalls::fill_classes(&skel.maps.syscall_class)?;
-            let prog = if mech == Attach::TpBtf { &p.sys_exit_btf } else { &p.sys_exit_raw };
-            vec![attach_tracepoint(prog, "raw_syscalls", "sys_exit", mech)?]
+            vec![attach_loaded_tracepoint(skel.object(), "raw_syscalls", "sys_exit")?]
         }
     };
     Ok((skel, links))

@@ -13,6 +13,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "vfsstat.h"
 
 #define EBADF 9
@@ -20,7 +22,6 @@
 #define S_IFREG 0100000
 #define AT_REMOVEDIR 0x200
 
-const volatile __u32 target_tgid = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -40,7 +41,7 @@ static __always_inline int count(__u32 key)
 {
 	__u64 *v;
 
-	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	v = bpf_map_lookup_elem(&stats, &key);
 	if (v)
@@ -143,14 +144,7 @@ static __always_inline int syscall_exit(struct pt_regs *regs, long ret)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
-{
-	return syscall_exit(regs, ret);
-}
-
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
+TP_BTF_RAW(sys_exit, sys_exit, struct pt_regs *regs, long ret)
 {
 	return syscall_exit(regs, ret);
 }

@@ -110,13 +110,15 @@ fn load_and_attach(
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     common::prepare_offcpu_skeleton!(open, filters, btf, mech);
     open.maps.stackmap.set_max_entries(args.stack_storage_size)?;
-    let tp_btf = mech == Attach::TpBtf;
+    // The mechanism's programs are kept by section; of its two wakeup programs, only the kernel's.
     let waking = wakeup == "sched_waking";
-    let progs = &mut open.progs;
-    progs.sched_waking_btf.set_autoload(tp_btf && waking);
-    progs.sched_waking_raw.set_autoload(!tp_btf && waking);
-    progs.sched_wakeup_btf.set_autoload(tp_btf && !waking);
-    progs.sched_wakeup_raw.set_autoload(!tp_btf && !waking);
+    let (unused_btf, unused_raw) = if waking {
+        (&mut open.progs.sched_wakeup_btf, &mut open.progs.sched_wakeup_raw)
+    } else {
+        (&mut open.progs.sched_waking_btf, &mut open.progs.sched_waking_raw)
+    };
+    unused_btf.set_autoload(false);
+    unused_raw.set_autoload(false);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the programs are attached.

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* One tracepoint handler, written once, as the pair of programs the attach ladder `tp_btf` > `raw_tp` needs.
+ *
+ *	TP_BTF_RAW(sched_switch, sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+ *	{
+ *		...
+ *		return 0;
+ *	}
+ *
+ * defines the programs `sched_switch_btf` (SEC("tp_btf/sched_switch")) and `sched_switch_raw`
+ * (SEC("raw_tp/sched_switch")), which both run the body with the tracepoint's arguments, as BPF_PROG would (the
+ * first name names the programs, the second is the tracepoint; `ctx` is in scope too). Both kinds of program get
+ * the same array of u64 arguments: tp_btf's are typed by the kernel's BTF at load, raw_tp's are not. User space
+ * keeps the pair's one half that matches the mechanism chosen, by section
+ * (common::attach::loader::autoload_by_section), and the verifier sees only that one. */
+#ifndef __COREBPF_TP_BTF_RAW_BPF_H
+#define __COREBPF_TP_BTF_RAW_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+/* One program of the pair: section `sec`, named `prog`, calling the body of `name` with the arguments cast from
+ * ctx (BPF_PROG's way). */
+#define ___TP_BTF_RAW_PROG(sec, prog, name, args...)                                                              \
+	SEC(sec)                                                                                                   \
+	int prog(unsigned long long *ctx)                                                                          \
+	{                                                                                                          \
+		_Pragma("GCC diagnostic push")                                                                     \
+		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")                                             \
+		return ____##name##_body(___bpf_ctx_cast(args));                                                   \
+		_Pragma("GCC diagnostic pop")                                                                      \
+	}
+
+#define TP_BTF_RAW(name, tp, args...)                                                                              \
+	static __always_inline int ____##name##_body(unsigned long long *ctx, ##args);                            \
+	___TP_BTF_RAW_PROG("tp_btf/" #tp, name##_btf, name, ##args)                                                \
+	___TP_BTF_RAW_PROG("raw_tp/" #tp, name##_raw, name, ##args)                                                \
+	static __always_inline int ____##name##_body(unsigned long long *ctx, ##args)
+
+#endif
