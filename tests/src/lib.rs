@@ -137,6 +137,50 @@ pub fn prog_ids_of(pid: u32) -> Vec<u32> {
     ids
 }
 
+/// The number of BPF links process `pid` holds (its attached programs).
+pub fn links_of(pid: u32) -> usize {
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return 0 };
+    entries.flatten().filter(|e| fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
+}
+
+/// How long a tool must hold its programs and links, with none added, to count as attached.
+const SETTLED: Duration = Duration::from_millis(300);
+
+/// Waits until process `pid` is tracing: it holds BPF programs and links, and has added none for 300 ms (a tool
+/// attaches one program after another). Returns the IDs of its programs; `Err` says why not: the process ended
+/// first, or `timeout` went by.
+pub fn wait_attached(pid: u32, timeout: Duration) -> Result<Vec<u32>, String> {
+    let started = Instant::now();
+    let (mut progs, mut links, mut changed) = (Vec::new(), 0, started);
+    loop {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            return Err(format!("it ended before attaching (programs seen: {progs:?})"));
+        }
+        let now_links = links_of(pid);
+        let mut grew = now_links > links;
+        links = links.max(now_links);
+        for id in prog_ids_of(pid) {
+            if !progs.contains(&id) {
+                progs.push(id);
+                grew = true;
+            }
+        }
+        if grew {
+            changed = Instant::now();
+        }
+        if !progs.is_empty() && links > 0 && changed.elapsed() >= SETTLED {
+            return Ok(progs);
+        }
+        if started.elapsed() >= timeout {
+            return Err(format!("not attached within {timeout:?} ({} programs, {links} links)", progs.len()));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A running tool whose stdout is collected line by line in the background.
 pub struct Running {
     child: Child,
@@ -210,6 +254,22 @@ impl Running {
         self
     }
 
+    /// Waits until the tool is tracing (see [`wait_attached`]) and records its BPF programs. Panics with what it
+    /// printed if it ends first or takes longer than `timeout`.
+    pub fn wait_attached(&mut self, timeout: Duration) -> &mut Self {
+        match wait_attached(self.pid(), timeout) {
+            Ok(ids) => {
+                for id in ids {
+                    if !self.prog_ids.contains(&id) {
+                        self.prog_ids.push(id);
+                    }
+                }
+                self
+            }
+            Err(why) => self.fail(&why),
+        }
+    }
+
     /// Remembers the BPF programs the tool holds now (for the leak check after it exits).
     pub fn note_programs(&mut self) {
         for id in prog_ids_of(self.pid()) {
@@ -225,7 +285,8 @@ impl Running {
         while let Ok(line) = self.lines.try_recv() {
             self.seen.push(line);
         }
-        panic!("{why}\nstdout so far:\n{}", self.seen.join("\n"));
+        let stderr = self.stderr.take().and_then(|t| t.join().ok()).unwrap_or_default();
+        panic!("{why}\nstdout so far:\n{}\nstderr:\n{stderr}", self.seen.join("\n"));
     }
 
     /// Sends `signal` (e.g. `libc::SIGINT`) to the tool.

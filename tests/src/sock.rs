@@ -13,11 +13,7 @@ pub const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
 /// How long a tool gets to attach and to end.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// The number of BPF links process `pid` holds (its attached programs).
-pub fn links_of(pid: u32) -> usize {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return 0 };
-    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
-}
+pub use crate::links_of;
 
 /// True once process `pid` holds a BPF link (a program of it is attached).
 pub fn has_link(pid: u32) -> bool {
