@@ -66,7 +66,8 @@ const OVERRIDES: [(&str, Family, &[&str]); 3] = [
     ("argdist", Family::KernelFunctions, &["-C", "p::vfs_read()"]),
 ];
 
-/// Extra arguments for the closed-pipe case, for tools that print nothing until an interval ends.
+/// Extra arguments for the closed-pipe case, for a tool that prints nothing until an interval ends (an interval
+/// of 1 s, say). None today: every tool prints its banner as it starts tracing.
 const PIPE_ARGS: [(&str, &[&str]); 0] = [];
 
 /// One tool, as this test sees it.
@@ -247,16 +248,23 @@ fn check_closed_pipe(tool: &Tool, args: &[String]) {
     });
     // Until it traces, the pipe's only reader is this process, which reads nothing: the tool's first write waits
     // in the pipe for `head`, so the reader that goes away is there before anything is written.
-    let ids = wait_attached(child.0.id(), ATTACH);
-    let head = Command::new("head").args(["-c", "1"]).stdin(stdout).stdout(Stdio::null()).status();
-    let ids = match ids {
+    let ids = match wait_attached(child.0.id(), ATTACH) {
         Ok(ids) => ids,
         Err(why) => {
             let _ = child.0.kill();
             panic!("{why}\nstderr:\n{}", stderr.join().unwrap_or_default())
         }
     };
-    let head = head.expect("head");
+    let mut head =
+        KillOnDrop(Command::new("head").args(["-c", "1"]).stdin(stdout).stdout(Stdio::null()).spawn().expect("head"));
+    let started = Instant::now();
+    let head = loop {
+        if let Some(status) = head.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() <= ATTACH, "printed nothing within {ATTACH:?}: give it an interval in PIPE_ARGS");
+        thread::sleep(Duration::from_millis(20));
+    };
     assert!(head.success(), "head ended with {head:?}");
     let gone = Instant::now();
     let status = loop {
