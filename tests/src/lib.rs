@@ -160,6 +160,47 @@ pub fn all_programs_linked(pid: u32) -> bool {
     !loaded.is_empty() && loaded.iter().all(|id| linked.contains(id))
 }
 
+/// How long a tool must hold its programs and links, with none added, to count as attached; shorter once every
+/// program it loaded has a link (a program with many links, uprobes on several functions, gets them one by one).
+const SETTLED: Duration = Duration::from_millis(300);
+const LINKED_SETTLED: Duration = Duration::from_millis(60);
+
+/// Waits until process `pid` is tracing: it holds programs and links and has added none for a moment: 60 ms once
+/// every program it loaded is attached ([`all_programs_linked`]), else 300 ms (a program kept unattached). Returns the IDs of its programs;
+/// `Err` says why not: the process ended first, or `timeout` went by.
+pub fn wait_attached(pid: u32, timeout: Duration) -> Result<Vec<u32>, String> {
+    let started = Instant::now();
+    let (mut progs, mut links, mut changed) = (Vec::new(), 0, started);
+    loop {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            return Err(format!("it ended before attaching (programs seen: {progs:?})"));
+        }
+        let now_links = links_of(pid);
+        let mut grew = now_links > links;
+        links = links.max(now_links);
+        for id in prog_ids_of(pid) {
+            if !progs.contains(&id) {
+                progs.push(id);
+                grew = true;
+            }
+        }
+        if grew {
+            changed = Instant::now();
+        }
+        let quiet = changed.elapsed();
+        if !progs.is_empty() && links > 0 && (quiet >= SETTLED || quiet >= LINKED_SETTLED && all_programs_linked(pid)) {
+            return Ok(progs);
+        }
+        if started.elapsed() >= timeout {
+            return Err(format!("not attached within {timeout:?} ({} programs, {links} links)", progs.len()));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A running tool whose stdout is collected line by line in the background.
 pub struct Running {
     child: Child,
@@ -233,21 +274,20 @@ impl Running {
         self
     }
 
-    /// Waits until the tool has attached every program it loaded ([`all_programs_linked`]): for output modes
-    /// with no banner (JSON, folded stacks). Panics with what it printed if that takes longer than `timeout`.
+    /// Waits until the tool is tracing (see [`wait_attached`]) and records its BPF programs. Panics with what it
+    /// printed if it ends first or takes longer than `timeout`.
     pub fn wait_attached(&mut self, timeout: Duration) -> &mut Self {
-        let deadline = Instant::now() + timeout;
-        while !all_programs_linked(self.pid()) {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                self.fail(&format!("tool exited ({status}) before it attached"));
+        match wait_attached(self.pid(), timeout) {
+            Ok(ids) => {
+                for id in ids {
+                    if !self.prog_ids.contains(&id) {
+                        self.prog_ids.push(id);
+                    }
+                }
+                self
             }
-            if Instant::now() >= deadline {
-                self.fail(&format!("not attached within {timeout:?}"));
-            }
-            thread::sleep(Duration::from_millis(20));
+            Err(why) => self.fail(&why),
         }
-        self.note_programs();
-        self
     }
 
     /// Remembers the BPF programs the tool holds now (for the leak check after it exits).
@@ -265,7 +305,8 @@ impl Running {
         while let Ok(line) = self.lines.try_recv() {
             self.seen.push(line);
         }
-        panic!("{why}\nstdout so far:\n{}", self.seen.join("\n"));
+        let stderr = self.stderr.take().and_then(|t| t.join().ok()).unwrap_or_default();
+        panic!("{why}\nstdout so far:\n{}\nstderr:\n{stderr}", self.seen.join("\n"));
     }
 
     /// Sends `signal` (e.g. `libc::SIGINT`) to the tool.

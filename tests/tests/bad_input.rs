@@ -87,7 +87,46 @@ fn bad_values() -> Vec<String> {
         "9223372036854775807".into(),
         "no_such_thing_at_all".into(),
         "1,,2".into(),
+        // Non-ASCII: two-, three- and four-byte characters, and a right-to-left override.
+        "é".into(),
+        "日本".into(),
+        "\u{202e}".into(),
+        "🦀".into(),
+        "1é".into(),
     ]
+}
+
+/// Every non-ASCII value of [`bad_values`] inside the parts of a probe spec that are parsed by hand (a field, a
+/// filter, a signature, a label, a format), for the tools that take one: refused or accepted, never a panic.
+/// Issue 31 item 2: `trace 't:syscalls:sys_enter_write (args->é == 1) "x"'` aborted (exit 134).
+fn probe_spec_cases() -> Vec<Case> {
+    // A no-break space: whitespace to Rust's `char::is_whitespace`, two bytes in UTF-8.
+    const NBSP: char = '\u{a0}';
+    let mut cases = Vec::new();
+    for v in bad_values().into_iter().filter(|v| !v.is_ascii()) {
+        let trace = [
+            format!(r#"t:syscalls:sys_enter_write (args->{v} == 1) "x""#),
+            format!(r#"t:syscalls:sys_enter_write ({v}>1) "x""#),
+            format!(r#"t:syscalls:sys_enter_write "%d {v}", args->{v}"#),
+            format!(r#"c:getppid{v} "x""#),
+            format!(r#"p:c:write(int{v}fd) (fd{v} == 1) "%d", fd"#),
+            format!(r#"p:c:write(int{NBSP}{v}) "x""#),
+        ];
+        let argdist = [
+            format!("t:syscalls:sys_enter_write():u64:args->count:args->{v}==1"),
+            format!("t:syscalls:sys_enter_write():u64:args->{v}"),
+            format!("p:c:write(int{NBSP}fd{v}):int:fd"),
+            format!("p:c:write(int{NBSP}fd):int:fd:fd{v}>1#{v}"),
+            format!("p:c:{v}():int:$PID"),
+        ];
+        for spec in trace {
+            cases.push(Case { tool: "trace".into(), multicall: false, args: vec![spec] });
+        }
+        for spec in argdist {
+            cases.push(Case { tool: "argdist".into(), multicall: false, args: vec!["-C".into(), spec] });
+        }
+    }
+    cases
 }
 
 /// One case: the arguments after the tool's name, and a label for the failure message.
@@ -101,7 +140,8 @@ fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for tool in tools() {
         let cli = cli_of(&tool);
-        let mut arg_sets: Vec<Vec<String>> = vec![vec!["--no-such-flag".into()], vec!["-Z9".into()]];
+        let mut arg_sets: Vec<Vec<String>> =
+            vec![vec!["--no-such-flag".into()], vec!["-Z9".into()], vec!["--é".into()], vec!["-日".into()]];
         // A required positional (a pattern) gets a harmless-looking value when options are tried.
         let base: Vec<String> =
             if cli.required_positional { vec!["t:syscalls:sys_enter_getppid".into()] } else { vec![] };
@@ -141,6 +181,7 @@ fn cases() -> Vec<Case> {
             cases.push(Case { tool: tool.clone(), multicall: false, args });
         }
     }
+    cases.extend(probe_spec_cases());
     cases
 }
 

@@ -61,7 +61,7 @@ fn stackcount_counts_every_vfs_read_of_one_process() {
     let total: u64 = done
         .stdout
         .split("\n\n")
-        .filter_map(|block| block.lines().filter(|l| !l.trim().is_empty()).last()?.trim().parse::<u64>().ok())
+        .filter_map(|block| block.lines().rfind(|l| !l.trim().is_empty())?.trim().parse::<u64>().ok())
         .sum();
     assert_eq!(total, READS as u64, "{}\nstderr:\n{}", done.stdout, done.stderr);
     assert!(done.stdout.contains("ksys_read") || done.stdout.contains("__x64_sys_read"), "{}", done.stdout);

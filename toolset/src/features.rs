@@ -3,7 +3,7 @@
 //! Every attach mechanism is decided the way the tools decide it: by loading and attaching a tiny program
 //! (src/features.bpf.c) to a target every kernel has, then detaching it; BPF cookies and ring buffers by libbpf's
 //! own trial loads; perf events by opening one. Nothing is read from the kernel version. With `--json`, one JSON
-//! object instead of the tables. This is the first thing to attach to a bug report.
+//! object instead of the tables, with each tool's whole attach ladder under `ladders`. This is the first thing to attach to a bug report.
 
 mod bpf {
     include!(concat!(env!("OUT_DIR"), "/bpf.skel.rs"));
@@ -68,9 +68,10 @@ pub fn main(tools: &[Tool], args: &[OsString]) -> ExitCode {
     let features = probe_all();
     let paths: Vec<(&str, String)> = tools.iter().map(|t| (t.name, attach_path(t, &features))).collect();
     if json {
+        let ladders = tools_ladders(tools);
         let tools: serde_json::Map<String, serde_json::Value> =
             paths.iter().map(|(t, p)| (t.to_string(), serde_json::Value::from(p.as_str()))).collect();
-        let value = serde_json::json!({ "features": features, "tools": tools });
+        let value = serde_json::json!({ "features": features, "tools": tools, "ladders": ladders });
         println!("{value}");
     } else {
         let mut table = Builder::default();
@@ -88,6 +89,12 @@ pub fn main(tools: &[Tool], args: &[OsString]) -> ExitCode {
         println!("{}", trimmed(table.build().with(Style::blank()).to_string()));
     }
     ExitCode::SUCCESS
+}
+
+/// Every tool's whole attach ladder by name, as `TOOL.attach` lists it (empty for a tool that keeps its own): every
+/// mechanism it may use, cheapest first in each family, so a test can force each step this kernel offers.
+fn tools_ladders(tools: &[Tool]) -> serde_json::Map<String, serde_json::Value> {
+    tools.iter().map(|t| (t.name.to_string(), t.attach.iter().map(|a| a.name()).collect::<Vec<_>>().into())).collect()
 }
 
 fn trimmed(table: String) -> String {

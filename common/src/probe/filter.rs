@@ -72,17 +72,20 @@ fn comparison(filter: &str, cmp: &str) -> SpecResult<Comparison> {
     if cmp.is_empty() {
         spec_bail!("filter '{filter}': an empty comparison");
     }
-    // The first operator, skipping the '>' of '->'.
+    // The first operator, skipping the '>' of '->'. By characters, not bytes: a name may hold any UTF-8 (it is
+    // refused later, as an unknown field), and a slice must start on a character's boundary.
     let mut found = None;
-    let bytes = cmp.as_bytes();
-    for i in 0..bytes.len() {
-        if bytes[i] == b'>' && i > 0 && bytes[i - 1] == b'-' {
+    let mut prev = None;
+    for (i, c) in cmp.char_indices() {
+        if c == '>' && prev == Some('-') {
+            prev = Some(c);
             continue;
         }
         if let Some((tok, op)) = OPS.iter().find(|(tok, _)| cmp[i..].starts_with(tok)) {
             found = Some((i, *tok, *op));
             break;
         }
+        prev = Some(c);
     }
     let Some((at, tok, op)) = found else {
         // A bare name is a truth test, as in C: `(retval)` is `retval != 0`.
@@ -156,5 +159,19 @@ mod tests {
         assert_eq!(parse("a").unwrap()[0].op, Op::Ne);
         assert!(parse("a b").is_err());
         assert!(parse("1 == 2").is_err());
+    }
+
+    /// Issue 31 item 2: a multi-byte character before the operator made a byte-indexed slice panic.
+    #[test]
+    fn non_ascii_names_do_not_panic() {
+        let f = parse("args->é == 1").unwrap();
+        assert_eq!(f[0].lhs, Operand::Name("args->é".into()));
+        assert_eq!(f[0].op, Op::Eq);
+        assert_eq!(parse("日本>=2 && \u{202e}x<1").unwrap()[1].lhs, Operand::Name("\u{202e}x".into()));
+        assert_eq!(parse("a->🦀 > 3").unwrap()[0].op, Op::Gt);
+        assert!(parse("é").is_err(), "a bare name outside [A-Za-z0-9_$->.] is no truth test");
+        for text in ["é", "日本", "\u{202e}", "🦀", "é(", "x == é)", "é &é", "é <🦀>"] {
+            let _ = parse(text);
+        }
     }
 }

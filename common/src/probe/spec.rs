@@ -151,11 +151,13 @@ pub fn parse_params(raw: &str, signature: &str) -> SpecResult<Vec<(String, CType
     for param in signature.split(',') {
         let param = param.trim();
         // The name is the last identifier; the type is what precedes it (a '*' may touch the name).
-        let split = param.rfind(|c: char| c == '*' || c.is_whitespace());
-        let Some(at) = split else {
+        // The separator may be a multi-byte space (U+00A0, U+3000): split after its last byte, not its first.
+        let split = param.char_indices().rev().find(|&(_, c)| c == '*' || c.is_whitespace());
+        let Some((at, sep)) = split else {
             spec_bail!("in '{raw}': parameter '{param}' needs a type and a name");
         };
-        let (ty, name) = (param[..=at].trim(), param[at + 1..].trim());
+        let end = at + sep.len_utf8();
+        let (ty, name) = (param[..end].trim(), param[end..].trim());
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             spec_bail!("in '{raw}': parameter '{param}' needs a type and a name");
         }
@@ -341,5 +343,18 @@ mod tests {
         assert!(parse_argdist("p:c:f():u64,u32:a", false).is_err());
         assert!(parse_argdist("p:c:f()", true).is_err());
         assert!(parse_argdist("p:c:f(struct x s):u64:s", false).is_err());
+    }
+
+    /// A multi-byte space (U+00A0, U+3000) before a parameter's name was sliced through its middle (a panic): it
+    /// separates like any space; other non-ASCII is refused.
+    #[test]
+    fn non_ascii_signatures_do_not_panic() {
+        for sig in ["int\u{a0}x", "int\u{3000}x", "char *s,\u{a0}int x"] {
+            let params = parse_params("p:c:f", sig).unwrap();
+            assert_eq!(params.last().unwrap().0, "x", "{sig}");
+        }
+        for sig in ["int é", "日本 x", "int \u{202e}x", "int 🦀", "é", "int\u{a0}"] {
+            assert!(parse_params("p:c:f", sig).is_err(), "{sig}");
+        }
     }
 }

@@ -1,0 +1,352 @@
+//! Conformance: what every tool in tools/* must do, with nothing written here per tool, so a new tool is covered
+//! with no change to this file. For each tool:
+//! - signals: started with `-v`, once tracing (its programs loaded and attached, [`wait_attached`]), SIGINT,
+//!   SIGTERM and SIGHUP each end it with exit 0 within a few seconds, and no BPF program it held stays loaded;
+//! - every attach-ladder step this host offers: for each mechanism of the tool's ladder (`corebpf-tools features
+//!   --json`, `ladders`) that the host has, `COREBPF_ATTACH=<mech> TOOL -v` says `attached with <mech>` on stderr
+//!   and stops cleanly (the steps this host lacks are the kernel matrix's); these runs are the signal runs, each
+//!   ended by the next of the three signals, with unforced runs added until each signal has ended the tool once;
+//! - a closed pipe: once the tool traces, its stdout's reader (`head -c 1`) reads one byte and exits; the tool
+//!   then ends by itself, exit 0 (no death by SIGPIPE), nothing on stderr, no program left loaded.
+//!
+//! What a tool is given on its command line comes from its `--help` and from [`PATTERNS`]: a tool that requires
+//! a pattern (funccount, stackcount, trace, ...) gets a harmless one of the family being tested; [`OVERRIDES`]
+//! holds the few tools whose syntax differs, and [`PIPE_ARGS`] those that print nothing until an interval ends.
+//! Tools run side by side, four at a time.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use corebpf_tests::{bin, wait_attached, Finished, KillOnDrop, Running};
+
+/// Tools run at once.
+const WORKERS: usize = 4;
+/// How long a tool gets to attach (under load, beside other test binaries).
+const ATTACH: Duration = Duration::from_secs(20);
+/// How long a tool gets to end after a signal or its pipe's reader going away.
+const END: Duration = Duration::from_secs(5);
+
+/// What a mechanism attaches to; a tool's arguments depend on it (a tracepoint or a user function to count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Tracepoints,
+    KernelFunctions,
+    UserFunctions,
+    PerfEvents,
+}
+
+fn family(mech: &str) -> Family {
+    match mech {
+        "tp_btf" | "raw_tp" | "tracepoint" => Family::Tracepoints,
+        "fentry" | "kprobe_multi" | "kprobe" => Family::KernelFunctions,
+        "uprobe_multi" | "uprobe" => Family::UserFunctions,
+        "perf_event" => Family::PerfEvents,
+        other => panic!("unknown attach mechanism {other} in `features --json`: add it to family()"),
+    }
+}
+
+/// The harmless pattern, per family, of a tool whose `--help` shows a required positional argument (funccount,
+/// funclatency, stackcount and trace share this syntax): a system call nobody here makes often, libc's getppid,
+/// a kernel function every kernel has.
+const PATTERNS: [(Family, &str); 3] = [
+    (Family::Tracepoints, "t:syscalls:sys_enter_getppid"),
+    (Family::UserFunctions, "c:getppid"),
+    (Family::KernelFunctions, "vfs_read"),
+];
+
+/// Tools that take their target another way than a required positional pattern.
+const OVERRIDES: [(&str, Family, &[&str]); 3] = [
+    ("argdist", Family::Tracepoints, &["-C", "t:syscalls:sys_enter_getppid()"]),
+    ("argdist", Family::UserFunctions, &["-C", "p:c:getppid()"]),
+    ("argdist", Family::KernelFunctions, &["-C", "p::vfs_read()"]),
+];
+
+/// Extra arguments for the closed-pipe case, for a tool that prints nothing until an interval ends (an interval
+/// of 1 s, say). None today: every tool prints its banner as it starts tracing.
+const PIPE_ARGS: [(&str, &[&str]); 0] = [];
+
+/// One tool, as this test sees it.
+#[derive(Debug, Clone)]
+struct Tool {
+    name: String,
+    verbose: bool,
+    required_positional: bool,
+    /// Its ladder, from `features --json` (empty: the tool keeps its own list, and only its default is tested).
+    ladder: Vec<String>,
+}
+
+impl Tool {
+    /// The arguments that give the tool something harmless to trace through `family` (None: it cannot).
+    fn args(&self, family: Family) -> Option<Vec<String>> {
+        if let Some((_, _, args)) = OVERRIDES.iter().find(|(t, f, _)| *t == self.name && *f == family) {
+            return Some(args.iter().map(|a| a.to_string()).collect());
+        }
+        if OVERRIDES.iter().any(|(t, _, _)| *t == self.name) {
+            return None;
+        }
+        if !self.required_positional {
+            return Some(Vec::new());
+        }
+        PATTERNS.iter().find(|(f, _)| *f == family).map(|(_, p)| vec![p.to_string()])
+    }
+
+    /// The arguments of an unforced run: those of the first family of its ladder that this host offers.
+    fn default_args(&self, host: &[String]) -> Vec<String> {
+        let offered = self.ladder.iter().filter(|m| host.contains(m));
+        offered.filter_map(|m| self.args(family(m))).next().unwrap_or_else(|| self.args(Family::Tracepoints).unwrap())
+    }
+
+    fn with_verbose(&self, args: Vec<String>) -> Vec<String> {
+        let mut all = if self.verbose { vec!["-v".to_string()] } else { Vec::new() };
+        all.extend(args);
+        all
+    }
+}
+
+fn tool_names() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("tools");
+    let mut tools: Vec<String> = fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    tools.sort();
+    tools
+}
+
+/// `features --json`: the mechanisms this host offers, and each tool's ladder.
+fn features() -> (Vec<String>, serde_json::Value) {
+    let out = Command::new(bin("corebpf-tools")).args(["features", "--json"]).output().unwrap();
+    assert!(out.status.success(), "corebpf-tools features --json: {out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let host = v["features"]
+        .as_array()
+        .expect("features --json has a features array")
+        .iter()
+        .filter(|f| f["available"].as_bool() == Some(true))
+        .filter_map(|f| f["name"].as_str().map(str::to_owned))
+        .collect();
+    (host, v["ladders"].clone())
+}
+
+fn tools() -> (Vec<Tool>, Vec<String>) {
+    let (host, ladders) = features();
+    let tools = tool_names()
+        .into_iter()
+        .map(|name| {
+            let out = Command::new(bin(&name)).arg("--help").env("COLUMNS", "200").output().unwrap();
+            let help = String::from_utf8_lossy(&out.stdout).into_owned();
+            let ladder = ladders[&name]
+                .as_array()
+                .unwrap_or_else(|| panic!("`features --json` has no ladder for {name}: {ladders}"))
+                .iter()
+                .map(|m| m.as_str().unwrap().to_owned())
+                .collect();
+            let arguments = help.split("\nArguments:\n").nth(1).unwrap_or("");
+            let required_positional = arguments.lines().next().is_some_and(|l| l.trim_start().starts_with('<'));
+            let verbose = help.lines().any(|l| l.trim_start().starts_with("-v, --verbose"));
+            Tool { name, verbose, required_positional, ladder }
+        })
+        .collect();
+    (tools, host)
+}
+
+/// One run of a tool.
+#[derive(Debug)]
+enum Case {
+    /// Ended by `signal` once tracing; with `forced`, run with COREBPF_ATTACH=forced and checked to say so.
+    Signal { tool: Tool, args: Vec<String>, forced: Option<String>, signal: i32 },
+    /// Its stdout's reader goes away once it traces.
+    ClosedPipe { tool: Tool, args: Vec<String> },
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+fn cases(tools: &[Tool], host: &[String]) -> Vec<Case> {
+    const SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    let mut cases = Vec::new();
+    for tool in tools {
+        let mut runs: Vec<(Vec<String>, Option<String>)> = Vec::new();
+        for mech in tool.ladder.iter().filter(|m| host.contains(m)) {
+            if let Some(args) = tool.args(family(mech)) {
+                runs.push((args, Some(mech.clone())));
+            }
+        }
+        assert!(
+            tool.ladder.is_empty() || !runs.is_empty(),
+            "{}: none of its ladder {:?} is usable on this host (it offers {host:?}), or no arguments are known for \
+             its families: add them to PATTERNS or OVERRIDES",
+            tool.name,
+            tool.ladder
+        );
+        while runs.len() < SIGNALS.len() {
+            runs.push((tool.default_args(host), None));
+        }
+        for (i, (args, forced)) in runs.into_iter().enumerate() {
+            let signal = SIGNALS[i % SIGNALS.len()];
+            cases.push(Case::Signal { tool: tool.clone(), args, forced, signal });
+        }
+        let mut args = tool.default_args(host);
+        if let Some((_, extra)) = PIPE_ARGS.iter().find(|(t, _)| *t == tool.name) {
+            args.extend(extra.iter().map(|a| a.to_string()));
+        }
+        cases.push(Case::ClosedPipe { tool: tool.clone(), args });
+    }
+    cases
+}
+
+fn check_signal(tool: &Tool, args: &[String], forced: Option<&str>, signal: i32) {
+    let args = tool.with_verbose(args.to_vec());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = forced.map(|m| ("COREBPF_ATTACH", m)).into_iter().collect();
+    let mut run = Running::start_with_env(&tool.name, &argv, &env);
+    run.wait_attached(ATTACH);
+    run.signal(signal);
+    let sent = Instant::now();
+    let done = run.finish(ATTACH);
+    let took = sent.elapsed();
+    let sig = signal_name(signal);
+    assert!(done.status.success(), "{sig} ended it with {:?}\nstderr:\n{}", done.status, done.stderr);
+    assert!(!done.stderr.contains("panicked"), "panicked on {sig}:\n{}", done.stderr);
+    assert!(took <= END, "took {took:?} to end after {sig} (at most {END:?})\nstderr:\n{}", done.stderr);
+    if let Some(mech) = forced {
+        let said = format!("attached with {mech}");
+        assert!(done.stderr.contains(&said), "stderr does not say '{said}':\n{}", done.stderr);
+    }
+    done.assert_no_programs_left();
+}
+
+fn check_closed_pipe(tool: &Tool, args: &[String]) {
+    let mut child = KillOnDrop(
+        Command::new(bin(&tool.name))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let mut stderr = child.0.stderr.take().unwrap();
+    let stderr = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    // Until it traces, the pipe's only reader is this process, which reads nothing: the tool's first write waits
+    // in the pipe for `head`, so the reader that goes away is there before anything is written.
+    let ids = match wait_attached(child.0.id(), ATTACH) {
+        Ok(ids) => ids,
+        Err(why) => {
+            let _ = child.0.kill();
+            panic!("{why}\nstderr:\n{}", stderr.join().unwrap_or_default())
+        }
+    };
+    let mut head =
+        KillOnDrop(Command::new("head").args(["-c", "1"]).stdin(stdout).stdout(Stdio::null()).spawn().expect("head"));
+    let started = Instant::now();
+    let head = loop {
+        if let Some(status) = head.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() <= ATTACH, "printed nothing within {ATTACH:?}: give it an interval in PIPE_ARGS");
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert!(head.success(), "head ended with {head:?}");
+    let gone = Instant::now();
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(gone.elapsed() <= END, "still running {END:?} after its reader went away");
+        thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = stderr.join().unwrap_or_default();
+    assert!(status.success(), "ended with {status:?} after its reader went away\nstderr:\n{stderr}");
+    assert!(stderr.is_empty(), "printed on stderr:\n{stderr}");
+    Finished { status, stdout: String::new(), stderr, prog_ids: ids }.assert_no_programs_left();
+}
+
+/// Runs `case`, turning a failed assertion into a line of the report that names the run.
+fn check(case: &Case) -> Option<String> {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match case {
+        Case::Signal { tool, args, forced, signal } => check_signal(tool, args, forced.as_deref(), *signal),
+        Case::ClosedPipe { tool, args } => check_closed_pipe(tool, args),
+    }));
+    let err = result.err()?;
+    let why = err
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panicked".into());
+    let what = match case {
+        Case::Signal { tool, args, forced, signal } => {
+            let env = forced.as_ref().map(|m| format!("COREBPF_ATTACH={m} ")).unwrap_or_default();
+            let args = tool.with_verbose(args.clone());
+            format!("{env}{} {args:?}, ended by {}", tool.name, signal_name(*signal))
+        }
+        Case::ClosedPipe { tool, args } => format!("{} {args:?} | head -c 1", tool.name),
+    };
+    Some(format!("{what}: {why}"))
+}
+
+#[test]
+fn every_tool_ends_cleanly_on_signals_a_closed_pipe_and_each_attach_step() {
+    let (tools, host) = tools();
+    assert!(tools.len() >= 27, "only {} tools found", tools.len());
+    let cases = cases(&tools, &host);
+    let total = cases.len();
+    let queue: Arc<Mutex<VecDeque<Case>>> = Arc::new(Mutex::new(cases.into()));
+    let failures: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (queue, failures) = (Arc::clone(&queue), Arc::clone(&failures));
+            thread::spawn(move || loop {
+                let Some(case) = queue.lock().unwrap().pop_front() else { break };
+                if let Some(failure) = check(&case) {
+                    failures.lock().unwrap().push(failure);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let failures = failures.lock().unwrap();
+    assert!(failures.is_empty(), "{} of {total} runs failed:\n{}", failures.len(), failures.join("\n---\n"));
+}
+
+/// The table's arguments follow each family: a pattern tool gets a tracepoint, a user function or a kernel
+/// function; a tool with no positional argument none; argdist its `-C` spec.
+#[test]
+fn arguments_follow_the_family() {
+    let tool = |name: &str, required_positional: bool| Tool {
+        name: name.into(),
+        verbose: true,
+        required_positional,
+        ladder: vec!["tp_btf".into(), "raw_tp".into(), "uprobe_multi".into()],
+    };
+    let host: Vec<String> = vec!["raw_tp".into(), "uprobe_multi".into()];
+    let funccount = tool("funccount", true);
+    assert_eq!(funccount.args(Family::UserFunctions).unwrap(), ["c:getppid"]);
+    assert_eq!(funccount.default_args(&host), ["t:syscalls:sys_enter_getppid"]);
+    assert_eq!(tool("biolatency", false).args(Family::Tracepoints).unwrap(), Vec::<String>::new());
+    assert_eq!(tool("argdist", false).args(Family::UserFunctions).unwrap(), ["-C", "p:c:getppid()"]);
+    assert!(tool("argdist", false).args(Family::PerfEvents).is_none());
+    let cases = cases(&[funccount], &host);
+    // raw_tp and uprobe_multi forced, one unforced run for the third signal, and the closed pipe.
+    assert_eq!(cases.len(), 4, "{cases:#?}");
+}
