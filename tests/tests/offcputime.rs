@@ -7,7 +7,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::thread;
 use std::time::Duration;
 
 use corebpf_tests::*;
@@ -153,7 +152,7 @@ fn trace(args: &[&str], helper: &mut Helper, banner: bool) -> Finished {
     if banner {
         tool.wait_for_line(BANNER, Duration::from_secs(30));
     } else {
-        wait_for_programs(&mut tool);
+        tool.wait_attached(Duration::from_secs(60));
     }
     helper.go();
     helper.wait();
@@ -161,20 +160,6 @@ fn trace(args: &[&str], helper: &mut Helper, banner: bool) -> Finished {
     let done = tool.finish(Duration::from_secs(60));
     done.assert_success();
     done
-}
-
-/// Without a banner (-f, --json), the tool traces once it holds its program and its link: wait for the program,
-/// then for the tool to settle past attaching (the link follows the load at once).
-fn wait_for_programs(tool: &mut Running) {
-    for _ in 0..300 {
-        if !prog_ids_of(tool.pid()).is_empty() {
-            tool.note_programs();
-            thread::sleep(Duration::from_millis(300));
-            return;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    panic!("offcputime loaded no program within 6 s");
 }
 
 /// Folded lines as (frames after the command name, total).
@@ -373,7 +358,7 @@ fn a_zombie_helper_is_still_named() {
     let mut helper = Helper::start(10, 20, false);
     let pid = helper.pid();
     let mut tool = Running::start("offcputime", &["-p", &pid, "-f", "-U"]);
-    wait_for_programs(&mut tool);
+    tool.wait_attached(Duration::from_secs(60));
     helper.go();
     helper.wait_unreaped();
     assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap(), "", "not a zombie");
