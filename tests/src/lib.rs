@@ -366,6 +366,29 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Runs `check` over `cases` on `workers` threads; returns what the failing ones said. For sweeps of many short
+/// tool runs (bad_input, conformance), which mostly wait on the tools.
+pub fn check_all<C: Send + 'static>(cases: Vec<C>, workers: usize, check: fn(&C) -> Option<String>) -> Vec<String> {
+    let queue = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(cases)));
+    let failures = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..workers)
+        .map(|_| {
+            let (queue, failures) = (queue.clone(), failures.clone());
+            thread::spawn(move || loop {
+                let Some(case) = queue.lock().unwrap().pop_front() else { break };
+                if let Some(failure) = check(&case) {
+                    failures.lock().unwrap().push(failure);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let failures = failures.lock().unwrap().clone();
+    failures
+}
+
 /// Runs a tool to completion with no workload (for argument errors and such).
 pub fn run_tool(name: &str, args: &[&str]) -> Finished {
     Running::start(name, args).finish(Duration::from_secs(30))

@@ -8,15 +8,13 @@
 //! Never a panic, an abort, a hang, or a second line of explanation. Every case runs through the tool's own
 //! name; the cases that test the dispatch also through the multicall binary (`corebpf-tools TOOL ...`).
 
-use std::collections::VecDeque;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use corebpf_tests::{bin, prog_ids_of, prog_loaded};
+use corebpf_tests::{bin, check_all, prog_ids_of, prog_loaded};
 
 fn tools() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("tools");
@@ -274,25 +272,10 @@ fn check(case: &Case) -> Option<String> {
 
 #[test]
 fn every_option_survives_hostile_values() {
-    let queue: Arc<Mutex<VecDeque<Case>>> = Arc::new(Mutex::new(cases().into()));
-    let total = queue.lock().unwrap().len();
-    let failures: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let workers: Vec<_> = (0..6)
-        .map(|_| {
-            let (queue, failures) = (Arc::clone(&queue), Arc::clone(&failures));
-            thread::spawn(move || loop {
-                let Some(case) = queue.lock().unwrap().pop_front() else { break };
-                if let Some(failure) = check(&case) {
-                    failures.lock().unwrap().push(failure);
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
+    let cases = cases();
+    let total = cases.len();
+    let failures = check_all(cases, 6, check);
     let _ = fs::remove_dir_all(std::env::temp_dir().join(format!("corebpf-bad-input-{}", std::process::id())));
-    let failures = failures.lock().unwrap();
     assert!(total > 100, "only {total} cases: is --help parsed?");
     assert!(failures.is_empty(), "{} of {total} cases failed:\n{}", failures.len(), failures.join("\n---\n"));
 }

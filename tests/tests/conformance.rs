@@ -14,15 +14,13 @@
 //! holds the few tools whose syntax differs, and [`PIPE_ARGS`] those that print nothing until an interval ends.
 //! Tools run side by side, four at a time.
 
-use std::collections::VecDeque;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use corebpf_tests::{bin, wait_attached, Finished, KillOnDrop, Running};
+use corebpf_tests::{bin, check_all, wait_attached, Finished, KillOnDrop, Running};
 
 /// Tools run at once.
 const WORKERS: usize = 4;
@@ -309,23 +307,7 @@ fn every_tool_ends_cleanly_on_signals_a_closed_pipe_and_each_attach_step() {
     assert!(tools.len() >= 27, "only {} tools found", tools.len());
     let cases = cases(&tools, &host);
     let total = cases.len();
-    let queue: Arc<Mutex<VecDeque<Case>>> = Arc::new(Mutex::new(cases.into()));
-    let failures: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let workers: Vec<_> = (0..WORKERS)
-        .map(|_| {
-            let (queue, failures) = (Arc::clone(&queue), Arc::clone(&failures));
-            thread::spawn(move || loop {
-                let Some(case) = queue.lock().unwrap().pop_front() else { break };
-                if let Some(failure) = check(&case) {
-                    failures.lock().unwrap().push(failure);
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
-    let failures = failures.lock().unwrap();
+    let failures = check_all(cases, WORKERS, check);
     assert!(failures.is_empty(), "{} of {total} runs failed:\n{}", failures.len(), failures.join("\n---\n"));
 }
 
