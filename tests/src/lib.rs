@@ -366,6 +366,27 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Waits until process `pid` sleeps (state S: a helper blocked reading its go byte has finished loading, and makes
+/// no run of its own until woken). Panics after `timeout`.
+pub fn wait_sleeping(pid: u32, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        if stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S')) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} did not go to sleep within {timeout:?}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The number of times process `pid` (its main thread) has run on a CPU: /proc/PID/schedstat's third field.
+pub fn schedstat_runs(pid: u32) -> u64 {
+    let text = fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+    text.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("schedstat of {pid}: {text}"))
+}
+
 /// Runs `check` over `cases` on `workers` threads; returns what the failing ones said. For sweeps of many short
 /// tool runs (bad_input, conformance), which mostly wait on the tools.
 pub fn check_all<C: Send + 'static>(cases: Vec<C>, workers: usize, check: fn(&C) -> Option<String>) -> Vec<String> {

@@ -116,12 +116,19 @@ fn traced(args: &[&str], env: &[(&str, &str)]) -> (Finished, (u64, u64, u64)) {
     } else {
         run.wait_for_line("Tracing ", Duration::from_secs(20));
     }
-    let truth = worker.run();
+    // The kernel's count of the worker's runs over the whole traced window, not only its loop: the worker is
+    // blocked (reading stdin) before "go" and after its report, so every slice the tool can see is in between,
+    // however many preemptions a busy machine adds around the loop.
+    wait_sleeping(worker.pid, Duration::from_secs(10));
+    let runs_before = schedstat_runs(worker.pid);
+    let (_, on_ns, ivcsw) = worker.run();
     run.signal(libc::SIGINT);
     let done = run.finish(Duration::from_secs(20));
     done.assert_success();
+    wait_sleeping(worker.pid, Duration::from_secs(10));
+    let runs = schedstat_runs(worker.pid) - runs_before;
     worker.end();
-    (done, truth)
+    (done, (runs, on_ns, ivcsw))
 }
 
 /// Slices in the buckets from `low` up.

@@ -95,16 +95,7 @@ impl Helper {
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
         // Until it blocks reading its go byte, its loader may not have mapped libc yet, and `funccount -p PID
         // c:...` would find no libc in its maps (seen on a loaded machine).
-        let stat = format!("/proc/{}/stat", child.id());
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::fs::read_to_string(&stat)
-            .ok()
-            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('S')))
-            != Some(true)
-        {
-            assert!(std::time::Instant::now() < deadline, "{} did not reach its read of stdin", exe.display());
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_sleeping(child.id(), Duration::from_secs(10));
         Helper { child }
     }
 
