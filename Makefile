@@ -103,8 +103,12 @@ snapshots: build
 # test binaries (its tests of kernel functions, which this host cannot run, are left out here).
 BIN_DIR := $(TARGET_DIR)/bin
 TEST_FEATURES := --workspace --features corebpf-tests/vm
-# Tests that need the machine to themselves (an idle CPU) run after the others, one at a time.
-ALONE := test(=idle_is_sampled_only_with_include_idle)
+# Tests that need the machine to themselves run after the others, one at a time: profile's idle-CPU test,
+# runqlat's contrast of a sleeper's waits alone and among spinners (its "alone" must be a quiet CPU), and the
+# sweeps that start every tool many times (their attaches and detaches on shared tracepoints disturb the
+# scheduler tools' exact counts: .config/nextest.toml).
+ALONE := test(=idle_is_sampled_only_with_include_idle) | test(=competition_lengthens_the_waits) \
+	| binary(bad_input) | binary(conformance)
 NEXTEST_FILTER := not binary(kernel_functions)
 test: static test-build
 	@$(MAKE) --no-print-directory test-run

@@ -176,8 +176,10 @@ fn off_cpu_shows_the_10_ms_sleeps() {
     let (done, (runs, _, ivcsw)) = traced(&["-O"], &[]);
     assert!(done.stdout.starts_with("Tracing off-CPU time"), "{}", done.stdout);
     let total = hist_total(&done.stdout);
+    // Every run of the traced window ends an off-CPU slice, but the first: the worker blocked before the tool
+    // attached, so that slice has no start. One more of slack, as for the on-CPU slices.
     assert!(
-        total + 1 >= runs && total <= runs + 3,
+        total + 2 >= runs && total <= runs + 3,
         "counted {total} off-CPU slices, schedstat {runs} runs:\n{}",
         done.stdout
     );

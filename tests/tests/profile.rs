@@ -234,7 +234,20 @@ fn user_stacks_only_shows_user_frames() {
 fn idle_is_sampled_only_with_include_idle() {
     let _cpu = CPU.write().unwrap_or_else(|e| e.into_inner());
     let idle = |out: &str| json_lines(out).into_iter().filter(|v| v["pid"] == 0).collect::<Vec<_>>();
+    // This test runs alone (the Makefile's ALONE pass), on a machine otherwise idle: a thread of its own spins
+    // during the first window, so that there is something other than idle to sample.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
     let done = run_profile(&["-K", "--json", "-F", "199", "1"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
     assert!(!json_lines(&done.stdout).is_empty(), "no samples at all");
     assert!(idle(&done.stdout).is_empty(), "idle samples without -I:\n{}", done.stdout);
     // Idle needs a CPU with nothing to do during the window: a machine running every test at once (load 7 on
