@@ -363,11 +363,14 @@ echo "(* = the mechanism the tool chose by itself; the others were forced with C
 
 # --- the cost: each tool's scenario seconds over every guest (what one more tool adds; boots are extra) ---
 for k in $klist; do
-    [ "$k" != host ] && [ -f "$logdir/$k.console" ] && awk '$1 == "VMTEST-RESULT" { print $2, $5 }' "$logdir/$k.console"
+    if [ "$k" != host ] && [ -f "$logdir/$k.console" ]; then
+        awk '$1 == "VMTEST-RESULT" { print $2, $5 }' "$logdir/$k.console"
+    fi
 done | awk '{ s[$1] += $2 } END { for (t in s) print t, s[t] }' | sort > "$logdir/tool-seconds"
 for k in $klist; do
-    [ "$k" = host ] || [ ! -f "$logdir/$k.console" ] ||
+    if [ "$k" != host ] && [ -f "$logdir/$k.console" ]; then
         say "$k: $(awk '$1 == "VMTEST-RESULT" { n++; s += $5 } END { printf "%d scenarios, %d s of scenario time", n, s }' "$logdir/$k.console")"
+    fi
 done
 say "guests: $(cat "$logdir/guest-wall") s of wall time; scenario seconds per tool (all kernels): $(awk '{ n++; s += $2 } END { if (n) printf "%.1f", s / n }' "$logdir/tool-seconds") on average ($logdir/tool-seconds)"
 
