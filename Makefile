@@ -158,7 +158,7 @@ docs-check:
 clean:
 	$(CARGO) clean
 
-# The kernel matrix (vm/vmtest.sh, vm/README.md): each tool's scenarios (tools/<tool>/matrix) on Debian's 5.10,
+# The kernel matrix (vm/vmtest.sh, vm/README.md): each tool's scenarios (tools/<tool>/scenarios) on Debian's 5.10,
 # 6.1 and 6.12 kernels in QEMU, with a table tool x kernel. Kernels are cached in VM_CACHE (~/.cache/corebpf-vm).
 #   make vmtest [KERNELS=5.10,6.1,6.12,host] [TOOLS=biolatency,...]   CI's tier
 #   make vmtest-full                                                  every scenario

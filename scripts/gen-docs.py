@@ -176,10 +176,10 @@ def table(docs):
 
 
 def has_vm_scenario(tool):
-    """A CI-tier line in tools/<tool>/matrix (vm/README.md)."""
-    matrix = path("tools", tool, "matrix")
-    return os.path.isfile(matrix) and any(
-        line.split()[:1] in (["ci"], ["ci/alone"]) for line in read(matrix).splitlines())
+    """A CI-tier line in tools/<tool>/scenarios (vm/README.md)."""
+    scenarios = path("tools", tool, "scenarios")
+    return os.path.isfile(scenarios) and any(
+        line.split()[:1] in (["ci"], ["ci/alone"]) for line in read(scenarios).splitlines())
 
 
 def has_bench_entry(tool):
@@ -229,7 +229,7 @@ def problems_of(tool, doc):
         if not os.path.isfile(path(rel)):
             found.append(f"{rel}: missing ({tool}'s {what})")
     if not has_vm_scenario(tool):
-        found.append(f"tools/{tool}/matrix: no ci line (its kernel-matrix scenarios; see vm/README.md)")
+        found.append(f"tools/{tool}/scenarios: no ci line (its kernel-matrix scenarios; see vm/README.md)")
     if not has_bench_entry(tool):
         found.append(f"bench/: {tool} is named nowhere (a bench entry)")
     return found

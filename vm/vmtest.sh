@@ -13,7 +13,7 @@
 #    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
 # 3. Fetches each Debian cloud kernel once into $VM_CACHE (vm/fetch-kernel.sh; default ~/.cache/corebpf-vm).
 # 4. Packs an initramfs: busybox, vm/init, the tools, the test binaries, the helpers (and the C library they use),
-#    and one scenario file per kernel, gathered from every tools/<tool>/matrix (vm/README.md) of the tier.
+#    and one scenario file per kernel, gathered from every tools/<tool>/scenarios (vm/README.md) of the tier.
 # 5. Boots each kernel with a fresh ext4 NVMe disk and runs its scenarios there, VM_LANES (2) at once
 #    (the kernels side by side, one vCPU each: see step 5); the console goes to $VM_CACHE/logs/<run>/<kernel>.console.
 # 6. Prints a table tool x kernel: pass/FAIL and the mechanisms each tool attached with (* = its own choice), and
@@ -50,7 +50,7 @@ busybox_bin=$(command -v busybox)
 file -L "$busybox_bin" 2> /dev/null | grep -q 'statically linked' || [ ! -x /usr/bin/file ] ||
     die "$busybox_bin is not static: install busybox-static"
 
-# --- scenarios: each tool's own, tools/<tool>/matrix, of the selected tier ---
+# --- scenarios: each tool's own, tools/<tool>/scenarios, of the selected tier ---
 # A line there: TIER ATTACH[@SERIES,...] PROBE-ARGS... -- TESTBIN TEST-ARGS... (see vm/README.md). Gathered into
 # $selected as "CLASS TOOL ATTACH[@SERIES] ..." (CLASS: par, or alone for TIER/alone), the format VM_SCENARIOS
 # files use too (vm/selfcheck.scenarios, every line run).
@@ -58,7 +58,7 @@ tier=${VM_TIER:-ci}
 case $tier in ci | full) ;; *) die "VM_TIER is ci or full, not '$tier'" ;; esac
 gather() {
     local m t
-    for m in tools/*/matrix; do
+    for m in tools/*/scenarios; do
         t=$(basename "$(dirname "$m")")
         grep -v '^[[:space:]]*#' "$m" | awk -v t="$t" -v tier="$tier" 'NF {
             split($1, w, "/"); if (w[1] != "ci" && w[1] != "full") { print "bad tier " $1 > "/dev/stderr"; exit 1 }
@@ -71,16 +71,16 @@ if [ -n "${VM_SCENARIOS:-}" ]; then
 else
     for d in tools/*/; do
         [ -f "$d/Cargo.toml" ] || continue
-        grep -qE '^[[:space:]]*ci(/alone)?[[:space:]]' "$d/matrix" 2> /dev/null ||
-            die "$(basename "$d") has no CI scenario: write tools/$(basename "$d")/matrix (see vm/README.md)"
+        grep -qE '^[[:space:]]*ci(/alone)?[[:space:]]' "$d/scenarios" 2> /dev/null ||
+            die "$(basename "$d") has no CI scenario: write tools/$(basename "$d")/scenarios (see vm/README.md)"
     done
-    all=$(gather) || die "a tools/*/matrix line has a tier other than ci or full"
+    all=$(gather) || die "a tools/*/scenarios line has a tier other than ci or full"
 fi
 all_tools=$(echo "$all" | awk '{print $2}' | awk '!seen[$0]++')
 if [ -n "${TOOLS:-}" ]; then
     tools=$(echo "$TOOLS" | tr ',' ' ')
     for t in $tools; do
-        echo "$all_tools" | grep -qx "$t" || die "no scenarios for '$t' (tools/$t/matrix)"
+        echo "$all_tools" | grep -qx "$t" || die "no scenarios for '$t' (tools/$t/scenarios)"
     done
 else
     tools=$all_tools

@@ -143,30 +143,12 @@ pub fn links_of(pid: u32) -> usize {
     entries.flatten().filter(|e| fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
 }
 
-/// True once every BPF program process `pid` has loaded is attached through a BPF link (its program fds' IDs all
-/// appear in its link fds). Tools load only the programs of the mechanism they attach with, so this is "tracing".
-/// (Classic tracepoints and kprobes get links from 5.15; on older kernels this stays false.)
-pub fn all_programs_linked(pid: u32) -> bool {
-    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
-    let (mut loaded, mut linked) = (Vec::new(), Vec::new());
-    for text in entries.flatten().filter_map(|e| fs::read_to_string(e.path()).ok()) {
-        let id = text.lines().find_map(|l| l.strip_prefix("prog_id:")).and_then(|v| v.trim().parse::<u32>().ok());
-        match (id, text.contains("link_type:"), text.contains("prog_type:")) {
-            (Some(id), true, _) => linked.push(id),
-            (Some(id), false, true) => loaded.push(id),
-            _ => {}
-        }
-    }
-    !loaded.is_empty() && loaded.iter().all(|id| linked.contains(id))
-}
-
-/// How long a tool must hold its programs and links, with none added, to count as attached; shorter once every
-/// program it loaded has a link (a program with many links, uprobes on several functions, gets them one by one).
+/// How long a tool must hold its programs and links, with none added, to count as attached. (Shorter, 60 ms once
+/// every loaded program had a link, made offcputime's tests miss a helper's first sleep now and then: 300 ms.)
 const SETTLED: Duration = Duration::from_millis(300);
-const LINKED_SETTLED: Duration = Duration::from_millis(60);
 
-/// Waits until process `pid` is tracing: it holds programs and links and has added none for a moment: 60 ms once
-/// every program it loaded is attached ([`all_programs_linked`]), else 300 ms (a program kept unattached). Returns the IDs of its programs;
+/// Waits until process `pid` is tracing: it holds BPF programs and links, and has added none for 300 ms (a tool
+/// attaches one program after another). Returns the IDs of its programs;
 /// `Err` says why not: the process ended first, or `timeout` went by.
 pub fn wait_attached(pid: u32, timeout: Duration) -> Result<Vec<u32>, String> {
     let started = Instant::now();
@@ -190,8 +172,7 @@ pub fn wait_attached(pid: u32, timeout: Duration) -> Result<Vec<u32>, String> {
         if grew {
             changed = Instant::now();
         }
-        let quiet = changed.elapsed();
-        if !progs.is_empty() && links > 0 && (quiet >= SETTLED || quiet >= LINKED_SETTLED && all_programs_linked(pid)) {
+        if !progs.is_empty() && links > 0 && changed.elapsed() >= SETTLED {
             return Ok(progs);
         }
         if started.elapsed() >= timeout {

@@ -1,6 +1,6 @@
 //! Kernel-function tracing, which this host cannot do (no kprobes; fentry loads are refused): built only with
 //! `--features vm` and run by the VM kernel matrix (vm/vmtest.sh) on kernels that have both, once with each
-//! mechanism forced through COREBPF_ATTACH by the tools' matrix files (tools/*/matrix) and once with the tool's own choice.
+//! mechanism forced through COREBPF_ATTACH by the tools' scenario files (tools/*/scenarios) and once with the tool's own choice.
 
 use corebpf_tests::scenario::funccount_counts_vfs_read_exactly;
 
