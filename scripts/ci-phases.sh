@@ -61,7 +61,7 @@ strays)
         # This script, CI's own shell, and this script's own children (the command substitutions below).
         [ "$pid" = $$ ] || [ "$pid" = "$PPID" ] && continue
         [ "$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2> /dev/null)" = $$ ] && continue
-        tr '\0' '\n' < "$env" 2> /dev/null | grep -qx "COREBPF_CI_RUN=$token" || continue
+        { tr '\0' '\n' < "$env"; } 2> /dev/null | grep -qx "COREBPF_CI_RUN=$token" || continue
         echo "left running by CI: $pid $(tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null | cut -c1-120)"
         kill -KILL "$pid" 2> /dev/null
         found=1
