@@ -44,25 +44,35 @@ impl Anchor {
             }
         });
         let mut anchor = Anchor { child: KillOnDrop(child), lines, seen: Vec::new() };
-        while !anchor.seen.iter().any(|l| l.contains(ready)) {
-            match anchor.lines.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) => anchor.seen.push(line),
-                Err(e) => panic!("{path} did not print '{ready}' ({e}):\n{}", anchor.seen.join("\n")),
-            }
-        }
+        anchor.wait_for(|l| l.contains(ready));
         anchor
     }
 
-    /// Stops the anchor with SIGINT and returns everything it printed.
+    /// Waits (up to 30 s) until the anchor has printed a line for which `pred` holds.
+    pub fn wait_for(&mut self, pred: impl Fn(&str) -> bool) -> &mut Self {
+        while !self.seen.iter().any(|l| pred(l)) {
+            match self.lines.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) => self.seen.push(line),
+                Err(e) => {
+                    panic!("the anchor did not print the line awaited ({e}); it printed:\n{}", self.seen.join("\n"))
+                }
+            }
+        }
+        self
+    }
+
+    /// Stops the anchor with SIGINT (its handler prints its report and flushes; SIGTERM would lose its output),
+    /// checks that it ended well, and returns everything it printed.
     pub fn finish(mut self) -> String {
         // SAFETY: kill(2) on our own child.
         unsafe {
             libc::kill(self.child.0.id() as i32, libc::SIGINT);
         }
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(30)) {
+        let status = self.child.0.wait().unwrap();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
             self.seen.push(line);
         }
-        let _ = self.child.0.wait();
+        assert!(status.success(), "the anchor exited with {status}; it printed:\n{}", self.seen.join("\n"));
         self.seen.join("\n") + "\n"
     }
 }

@@ -20,6 +20,20 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// Every tool of the workspace: each `tools/NAME` with a Cargo.toml, sorted (tests that cover every tool read it, so a
+/// new tool is covered with no change to them).
+pub fn tool_names() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools");
+    let mut tools: Vec<String> = fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    tools.sort();
+    tools
+}
+
 /// Path of a built tool binary: `$COREBPF_BIN_DIR/<name>`, else `target/release/<name>` of this workspace.
 pub fn bin(name: &str) -> PathBuf {
     let dir = std::env::var_os("COREBPF_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {

@@ -9,24 +9,11 @@
 //! name; the cases that test the dispatch also through the multicall binary (`corebpf-tools TOOL ...`).
 
 use std::fs;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use corebpf_tests::{bin, check_all, prog_ids_of, prog_loaded};
-
-fn tools() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("tools");
-    let mut tools: Vec<String> = fs::read_dir(root)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("Cargo.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    tools.sort();
-    tools
-}
+use corebpf_tests::{bin, check_all, prog_ids_of, prog_loaded, tool_names};
 
 /// What a tool's `--help` says it takes: options with a value (as `-x` or `--long`) and positional arguments.
 #[derive(Debug, Default)]
@@ -136,7 +123,7 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    for tool in tools() {
+    for tool in tool_names() {
         let cli = cli_of(&tool);
         let mut arg_sets: Vec<Vec<String>> =
             vec![vec!["--no-such-flag".into()], vec!["-Z9".into()], vec!["--é".into()], vec!["-日".into()]];

@@ -14,13 +14,11 @@
 //! holds the few tools whose syntax differs, and [`PIPE_ARGS`] those that print nothing until an interval ends.
 //! Tools run side by side, four at a time.
 
-use std::fs;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use corebpf_tests::{bin, check_all, wait_attached, Finished, KillOnDrop, Running};
+use corebpf_tests::{bin, check_all, tool_names, wait_attached, Finished, KillOnDrop, Running};
 
 /// Tools run at once.
 const WORKERS: usize = 4;
@@ -104,18 +102,6 @@ impl Tool {
         all.extend(args);
         all
     }
-}
-
-fn tool_names() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("tools");
-    let mut tools: Vec<String> = fs::read_dir(root)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("Cargo.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    tools.sort();
-    tools
 }
 
 /// `features --json`: the mechanisms this host offers, and each tool's ladder.
@@ -255,23 +241,9 @@ fn check_closed_pipe(tool: &Tool, args: &[String]) {
     };
     let mut head =
         KillOnDrop(Command::new("head").args(["-c", "1"]).stdin(stdout).stdout(Stdio::null()).spawn().expect("head"));
-    let started = Instant::now();
-    let head = loop {
-        if let Some(status) = head.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(started.elapsed() <= ATTACH, "printed nothing within {ATTACH:?}: give it an interval in PIPE_ARGS");
-        thread::sleep(Duration::from_millis(20));
-    };
+    let head = exit_within(&mut head, ATTACH, "printed nothing in time: give it an interval in PIPE_ARGS");
     assert!(head.success(), "head ended with {head:?}");
-    let gone = Instant::now();
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(gone.elapsed() <= END, "still running {END:?} after its reader went away");
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(&mut child, END, "still running after its reader went away");
     let stderr = stderr.join().unwrap_or_default();
     assert!(status.success(), "ended with {status:?} after its reader went away\nstderr:\n{stderr}");
     assert!(stderr.is_empty(), "printed on stderr:\n{stderr}");
@@ -331,4 +303,16 @@ fn arguments_follow_the_family() {
     let cases = cases(&[funccount], &host);
     // raw_tp and uprobe_multi forced, one unforced run for the third signal, and the closed pipe.
     assert_eq!(cases.len(), 4, "{cases:#?}");
+}
+
+/// Waits for `child` to exit, failing with `why` if it is still running after `within`.
+fn exit_within(child: &mut KillOnDrop, within: Duration, why: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            return status;
+        }
+        assert!(started.elapsed() <= within, "{why} ({within:?})");
+        thread::sleep(Duration::from_millis(20));
+    }
 }

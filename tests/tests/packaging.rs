@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use corebpf_tests::bin;
+use corebpf_tests::{bin, tool_names};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -32,14 +32,8 @@ fn target_dir() -> PathBuf {
 fn tools() -> Vec<String> {
     let only: Option<Vec<String>> =
         std::env::var("COREBPF_TOOLS").ok().map(|s| s.split(',').map(|t| t.trim().to_owned()).collect());
-    let mut tools: Vec<String> = fs::read_dir(root().join("tools"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("Cargo.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|t| only.as_ref().is_none_or(|only| only.contains(t)))
-        .collect();
-    tools.sort();
+    let tools: Vec<String> =
+        tool_names().into_iter().filter(|t| only.as_ref().is_none_or(|only| only.contains(t))).collect();
     assert!(!tools.is_empty(), "no tools found in tools/*");
     tools
 }

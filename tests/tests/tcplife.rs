@@ -9,13 +9,14 @@
 //! bytes_received the peer's FIN.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::anchor::Anchor;
 use corebpf_tests::pipe::assert_ends_when_pipe_closes;
 use corebpf_tests::sock::*;
 use corebpf_tests::usage::assert_refused;
@@ -415,67 +416,12 @@ fn raw_tp_and_tracepoint_fallbacks_report_the_same_bytes() {
     }
 }
 
-/// libbpf-tools' tcplife (the anchor) with line-buffered stdout, its lines collected in the background.
-struct Anchor {
-    child: std::process::Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Anchor {
-    fn start() -> Anchor {
-        let bin = "/usr/sbin/tcplife";
-        assert!(std::path::Path::new(bin).exists(), "the anchor is needed: apt-get install libbpf-tools");
-        let mut child = Command::new("stdbuf")
-            .args(["-oL", bin, "-w"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("stdbuf");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut anchor = Anchor { child, lines, seen: Vec::new() };
-        // It prints its header once attached.
-        anchor.wait_for(|l| l.contains("LADDR"));
-        anchor
-    }
-
-    fn wait_for(&mut self, pred: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.seen.iter().any(|l| pred(l)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "anchor never printed the line; it printed:\n{}", self.seen.join("\n"));
-            if let Ok(line) = self.lines.recv_timeout(left) {
-                self.seen.push(line);
-            }
-        }
-    }
-
-    /// Stops it with SIGINT (its handler flushes; SIGTERM would lose its output) and returns everything it printed.
-    fn stop(mut self) -> Vec<String> {
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "anchor exited with {status:?}");
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            self.seen.push(line);
-        }
-        self.seen
-    }
-}
-
 #[test]
 fn every_session_libbpf_tools_reports_is_reported_alike() {
     // Ours attaches first and stops last, so its window holds the anchor's.
     let mut ours = start(&["--json"]);
-    let mut anchor = Anchor::start();
+    // libbpf-tools' tcplife prints its header once attached.
+    let mut anchor = Anchor::start("tcplife", &["-w"], "LADDR");
     let mut conns = Vec::new();
     for (i, ip) in [V4, V6, V4, V6, V4, V6].into_iter().enumerate() {
         conns.push(session(ip, 1000 * i + 7, 200_000 / (i + 1)));
@@ -484,7 +430,8 @@ fn every_session_libbpf_tools_reports_is_reported_alike() {
     let last = conns.last().unwrap().server();
     anchor
         .wait_for(|l| l.split_whitespace().any(|f| f == last.lport.to_string()) && l.contains(&last.rport.to_string()));
-    let anchor_lines = anchor.stop();
+    let anchor_out = anchor.finish();
+    let anchor_lines: Vec<&str> = anchor_out.lines().collect();
     ours.wait_for_line(&needle(&last), Duration::from_secs(20));
     let done = stop(ours);
     let records = json_lines(&done.stdout);
@@ -507,7 +454,7 @@ fn every_session_libbpf_tools_reports_is_reported_alike() {
                 && (0..=1).any(|d| kb(&r["rx_bytes"], d) == rx)
         });
         if !found {
-            missing.push(line.as_str());
+            missing.push(*line);
         }
         checked += 1;
     }
