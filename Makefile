@@ -8,12 +8,13 @@
 #   make uninstall    remove exactly what `make install` installs (same PREFIX, DESTDIR, APP_PREFIX)
 #   make deb          Debian package in target/debian/ (tools as /usr/sbin/$(DEB_APP_PREFIX)TOOL; default bpf-)
 #   make repro-check  build the static tools twice, from two copies of this commit, and compare sha256 (minutes)
-#   make snapshots    regenerate tests/snapshots/TOOL.help from each tool's --help
+#   make snapshots    regenerate tools/TOOL/tests/TOOL.help from each tool's --help
 #   make test         unit and integration tests (as root: they load BPF programs) against the static binary;
 #                     builds static, the test binaries and the deb first (= make static test-build test-run)
 #   make test-build   the unit and integration test binaries (also what the kernel matrix runs in its guests)
 #   make test-run     run them (cargo-nextest) against the static corebpf-tools in target/bin; T=FILTERSET picks
-#   make template-check  copy a tool to a scratch name in a temporary copy of the workspace, build it, run --help
+#   make new-tool NAME=x  start tools/x from template/ (scripts/new-tool.sh); the folder is all you edit
+#   make template-check  make a tool from template/ in a scratch copy of the workspace: build, lint, check, test it
 #   make deps         install build and test dependencies (Debian/Ubuntu, as root)
 #   make lint         clippy and rustfmt checks
 #   make docs         write docs/tools/TOOL.md and the README's tool table from each tools/TOOL/doc.md
@@ -21,6 +22,10 @@
 #   make soak         every tool at once under load and faults for SOAK_SECONDS (default 600); writes docs/soak.md
 
 CARGO ?= cargo
+# Cargo runs build scripts that run make themselves (libbpf-sys builds libbpf with its own `make install`). The
+# variables a packager gives this make (DESTDIR, PREFIX, ...) would reach them through MAKEFLAGS and the
+# environment, and libbpf would install itself into the package: cargo runs without them.
+RUN_CARGO = env -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL -u DESTDIR -u PREFIX -u APP_PREFIX $(CARGO)
 PREFIX ?= /usr/local
 DESTDIR ?=
 APP_PREFIX ?=
@@ -49,18 +54,18 @@ INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' AP
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
 
 .PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
-	clean tools template-check test-build test-run bin-links docs docs-check
+	clean tools template-check new-tool test-build test-run bin-links docs docs-check
 
 all: build
 
 build:
-	$(CARGO) build --release --bins
+	$(RUN_CARGO) build --release --bins
 
 # The one shipped binary, corebpf-tools, with every tool in it. --target keeps RUSTFLAGS off build scripts and
 # proc-macros, which must stay dynamic.
 static:
 	RUSTFLAGS='$(STATIC_RUSTFLAGS)' LIBBPF_SYS_LIBRARY_PATH='$(LIBBPF_SYS_LIBRARY_PATH)' \
-		$(CARGO) build --profile dist --target $(STATIC_TRIPLE) --features static -p corebpf-tools
+		$(RUN_CARGO) build --profile dist --target $(STATIC_TRIPLE) --features static -p corebpf-tools
 
 tools:
 	@echo $(TOOLS)
@@ -90,12 +95,15 @@ repro-check:
 template-check:
 	./scripts/template-check.sh
 
+new-tool:
+	@[ -n "$(NAME)" ] || { echo 'usage: make new-tool NAME=mytool' >&2; exit 2; }
+	./scripts/new-tool.sh $(NAME)
+
 # --help is snapshot-tested (tests/tests/packaging.rs) at a fixed width, with no terminal attached.
 snapshots: build
-	@mkdir -p tests/snapshots
 	@for t in $(PKG_TOOLS); do \
-		COLUMNS=100 $(RELEASE_DIR)/$$t --help < /dev/null > tests/snapshots/$$t.help 2>&1 || exit 1; \
-		echo "wrote tests/snapshots/$$t.help"; \
+		COLUMNS=100 $(RELEASE_DIR)/$$t --help < /dev/null > tools/$$t/tests/$$t.help 2>&1 || exit 1; \
+		echo "wrote tools/$$t/tests/$$t.help"; \
 	done
 
 # The tests run the shipped binary: target/bin holds corebpf-tools (the static build) and a link per tool, as
@@ -103,18 +111,18 @@ snapshots: build
 # test binaries (its tests of kernel functions, which this host cannot run, are left out here).
 BIN_DIR := $(TARGET_DIR)/bin
 TEST_FEATURES := --workspace --features corebpf-tests/vm
-# Tests that need the machine to themselves run after the others, one at a time: profile's idle-CPU test,
-# runqlat's contrast of a sleeper's waits alone and among spinners (its "alone" must be a quiet CPU), and the
+# Tests that need the machine to themselves run after the others, one at a time: profile's idle-CPU test and
+# offwaketime's idle waker (both need a CPU to go idle), runqlat's contrast of a sleeper's waits alone and among spinners (its "alone" must be a quiet CPU), and the
 # sweeps that start every tool many times (their attaches and detaches on shared tracepoints disturb the
 # scheduler tools' exact counts: .config/nextest.toml).
 ALONE := test(=idle_is_sampled_only_with_include_idle) | test(=competition_lengthens_the_waits) \
-	| binary(bad_input) | binary(conformance)
+	| test(=an_idle_waker_has_no_user_stack_and_nothing_is_lost) | binary(bad_input) | binary(conformance)
 NEXTEST_FILTER := not binary(kernel_functions)
 test: static test-build
 	@$(MAKE) --no-print-directory test-run
 
 test-build:
-	$(CARGO) test --release $(TEST_FEATURES) --no-run
+	$(RUN_CARGO) test --release $(TEST_FEATURES) --no-run
 
 bin-links:
 	@test -x $(STATIC_DIR)/corebpf-tools || { echo "$(STATIC_DIR)/corebpf-tools is not built: make static" >&2; exit 1; }
@@ -123,17 +131,19 @@ bin-links:
 	@for t in $(PKG_TOOLS); do ln -sfn corebpf-tools $(BIN_DIR)/$$t; done
 
 # Both passes run (and the closing line is printed) even when the first fails; the exit status says whether all
-# passed. The closing line is kept in $(TARGET_DIR)/nextest/summary for CI's report.
+# passed, and that some test ran (T may select tests of one pass only). The closing line is kept in $(TARGET_DIR)/nextest/summary for CI's report.
 test-run: bin-links
 	@$(MAKE) --no-print-directory deb-package
 	@command -v cargo-nextest > /dev/null || { echo "cargo-nextest is missing: ./scripts/deps.sh installs it" >&2; exit 1; }
 	@rm -f $(TARGET_DIR)/nextest/*/junit.xml
 	@rc=0; export COREBPF_BIN_DIR=$(abspath $(BIN_DIR)); \
-	$(CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast \
+	$(RUN_CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast --no-tests pass \
 		-E '$(NEXTEST_FILTER) and not ($(ALONE))$(if $(T), and ($(T)))' || rc=1; \
-	$(CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast --profile alone --no-tests pass \
+	$(RUN_CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast --profile alone --no-tests pass \
 		-E '$(NEXTEST_FILTER) and ($(ALONE))$(if $(T), and ($(T)))' || rc=1; \
-	./scripts/test-summary.sh $(TARGET_DIR)/nextest | tee $(TARGET_DIR)/nextest/summary; exit $$rc
+	./scripts/test-summary.sh $(TARGET_DIR)/nextest | tee $(TARGET_DIR)/nextest/summary; \
+	grep -q '^tests: 0 passed, 0 failed' $(TARGET_DIR)/nextest/summary && { echo "no test matched" >&2; rc=1; }; \
+	exit $$rc
 
 deps:
 	./scripts/deps.sh
@@ -141,11 +151,11 @@ deps:
 # With the test build's features (TEST_FEATURES, which also lints the matrix-only tests): the build scripts' runs
 # (libbpf's C, every tool's BPF object) are then shared with `make test-build` instead of repeated.
 lint:
-	$(CARGO) fmt --all --check
-	$(CARGO) clippy --release $(TEST_FEATURES) --all-targets -- -D warnings
+	$(RUN_CARGO) fmt --all --check
+	$(RUN_CARGO) clippy --release $(TEST_FEATURES) --all-targets -- -D warnings
 
 fmt:
-	$(CARGO) fmt --all
+	$(RUN_CARGO) fmt --all
 
 # Each tool's documentation source is tools/TOOL/doc.md (docs/tool-doc.md): the man page's sections and --help's
 # examples are made from it at build and install time, its web page and README row here.
@@ -156,7 +166,7 @@ docs-check:
 	@python3 scripts/gen-docs.py --check
 
 clean:
-	$(CARGO) clean
+	$(RUN_CARGO) clean
 
 # The kernel matrix (vm/vmtest.sh, vm/README.md): each tool's scenarios (tools/<tool>/scenarios) on Debian's 5.10,
 # 6.1 and 6.12 kernels in QEMU, with a table tool x kernel. Kernels are cached in VM_CACHE (~/.cache/corebpf-vm).

@@ -5,7 +5,8 @@ O_DIRECT 4 KiB writes by dd to a preallocated file on the root disk."""
 import os
 import subprocess
 
-from figures import BT_BIOSNOOP, DIRECT_FILE, bt, c_tool, our
+import tool_bench
+from figures import DIRECT_FILE, bt, c_tool, our
 from lib import dd_direct, prepare_direct
 import snoop
 
@@ -46,7 +47,7 @@ def specs(cfg):
     return [
         ("biosnoop", n, lambda: dd_direct(DIRECT_FILE, n),
          [("ours", our("biosnoop", ready="^TIME")), ("libbpf-tools", libbpf_tools_biosnoop()),
-          ("bpftrace", bt(BT_BIOSNOOP))]),
+          ("bpftrace", bt(tool_bench.bpftrace_program("biosnoop")))]),
     ]
 
 

@@ -13,6 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import tool_bench
+from tool_bench import BT_READY  # noqa: F401 (the cost modules import it from here)
 from lib import (BenchError, Tracer, dd_direct, dd_syscalls, getaddrinfo_calls, median, prepare_direct,
                  tcp_connections)
 
@@ -27,49 +29,9 @@ LIBBPF_TOOLS = Path("/usr/sbin")
 _ON_ROOT = os.path.isdir("/var/tmp") and os.stat("/var/tmp").st_dev == os.stat("/").st_dev
 DIRECT_FILE = ("/var/tmp" if _ON_ROOT else "") + "/corebpf-bench-direct.dat"
 
-# bpftrace's readiness signal ("Attaching N probes..." is printed before attaching, so it is not one): a BEGIN
-# printf. bpftrace 0.17 runs BEGIN early, but its output reaches stdout only from the event loop, which starts
-# after every probe is attached (strace: the "ready" write follows the tracepoint's PERF_EVENT_IOC_ENABLE).
-BT_READY = 'BEGIN { printf("ready\\n"); } '
-BT_FUNCCOUNT = BT_READY + "tracepoint:syscalls:sys_enter_write { @ = count(); }"
-# TCP_CLOSE = 7 -> TCP_SYN_SENT = 2: an active open (tcpconnect's tracepoint path).
-BT_TCPCONNECT = (BT_READY + "tracepoint:sock:inet_sock_set_state /args->oldstate == 7 && args->newstate == 2/ "
-                 "{ printf(\"%d %s %d\\n\", pid, comm, args->dport); }")
-BT_ALL_SYSCALLS = BT_READY + "tracepoint:raw_syscalls:sys_enter, tracepoint:raw_syscalls:sys_exit { @[probe, args->id] = count(); }"
-# tcpdrop has no libbpf-tools port: bpftrace on the same tracepoint, each drop printed with its kernel stack.
-BT_TCPDROP = BT_READY + "tracepoint:skb:kfree_skb /args->reason > 2/ { printf(\"%d %d %s\\n\", pid, args->reason, kstack); }"
-# tcpretrans (libbpf-tools has none): each retransmit printed with its addresses, on the same tracepoint.
-BT_TCPRETRANS = BT_READY + "tracepoint:tcp:tcp_retransmit_skb { printf(\"%d %d %d\\n\", pid, args->sport, args->dport); }"
-# tcptop (libbpf-tools' needs kprobes): bytes per process and connection (ports) on the same tracepoints, TCP only,
-# printed and cleared every second as tcptop does.
-BT_TCPTOP = BT_READY + (
-    "tracepoint:sock:sock_send_length /args->protocol == 6 && args->ret > 0/ "
-    "{ $sk = (struct sock *)args->sk; @tx[pid, comm, $sk->__sk_common.skc_num, $sk->__sk_common.skc_dport] "
-    "= sum(args->ret); } "
-    "tracepoint:sock:sock_recv_length /args->protocol == 6 && args->ret > 0/ "
-    "{ $sk = (struct sock *)args->sk; @rx[pid, comm, $sk->__sk_common.skc_num, $sk->__sk_common.skc_dport] "
-    "= sum(args->ret); } "
-    "interval:s:1 { print(@tx); print(@rx); clear(@tx); clear(@rx); }")
-# vfsstat (libbpf-tools' needs fentry or kprobes): the x86-64 system calls its syscall path counts, by number, on
-# the same tracepoint (raw_syscalls:sys_exit), printed and cleared every second as vfsstat does.
-BT_VFSSTAT = BT_READY + (
-    "tracepoint:raw_syscalls:sys_exit { $id = args->id; "
-    "if ($id == 0 || $id == 17) { @[\"READ\"] = count(); } else if ($id == 1 || $id == 18) { @[\"WRITE\"] = count(); } "
-    "else if ($id == 74 || $id == 75) { @[\"FSYNC\"] = count(); } "
-    "else if ($id == 2 || $id == 257 || $id == 437 || $id == 85 || $id == 304) { @[\"OPEN\"] = count(); } "
-    "else if ($id == 133 || $id == 259) { @[\"CREATE\"] = count(); } else if ($id == 87 || $id == 263) { @[\"UNLINK\"] = count(); } "
-    "else if ($id == 83 || $id == 258) { @[\"MKDIR\"] = count(); } else if ($id == 84) { @[\"RMDIR\"] = count(); } } "
-    "interval:s:1 { print(@); clear(@); }")
-# biosnoop (libbpf-tools' needs fentry or kprobes on blk_account_io_start): the issuing PID and comm per (disk,
-# sector) at block_io_start, the issue time at block_rq_issue, one line per completion, as BCC's tracepoint path.
-BT_BIOSNOOP = BT_READY + (
-    "tracepoint:block:block_io_start { @pid[args->dev, args->sector] = pid; @comm[args->dev, args->sector] = comm; } "
-    "tracepoint:block:block_rq_issue { @iss[args->dev, args->sector] = nsecs; } "
-    "tracepoint:block:block_rq_complete /@iss[args->dev, args->sector]/ { "
-    "printf(\"%d %s %d %s %d %d %d\\n\", @pid[args->dev, args->sector], @comm[args->dev, args->sector], args->dev, "
-    "args->rwbs, args->sector, args->nr_sector * 512, (nsecs - @iss[args->dev, args->sector]) / 1000); "
-    "delete(@iss[args->dev, args->sector]); delete(@pid[args->dev, args->sector]); "
-    "delete(@comm[args->dev, args->sector]); }")
+# The anchors' bpftrace programs are in the tools' bench entries (tools/<tool>/bench.toml, read by tool_bench);
+# the figures here that name one take it from there.
+BT_FUNCCOUNT = tool_bench.bpftrace_program("funccount")
 
 
 def ours(name):
@@ -144,42 +106,16 @@ def run_traced(contender, workload):
 
 # ---- 1. start-up -----------------------------------------------------------------------------------------
 
+def contenders_of(row):
+    """Ours and the anchor of one start-up row of a tool's bench entry."""
+    anchor = row.anchor
+    theirs = c_tool(anchor.binary, anchor.args, anchor.ready) if anchor.binary else bt(anchor.program)
+    return our(row.tool, row.args, ready=row.ready), theirs
+
+
 def startup_specs():
-    return [
-        ("biolatency", our("biolatency"), c_tool("biolatency")),
-        ("tcplife", our("tcplife", ready="^PID"), c_tool("tcplife", ready="^PID")),
-        ("tcpdrop", our("tcpdrop", ready="^TIME"), bt(BT_TCPDROP)),
-        # libbpf-tools' tcpconnect needs kprobes or fentry (neither works here): bpftrace on the same tracepoint.
-        ("tcpconnect", our("tcpconnect"), bt(BT_TCPCONNECT)),
-        # libbpf-tools' tcptop needs kprobes or fentry: bpftrace on the same tracepoints.
-        ("tcptop", our("tcptop", ["-C"]), bt(BT_TCPTOP)),
-        ("tcpretrans", our("tcpretrans"), bt(BT_TCPRETRANS)),
-        # libbpf-tools' vfsstat needs fentry or kprobes: bpftrace counting the same calls on the same tracepoint.
-        ("vfsstat", our("vfsstat", ready="^TIME"), bt(BT_VFSSTAT)),
-        # offwaketime (no libbpf-tools port): bpftrace counting waker stacks on the same tracepoint.
-        ("offwaketime", our("offwaketime"), bt(BT_READY + "tracepoint:sched:sched_waking { @[kstack] = count(); }")),
-        ("wakeuptime", our("wakeuptime"), c_tool("wakeuptime")),
-        ("gethostlatency", our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
-        ("funccount t:syscalls:sys_enter_write", our("funccount", ["t:syscalls:sys_enter_write"]),
-         bt(BT_FUNCCOUNT)),
-        # All 720 syscall tracepoints: exit time (issue 23 item 9). bpftrace on tracepoint:syscalls:* needs
-        # BPFTRACE_MAX_PROBES and took 63 s to exit here, so the anchor counts every syscall by number instead.
-        ("funccount t:syscalls:* (720 tracepoints)", our("funccount", ["t:syscalls:*"]), bt(BT_ALL_SYSCALLS)),
-        ("runqlat", our("runqlat"), c_tool("runqlat")),
-        ("softirqs", our("softirqs"), c_tool("softirqs")),
-        ("hardirqs", our("hardirqs"), c_tool("hardirqs")),
-        ("cpudist", our("cpudist"), c_tool("cpudist")),
-        # libbpf-tools' runqlen is rejected by this host's verifier: its row says so.
-        ("runqlen", our("runqlen", ready="^Sampling"), c_tool("runqlen", ready="^Sampling")),
-        ("execsnoop", our("execsnoop", ready="^COMM"), c_tool("execsnoop", ready="^PCOMM")),
-        ("opensnoop", our("opensnoop", ready="^PID"), c_tool("opensnoop", ready="^PID")),
-        # trace (no libbpf-tools port): its generic program on one tracepoint, against bpftrace's printf there.
-        ("trace t:syscalls:sys_enter_write", our("trace", ['t:syscalls:sys_enter_write "%d", args->count'],
-                                                 ready="^PID"),
-         bt(BT_READY + 'tracepoint:syscalls:sys_enter_write /comm != "bpftrace"/ { printf("%d\\n", args->count); }')),
-        ("syscount", our("syscount"), c_tool("syscount")),
-        ("biosnoop", our("biosnoop", ready="^TIME"), bt(BT_BIOSNOOP)),
-    ]
+    """A row for every start-up entry of every tool (tools/*/bench.toml)."""
+    return [(row.label, *contenders_of(row)) for row in tool_bench.all_rows()]
 
 
 def fig_startup(cfg):
@@ -285,18 +221,30 @@ def fig_block_io(cfg):
 
 # ---- 4. memory -------------------------------------------------------------------------------------------
 
-def memory_specs(cfg):
+def memory_workloads(cfg):
+    """The workloads a bench entry can name for the memory figure: name -> (what it does, the workload)."""
     n_io, n_conn, n_dns, n_sys = cfg.mem_ios, cfg.mem_conns, cfg.mem_lookups, cfg.mem_syscalls
-    return [
-        ("biolatency", f"{n_io} O_DIRECT 4 KiB writes", lambda: dd_direct(DIRECT_FILE, n_io),
-         our("biolatency"), c_tool("biolatency")),
-        ("tcplife", f"{n_conn} loopback TCP connections", lambda: tcp_connections(n_conn),
-         our("tcplife", ready="^PID"), c_tool("tcplife", ready="^PID")),
-        ("gethostlatency", f"{n_dns} getaddrinfo() calls", lambda: getaddrinfo_calls(n_dns),
-         our("gethostlatency", ready="^TIME"), c_tool("gethostlatency", ready="^TIME")),
-        ("funccount t:syscalls:sys_enter_write", f"{n_sys} write() calls", lambda: dd_syscalls(n_sys),
-         our("funccount", ["t:syscalls:sys_enter_write"]), bt(BT_FUNCCOUNT)),
-    ]
+    return {
+        "direct-writes": (f"{n_io} O_DIRECT 4 KiB writes", lambda: dd_direct(DIRECT_FILE, n_io)),
+        "tcp-connections": (f"{n_conn} loopback TCP connections", lambda: tcp_connections(n_conn)),
+        "getaddrinfo": (f"{n_dns} getaddrinfo() calls", lambda: getaddrinfo_calls(n_dns)),
+        "write-syscalls": (f"{n_sys} write() calls", lambda: dd_syscalls(n_sys)),
+    }
+
+
+def memory_specs(cfg):
+    """A row for every bench entry that names a memory workload."""
+    workloads = memory_workloads(cfg)
+    specs = []
+    for row in tool_bench.all_rows():
+        if row.memory is None:
+            continue
+        if row.memory not in workloads:
+            raise BenchError(f"tools/{row.tool}/bench.toml: no memory workload {row.memory!r} "
+                             f"(known: {', '.join(workloads)})")
+        what, workload = workloads[row.memory]
+        specs.append((row.label, what, workload, *contenders_of(row)))
+    return specs
 
 
 def fig_memory(cfg):
@@ -349,7 +297,7 @@ def shared_libs(path):
 
 def tool_names():
     """Every tool of the workspace (tools/* with a Cargo.toml)."""
-    return sorted(d.name for d in (ROOT / "tools").iterdir() if (d / "Cargo.toml").is_file())
+    return tool_bench.tools()
 
 
 def build_static(without=""):

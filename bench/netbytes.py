@@ -9,7 +9,8 @@ runs here but tcpdrop has no libbpf-tools port, so the anchor of all three rows 
 
 import sys
 
-from figures import BT_READY, BT_TCPDROP, BT_TCPTOP, bt, orders, our, run_traced
+import tool_bench
+from figures import BT_READY, bt, orders, our, run_traced
 from lib import BenchError, median
 from snoop import run_cost, render as snoop_render
 
@@ -82,9 +83,9 @@ def specs(cfg):
         ("tcplife, per connection", conns, child(CONNECTS, conns), life),
         ("tcplife, per MB over one connection", mb, child(BULK, mb), life),
         ("tcptop, per MB over one connection", mb, child(BULK, mb),
-         [("ours", our("tcptop", ["-C"])), ("bpftrace", bt(BT_TCPTOP))]),
+         [("ours", our("tcptop", ["-C"])), ("bpftrace", bt(tool_bench.bpftrace_program("tcptop")))]),
         ("tcpdrop, per dropped SYN", drops, child(SYNS, drops),
-         [("ours", our("tcpdrop", ready="^TIME")), ("bpftrace", bt(BT_TCPDROP))]),
+         [("ours", our("tcpdrop", ready="^TIME")), ("bpftrace", bt(tool_bench.bpftrace_program("tcpdrop")))]),
     ]
 
 

@@ -7,7 +7,8 @@ fentry), so the anchor here is bpftrace.
 
 import sys
 
-from figures import BT_READY, BT_TCPCONNECT, bt, orders, our, run_traced
+import tool_bench
+from figures import BT_READY, bt, orders, our, run_traced
 from lib import BenchError, median
 from snoop import run_cost, render as snoop_render
 
@@ -20,9 +21,6 @@ and under each tracer with default options (printing each event to a pipe that t
 (`sock:inet_sock_set_state`, CLOSE → SYN_SENT) and prints PID, comm and port. {cfg.repeat} rounds.
 """
 
-# The same work as tcpaccept's tracepoint path: accept/accept4 returns, the socket read in the kernel.
-BT_TCPACCEPT = (BT_READY + "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept "
-                "/args->ret >= 0/ { printf(\"%d %s %d\\n\", pid, comm, args->ret); }")
 
 CONNECTS = """
 import socket, sys
@@ -42,9 +40,9 @@ def specs(cfg):
     n = 1_000 if cfg.quick else 5_000
     return [
         ("tcpconnect", n, lambda: connects(n),
-         [("ours", our("tcpconnect")), ("bpftrace", bt(BT_TCPCONNECT))]),
+         [("ours", our("tcpconnect")), ("bpftrace", bt(tool_bench.bpftrace_program("tcpconnect")))]),
         ("tcpaccept", n, lambda: connects(n),
-         [("ours", our("tcpaccept", ready="^PID")), ("bpftrace", bt(BT_TCPACCEPT))]),
+         [("ours", our("tcpaccept", ready="^PID")), ("bpftrace", bt(tool_bench.bpftrace_program("tcpaccept")))]),
     ]
 
 

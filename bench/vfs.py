@@ -6,7 +6,8 @@ traced and untraced, extra per call = (median traced - median untraced) / n.
 
 import subprocess
 
-from figures import BT_VFSSTAT, bt, c_tool, our, theirs
+import tool_bench
+from figures import bt, c_tool, our, theirs
 from lib import dd_syscalls
 import snoop
 
@@ -48,7 +49,7 @@ def specs(cfg):
     n_sys = cfg.syscalls // 4
     n_ppid = 100_000 if cfg.quick else 1_000_000
     contenders = lambda: [("ours", our("vfsstat", ["1"], ready="^TIME")), ("libbpf-tools", libbpf_vfsstat()),
-                          ("bpftrace", bt(BT_VFSSTAT))]
+                          ("bpftrace", bt(tool_bench.bpftrace_program("vfsstat")))]
     return [
         ("vfsstat: read + write (counted)", 2 * n_sys, lambda: dd_syscalls(n_sys), contenders()),
         ("vfsstat: getppid (not counted)", n_ppid, lambda: getppids(n_ppid), contenders()),

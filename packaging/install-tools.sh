@@ -24,6 +24,7 @@ action=${1:?usage: install-tools.sh install|list|uninstall TOOL...}
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 tools_dir=$(cd "$here/../tools" && pwd)
+docs_dir=$(cd "$here/../docs" && pwd)
 DESTDIR=${DESTDIR:-}
 PREFIX=${PREFIX:-/usr/local}
 APP_PREFIX=${APP_PREFIX:-}
@@ -75,7 +76,7 @@ install)
         { echo "install-tools.sh: $BIN_SRC/$MULTICALL is not built (run make static)" >&2; exit 1; }
     for t in "$@"; do
         [ -f "$tools_dir/$t/doc.md" ] ||
-            { echo "install-tools.sh: $tools_dir/$t/doc.md is missing (docs/tool-doc.md)" >&2; exit 1; }
+            { echo "install-tools.sh: $tools_dir/$t/doc.md is missing (see $docs_dir/tool-doc.md)" >&2; exit 1; }
     done
     install -d -m 0755 "$DESTDIR$BINDIR" "$DESTDIR$MANDIR" "$DESTDIR$BASHCOMPDIR" "$DESTDIR$ZSHCOMPDIR" \
         "$DESTDIR$FISHCOMPDIR"

@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
-# The template promise (what `make template-check` does): copying a tool's folder and changing only its package
-# name gives a tool that builds, joins the multicall binary with one line, and runs.
+# The template promise (what `make template-check` does, and CI with it): `make new-tool NAME=x` gives a tool that
+# builds, lints clean, joins the multicall binary, documents itself, passes every check `make docs-check` makes of
+# a tool, and passes its own tests against the kernel, with nothing edited by hand.
 #
-# In a temporary copy of the workspace, copies tools/$TEMPLATE (default biolatency) to tools/my-new_tool, renames
-# the package, appends the toolset line, builds both, and checks the new tool's `--help` and `--version` and
-# `corebpf-tools --list`, and that its doc.md gives --help's examples and the man page's sections. It builds in
-# its own target folder, seeded with a copy of this workspace's compiled release artifacts (when there are any) so
-# that only the workspace's own crates are rebuilt. (Sharing the target folder itself would not do: cargo names a
-# path crate's artifacts independently of its path, so the copy's build would replace this workspace's.)
+# In a temporary copy of the workspace (every file git tracks or would track), runs scripts/new-tool.sh
+# my-new_tool (a name with both - and _), builds it and corebpf-tools, checks `--help`, `--version`,
+# `corebpf-tools --list` and the man page made from its doc.md, writes its help snapshot, runs the docs check,
+# clippy and rustfmt on it, and runs its integration tests as root. It builds in its own target folder, seeded
+# with a copy of this workspace's compiled release artifacts (when there are any) so that only the workspace's own
+# crates are rebuilt. (Sharing the target folder itself would not do: cargo names a path crate's artifacts
+# independently of its path, so the copy's build would replace this workspace's.)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-template=${TEMPLATE:-biolatency}
 new=my-new_tool
 work=$(mktemp -d /var/tmp/corebpf-template.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-say() { echo "template-check: $*"; }
+start=$SECONDS
+say() { echo "template-check: [$((SECONDS - start)) s] $*"; }
+fail() { say "FAILED: $*"; exit 1; }
 
 say "copying the workspace to $work/src"
 mkdir -p "$work/src"
-git -C "$repo" ls-files -z | (cd "$repo" && xargs -0 cp --parents -t "$work/src")
-
-# The three commands of the README's "Adding a tool" section.
+git -C "$repo" ls-files -z --cached --others --exclude-standard |
+    (cd "$repo" && xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
+    (cd "$repo" && xargs -0 cp --parents --preserve=timestamps -t "$work/src")
 cd "$work/src"
-cp -r "tools/$template" "tools/$new"
-sed -i "s/^name = \"$template\"/name = \"$new\"/" "tools/$new/Cargo.toml"
-echo "$new = { path = \"../tools/$new\", package = \"$new\" }" >> toolset/Cargo.toml
+./scripts/new-tool.sh "$new"
 
 export CARGO_TARGET_DIR=$work/target
 mkdir -p "$CARGO_TARGET_DIR"
@@ -32,18 +33,30 @@ if [ -d "$repo/target/release" ]; then
     say "seeding $CARGO_TARGET_DIR with the workspace's compiled dependencies"
     tar -C "$repo/target" --exclude=release/incremental -cf - release | tar -C "$CARGO_TARGET_DIR" -xf -
 fi
-say "building $new and corebpf-tools (target: $CARGO_TARGET_DIR)"
-cargo build --release --quiet -p "$new" -p corebpf-tools
-"$CARGO_TARGET_DIR/release/$new" --help | head -3
-"$CARGO_TARGET_DIR/release/$new" --help | grep -q "^Usage: $new " || { say "FAILED: $new --help does not name $new"; exit 1; }
-"$CARGO_TARGET_DIR/release/corebpf-tools" --list | grep -q "^ *$new " ||
-    { say "FAILED: corebpf-tools --list does not list $new"; exit 1; }
-"$CARGO_TARGET_DIR/release/corebpf-tools" "$new" --version | grep -q "^$new " ||
-    { say "FAILED: corebpf-tools $new --version"; exit 1; }
-# The copied doc.md is the new tool's documentation source: its --help examples are built in, its man page
-# sections render (the text is the template's until rewritten).
-help=$("$CARGO_TARGET_DIR/release/$new" --help)
-grep -q "^examples:" <<<"$help" || { say "FAILED: $new --help lacks the examples of tools/$new/doc.md"; exit 1; }
-man=$(COREBPF_GENERATE=man COREBPF_MAN_SECTIONS="tools/$new/doc.md" "$CARGO_TARGET_DIR/release/$new")
-grep -q '^\.SH EXAMPLES' <<<"$man" || { say "FAILED: no man page EXAMPLES from tools/$new/doc.md"; exit 1; }
-say "ok: tools/$new builds from a copy of tools/$template with only its package name changed, and runs"
+# The same commands and features as `make test-build` and `make lint` (CI runs them first), so that the seeded
+# artifacts are fresh and only the new tool and the multicall binary are compiled here.
+features=(--release --workspace --features corebpf-tests/vm)
+say "building $new, its tests and corebpf-tools (target: $CARGO_TARGET_DIR)"
+cargo test "${features[@]}" --no-run --quiet
+cargo build "${features[@]}" --quiet --bin corebpf-tools
+bin=$CARGO_TARGET_DIR/release
+help=$(COLUMNS=100 "$bin/$new" --help </dev/null)
+head -3 <<<"$help"
+grep -q "^Usage: $new " <<<"$help" || fail "$new --help does not name $new"
+grep -q "^examples:" <<<"$help" || fail "$new --help lacks the examples of tools/$new/doc.md"
+"$bin/corebpf-tools" --list | grep -q "^ *$new " || fail "corebpf-tools --list does not list $new"
+"$bin/corebpf-tools" "$new" --version | grep -q "^$new " || fail "corebpf-tools $new --version"
+man=$(COREBPF_GENERATE=man COREBPF_MAN_SECTIONS="tools/$new/doc.md" "$bin/$new")
+grep -q '^\.SH EXAMPLES' <<<"$man" || fail "no man page EXAMPLES from tools/$new/doc.md"
+
+say "the parts every tool has (make docs-check), lint"
+printf '%s\n' "$help" > "tools/$new/tests/$new.help"   # what `make snapshots` writes
+python3 scripts/gen-docs.py >/dev/null                  # its page shows the snapshot: what `make docs` writes
+python3 scripts/gen-docs.py --check || fail "make docs-check finds the new tool incomplete"
+cargo clippy "${features[@]}" --quiet --all-targets -- -D warnings || fail "clippy warns about $new"
+rustfmt --edition 2021 --check "tools/$new"/src/*.rs "tools/$new"/tests/*.rs || fail "$new is not rustfmt-clean"
+
+say "its integration tests, against the kernel"
+COREBPF_BIN_DIR=$bin cargo test "${features[@]}" --quiet --test "$new" ||
+    fail "the tests of $new fail"
+say "ok: make new-tool NAME=$new gives a whole tool that builds, lints clean and passes its tests"

@@ -1,8 +1,9 @@
 //! Generates the multicall binary's list of tools from the workspace: every `tools/NAME` folder with a
-//! Cargo.toml is a tool, and must be a dependency of this crate (one line in Cargo.toml); the build fails with
-//! the line to add if one is missing, so the list can never go stale. `COREBPF_TOOLSET_WITHOUT=a,b` leaves
+//! Cargo.toml is a tool, and must be a dependency of this crate (one line in Cargo.toml, which `make docs` writes);
+//! the build fails with that advice if one is missing, so the list can never go stale. `COREBPF_TOOLSET_WITHOUT=a,b` leaves
 //! tools out of the list (their code is then dropped by the linker): `make bench` uses it to measure the size
-//! each tool adds. Also builds the trial programs of `corebpf-tools features` (src/features.bpf.c).
+//! each tool adds. Also builds the trial programs of `corebpf-tools features` (src/features.bpf.c), and records the
+//! git commit built (`COREBPF_COMMIT`, for `features`' report; "unknown" outside a git checkout).
 
 use std::path::{Path, PathBuf};
 
@@ -17,9 +18,7 @@ fn main() {
     let tools = tool_folders(&tools_dir);
     let missing: Vec<&String> = tools.iter().filter(|t| !is_dependency(&own, t)).collect();
     if let Some(t) = missing.first() {
-        panic!(
-            "tools/{t} is not in toolset/Cargo.toml: add the line\n    {t} = {{ path = \"../tools/{t}\", package = \"{t}\" }}"
-        );
+        panic!("tools/{t} is not in toolset/Cargo.toml: run `make docs` (it lists every tools/* folder there)");
     }
 
     let mut text = String::from(
@@ -35,6 +34,27 @@ fn main() {
     println!("cargo:rerun-if-changed={}", tools_dir.display());
     println!("cargo:rerun-if-changed={}", manifest.join("Cargo.toml").display());
     println!("cargo:rerun-if-env-changed=COREBPF_TOOLSET_WITHOUT");
+    record_commit(&manifest);
+}
+
+/// Sets `COREBPF_COMMIT` to the checkout's commit (12 hex digits), and asks for a rerun when HEAD or the branch
+/// it names moves.
+fn record_commit(manifest: &Path) {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").args(args).current_dir(manifest).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=COREBPF_COMMIT={commit}");
+    println!("cargo:rerun-if-env-changed=COREBPF_COMMIT");
+    let mut watched = vec![git(&["rev-parse", "--git-path", "HEAD"])];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(git(&["rev-parse", "--git-path", &branch]));
+        watched.push(git(&["rev-parse", "--git-path", "packed-refs"]));
+    }
+    for path in watched.into_iter().flatten() {
+        println!("cargo:rerun-if-changed={}", manifest.join(path).display());
+    }
 }
 
 /// Names of the `tools/*` folders that hold a Cargo.toml, sorted.

@@ -91,7 +91,8 @@ selected=$logdir/scenarios
 echo "$all" | awk -v tools=" $tools " 'NF && index(tools, " " $2 " ")' > "$selected"
 testbins=$(awk '{for (i = 1; i <= NF; i++) if ($i == "--") {print $(i + 1); break}}' "$selected" | grep -vx -- - | sort -u || true)
 for b in $testbins; do
-    [ -f "tests/tests/$b.rs" ] || die "a scenario names tests/tests/$b.rs, which does not exist"
+    [ -f "tests/tests/$b.rs" ] || [ -f "tools/$b/tests/$b.rs" ] ||
+        die "a scenario names the test binary $b, but neither tools/$b/tests/$b.rs nor tests/tests/$b.rs exists"
 done
 say "tier: $tier; tools: $tools; test binaries: $(echo $testbins); kernels: $kernels; logs: $logdir"
 
@@ -128,7 +129,7 @@ if [ -n "$testbins" ]; then
         testexe[$name]=$path
     done < <(sed -n 's/^ *Executable tests\/\([a-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$logdir/build.log")
     for b in $testbins; do
-        [ -n "${testexe[$b]:-}" ] || die "no test binary for tests/tests/$b.rs (see $logdir/build.log)"
+        [ -n "${testexe[$b]:-}" ] || die "no test binary $b (see $logdir/build.log)"
     done
 fi
 

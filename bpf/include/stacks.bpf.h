@@ -13,6 +13,7 @@
 
 #include <bpf/bpf_helpers.h>
 #include <asm-generic/errno-base.h>
+#include "ringbuf.bpf.h"
 
 /* Frames per stack: the kernel's default perf_event_max_stack. */
 #define MAX_STACK_DEPTH 127
@@ -52,9 +53,8 @@ static __always_inline void notice_process(void *seen, void *ring, __u32 pid, __
 	/* Another CPU may be reporting it at this very moment: only the one that inserts reports. */
 	if (bpf_map_update_elem(seen, &pid, &one, BPF_NOEXIST))
 		return;
-	rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
+	rec = ringbuf_reserve(ring, sizeof(*rec), lost);
 	if (!rec) {
-		__sync_fetch_and_add(lost, 1);
 		/* Try again on the next sample. */
 		bpf_map_delete_elem(seen, &pid);
 		return;

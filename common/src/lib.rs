@@ -4,18 +4,27 @@
 //!   name it was invoked by; [`cli`]: the command-line pieces every tool shares, and man pages and completions
 //!   from a tool's clap definition; [`run`]: the life of a tool (preflight, signals, intervals, exit codes).
 //! - [`attach`]: attaching and kernel features: BTF queries and feature checks, skeleton loading over the attach
-//!   ladder, perf events, ring buffers, map reading, the traceable kernel functions.
+//!   ladder, perf events, the event stream (ring buffers and lost records), map reading, the traceable kernel
+//!   functions.
 //! - [`process`]: processes, ELF files and symbols: /proc maps and libraries, ELF symbols and USDT notes, name
 //!   patterns, blazesym symbolization.
 //! - [`output`]: what tools print: stdout that survives pipes, BCC's histograms.
+//! - families of tools: [`stacks`] (stack traces, from the kernel's map to BCC's output forms, for the stack
+//!   tools) and [`offcpu`] (offcputime, offwaketime and wakeuptime: scheduler filters and tracepoints, their run
+//!   and report).
 //! - [`domain`]: helpers for one subject: block devices, cgroups, network addresses.
 //! - [`probe`]: the probe specs of argdist and trace, parsed into parameters of generic BPF programs.
+//! - [`functions`]: the function-target family of funccount, funclatency and stackcount: BCC's probe patterns
+//!   resolved to matches, and a tool's programs attached to them over its attach ladder.
 
 pub mod attach;
 pub mod cli;
 pub mod domain;
+pub mod functions;
+pub mod offcpu;
 pub mod output;
 pub mod probe;
 pub mod process;
 pub mod run;
+pub mod stacks;
 pub mod tool;

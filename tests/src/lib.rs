@@ -5,11 +5,18 @@
 //! files, and leak checks look only at the BPF programs of the tool process under test.
 
 pub mod anchor;
+pub mod cgroup;
 pub mod irq;
+pub mod offwake;
 pub mod pipe;
 pub mod scenario;
 pub mod sock;
 pub mod usage;
+
+// The crates the tests use, re-exported so that a tool's tests (tools/TOOL/tests/) need only this one
+// dev-dependency: `use corebpf_tests::*;` brings `serde_json::` and `libc::` into scope.
+pub use libc;
+pub use serde_json;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
@@ -209,10 +216,23 @@ impl Running {
     /// Starts `name` with `args` and environment `env`.
     pub fn start_with_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
         let mut cmd = Command::new(bin(name));
-        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
+        Self::spawn(name, cmd)
+    }
+
+    /// Starts `name` with `args` under `wrapper` (a command that runs the rest of its arguments, such as
+    /// `setpriv --bounding-set=-all,+bpf,+perfmon --`).
+    pub fn start_wrapped(wrapper: &[&str], name: &str, args: &[&str]) -> Running {
+        let mut cmd = Command::new(wrapper[0]);
+        cmd.args(&wrapper[1..]).arg(bin(name)).args(args);
+        Self::spawn(name, cmd)
+    }
+
+    fn spawn(name: &str, mut cmd: Command) -> Running {
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         let stdout = child.stdout.take().unwrap();
         let mut stderr = child.stderr.take().unwrap();
@@ -266,6 +286,25 @@ impl Running {
             }
         }
         self.note_programs();
+        self
+    }
+
+    /// Waits until `n` more stdout lines have arrived than had been by the call (an interval tool's next rows, say).
+    /// Panics with what the tool printed on timeout or early exit.
+    pub fn wait_for_more_lines(&mut self, n: usize, timeout: Duration) -> &mut Self {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        let want = self.seen.len() + n;
+        let deadline = Instant::now() + timeout;
+        while self.seen.len() < want {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => self.seen.push(line),
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(_) => self.fail(&format!("fewer than {n} more lines within {timeout:?}")),
+            }
+        }
         self
     }
 
@@ -478,6 +517,10 @@ pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
+
+/// The helper of argdist's and trace's tests (see work.c): calls `work(n)` known times, opens missing files and
+/// writes to /dev/null; built with `-DTAG="name" -DMISSING=n -DNULL_OPENS=n`.
+pub const WORK_C: &str = include_str!("work.c");
 
 /// Compiles a C test helper (`source` is the program text) with `cc` and returns the executable's path.
 /// Builds are cached by content in `target/test-helpers/`, so concurrent tests share one binary per source.

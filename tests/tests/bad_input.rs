@@ -72,6 +72,10 @@ fn bad_values() -> Vec<String> {
         "9223372036854775807".into(),
         "no_such_thing_at_all".into(),
         "1,,2".into(),
+        // A fraction, and whole numbers just beyond 32 bits and far beyond: each refused by what is allowed.
+        "0.5".into(),
+        "4294967296".into(),
+        "99999999999".into(),
         // Non-ASCII: two-, three- and four-byte characters, and a right-to-left override.
         "é".into(),
         "日本".into(),
@@ -170,6 +174,19 @@ fn cases() -> Vec<Case> {
     cases
 }
 
+/// Messages of Rust's standard library that say nothing about the flag or what it allows (issue 31 item 16:
+/// `biosnoop -m 0.5` said "invalid digit found in string", `tcpdrop --netns-id 99999999999` "out of range
+/// integral type conversion").
+const RUST_SPEAK: &[&str] = &[
+    "invalid digit found in string",
+    "number too large to fit in target type",
+    "number too small to fit in target type",
+    "cannot parse integer from empty string",
+    "out of range integral type conversion",
+    "invalid float literal",
+    "cannot parse float from empty string",
+];
+
 /// Runs one case; returns a description of what went wrong, if anything.
 fn check(case: &Case) -> Option<String> {
     let mut cmd = if case.multicall {
@@ -243,7 +260,9 @@ fn check(case: &Case) -> Option<String> {
         Some(1) | Some(2) => {
             let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
             let named = lines.first().is_some_and(|l| l.starts_with(&format!("{}: ", case.tool)));
-            if lines.len() == 1 && named {
+            if let Some(rust) = lines.iter().find_map(|l| RUST_SPEAK.iter().find(|r| l.contains(*r))) {
+                Some(format!("{what}: the message speaks Rust ({rust:?}), not the tool:\n{stderr}"))
+            } else if lines.len() == 1 && named {
                 None
             } else {
                 Some(format!(
@@ -276,4 +295,47 @@ fn the_help_parser_finds_options_and_arguments() {
     assert!(!cli.required_positional);
     let cli = cli_of("funccount");
     assert!(cli.required_positional, "{cli:?}");
+}
+
+/// Issue 31 item 16: a number out of its range, or not a whole number, is refused as a usage error in one line
+/// that names the flag, repeats the value and says what is allowed.
+#[test]
+fn bad_numbers_name_the_flag_the_value_and_what_is_allowed() {
+    let cases: [(&str, &[&str], &str, &str); 4] = [
+        ("tcpdrop", &["--netns-id", "99999999999"], "--netns-id", "from 1 to 4294967295"),
+        ("biosnoop", &["-m", "0.5"], "--min", "a whole number from 0 to"),
+        ("execsnoop", &["-u", "4294967296"], "--uid", "from 0 to 4294967294"),
+        ("tcptop", &["--max-connections", "4294967295"], "--max-connections", "from 1 to"),
+    ];
+    for (tool, args, flag, allowed) in cases {
+        let done = corebpf_tests::run_tool(tool, args);
+        let line = done.stderr.trim_end();
+        assert_eq!(done.status.code(), Some(2), "{tool} {args:?}: {line}");
+        assert_eq!(line.lines().count(), 1, "{tool} {args:?}: {line}");
+        assert!(line.starts_with(&format!("{tool}: ")), "{line}");
+        assert!(line.contains(flag), "{tool} {args:?}: the flag is not named: {line}");
+        assert!(line.contains(args[1]), "{tool} {args:?}: the value is not repeated: {line}");
+        assert!(line.contains(allowed), "{tool} {args:?}: want {allowed:?} in: {line}");
+    }
+}
+
+/// Issue 31 item 15: limits and output paths are checked before anything is loaded: a usage error (exit 2) in
+/// one line naming the flag, with no BPF program ever loaded, instead of a failure after a trace (or none).
+#[test]
+fn limits_and_output_paths_are_refused_before_loading() {
+    let cases: [(&str, &[&str], &str); 5] = [
+        ("tcptop", &["--max-connections", "4294967295", "1", "1"], "--max-connections"),
+        ("tcptop", &["--max-connections", "100000000", "1", "1"], "--max-connections"),
+        ("biolatency", &["--prometheus", "127.0.0.1:0", "--max-series", "0"], "--max-series"),
+        ("biolatency", &["--heatmap", "/nonexistent/corebpf/x.svg", "1", "1"], "--heatmap"),
+        ("biolatency", &["--heatmap", "/", "1", "1"], "--heatmap"),
+    ];
+    for (tool, args, flag) in cases {
+        let done = corebpf_tests::run_tool(tool, args);
+        let line = done.stderr.trim_end();
+        assert_eq!(done.status.code(), Some(2), "{tool} {args:?}: {line}");
+        assert_eq!(line.lines().count(), 1, "{tool} {args:?}: {line}");
+        assert!(line.starts_with(&format!("{tool}: ")) && line.contains(flag), "{tool} {args:?}: {line}");
+        assert!(done.prog_ids.is_empty(), "{tool} {args:?}: programs were loaded");
+    }
 }

@@ -316,3 +316,95 @@ fn exit_within(child: &mut KillOnDrop, within: Duration, why: &str) -> std::proc
         thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Where tracefs is not mounted (a fresh mount namespace, a chroot), a tool that needs it mounts it in a mount
+/// namespace of its own, so that nothing is left mounted when it exits (issue 31 item 5). Run in a private mount
+/// namespace without tracefs: funccount on a syscall tracepoint (found through tracefs) counts, exits 0, and the
+/// namespace has no tracefs afterwards.
+#[test]
+fn tracefs_a_tool_mounts_is_not_left_behind() {
+    let script = format!(
+        "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug 2>/dev/null; \
+         echo before=$(grep -c ' tracefs ' /proc/self/mounts); \
+         {} -d 1 t:syscalls:sys_enter_getpid >/dev/null; echo rc=$?; \
+         echo after=$(grep -c ' tracefs ' /proc/self/mounts)",
+        bin("funccount").display()
+    );
+    // `output` waits for the end, and `timeout` bounds it: nothing outlives the test.
+    let out = Command::new("timeout")
+        .args(["60", "unshare", "-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .expect("unshare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text, "before=0\nrc=0\nafter=0\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// With CAP_BPF and CAP_PERFMON but not root, a tool on classic tracepoints cannot read tracefs (mode 0700): it
+/// says so in one line with what would fix it, and with that fix (CAP_DAC_READ_SEARCH) it runs (issue 31 item 4).
+#[test]
+fn tracefs_without_root_is_explained_and_the_fix_works() {
+    use std::os::unix::fs::PermissionsExt;
+    let tracefs = std::fs::metadata("/sys/kernel/tracing").expect("tracefs at /sys/kernel/tracing");
+    assert_eq!(
+        tracefs.permissions().mode() & 0o077,
+        0,
+        "this test needs a tracefs that only root can read (the usual mode 0700)"
+    );
+    let caps = |extra: &str| {
+        let list = format!("+bpf,+perfmon{extra}");
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            .into_iter()
+            .map(String::from)
+            .chain([format!("--inh-caps={list}"), format!("--ambient-caps={list}")])
+            .collect::<Vec<String>>()
+    };
+    let without = caps("");
+    let without: Vec<&str> = without.iter().map(String::as_str).collect();
+    let done = Running::start_wrapped(&without, "execsnoop", &[]).finish(Duration::from_secs(30));
+    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
+    for needed in ["tracefs is readable by root only", "CAP_DAC_READ_SEARCH", "mode=0755"] {
+        assert!(done.stderr.contains(needed), "no {needed:?} in: {}", done.stderr);
+    }
+
+    let with = caps(",+dac_read_search");
+    let with: Vec<&str> = with.iter().map(String::as_str).collect();
+    let mut run = Running::start_wrapped(&with, "execsnoop", &[]);
+    run.wait_for_line("PCOMM", Duration::from_secs(30));
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(30));
+    assert!(done.status.success(), "stderr: {}", done.stderr);
+}
+
+/// Run in a PID namespace of its own (as in a container), every tool with a PID filter refuses `-p` in one line
+/// that says why (the kernel's events carry the host's PIDs) and what fixes it, with exit status 1, instead of
+/// tracing nothing (issue 31 item 10).
+#[test]
+fn pid_filters_in_a_pid_namespace_of_its_own_are_refused_with_the_reason() {
+    let (tools, host) = tools();
+    let with_pid: Vec<Tool> = tools
+        .into_iter()
+        .filter(|t| {
+            let out = Command::new(bin(&t.name)).arg("--help").env("COLUMNS", "200").output().unwrap();
+            String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim_start().starts_with("-p, --pid"))
+        })
+        .collect();
+    assert!(with_pid.len() >= 10, "only {} tools with -p, --pid: is --help's layout as expected?", with_pid.len());
+    let mut failures = Vec::new();
+    for tool in with_pid {
+        let mut args = vec!["-p".to_string(), "1".to_string()];
+        args.extend(tool.default_args(&host));
+        // `output` waits for the end and `timeout` bounds it: nothing outlives the test.
+        let out = Command::new("timeout")
+            .args(["30", "unshare", "--pid", "--fork", "--mount-proc"])
+            .arg(bin(&tool.name))
+            .args(&args)
+            .output()
+            .expect("unshare");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(1) || stderr.lines().count() != 1 || !stderr.contains("--pid=host") {
+            failures.push(format!("{} {}: {:?}, stderr: {stderr}", tool.name, args.join(" "), out.status));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

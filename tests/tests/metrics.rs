@@ -138,19 +138,10 @@ fn promtool_accepts(body: &str) {
     assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{body}");
 }
 
-fn cgroup_root() -> &'static str {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
-    ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
-        .into_iter()
-        .find(|p| mounts.contains(&format!(" {p} cgroup2 ")))
-        .expect("a cgroup2 mount")
-}
-
 #[test]
 fn prometheus_scraping_biolatency_sees_every_direct_write() {
-    let cg = PathBuf::from(cgroup_root()).join(format!("corebpf-metrics-{}", std::process::id()));
-    std::fs::create_dir_all(&cg).unwrap();
-    let cgs = cg.to_str().unwrap();
+    let cg = corebpf_tests::cgroup::TestCgroup::new("metrics");
+    let cgs = cg.arg();
     let (tool, target) = serving("biolatency", &["-c", cgs], &[]);
     // The tool's own JSON over the same cgroup and time: one cumulative histogram when stopped.
     let mut json = Running::start("biolatency", &["-j", "-c", cgs]);
@@ -204,7 +195,6 @@ fn prometheus_scraping_biolatency_sees_every_direct_write() {
     done.assert_no_programs_left();
     json.assert_no_programs_left();
     drop(prom);
-    let _ = std::fs::remove_dir(&cg);
 
     let lines = json_lines(&json.stdout);
     let hist = lines.last().expect("a JSON line");
@@ -236,21 +226,7 @@ fn prometheus_scraping_biolatency_sees_every_direct_write() {
     );
 }
 
-const HELPER: &str = r#"
-#include <stdlib.h>
-#include <unistd.h>
-__attribute__((noinline)) int metrics_tick(int x) { __asm__ volatile(""); return x + 1; }
-int main(int argc, char **argv)
-{
-    char go;
-    volatile int acc = 0;
-    if (read(0, &go, 1) != 1)
-        return 1;
-    for (int i = 0; i < atoi(argv[1]); i++)
-        acc += metrics_tick(i);
-    return read(0, &go, 1) < 0;
-}
-"#;
+const HELPER: &str = include_str!("metrics_tick.c");
 
 #[test]
 fn prometheus_scraping_funccount_counts_every_call() {

@@ -142,7 +142,7 @@ fn help_matches_the_snapshots() {
     let mut stale = Vec::new();
     for tool in tools() {
         let help = run_ok(Command::new(bin(&tool)).arg("--help"));
-        let snapshot = root().join("tests/snapshots").join(format!("{tool}.help"));
+        let snapshot = root().join("tools").join(&tool).join("tests").join(format!("{tool}.help"));
         match fs::read_to_string(&snapshot) {
             Err(_) => stale.push(format!("{}: missing", snapshot.display())),
             Ok(expected) if expected != help => {
@@ -164,7 +164,7 @@ fn help_matches_the_snapshots() {
     }
     assert!(
         stale.is_empty(),
-        "--help changed; if that is deliberate, run `make snapshots` and commit tests/snapshots/:\n{}",
+        "--help changed; if that is deliberate, run `make snapshots` and commit tools/*/tests/*.help:\n{}",
         stale.join("\n")
     );
 }
@@ -373,4 +373,48 @@ fn deb_installs_with_dpkg_and_every_tool_runs() {
     run_ok(Command::new("dpkg").arg(format!("--root={}", root.0.display())).args(["-r", "corebpf-tools"]));
     let left: Vec<String> = files_under(&root.0).into_iter().filter(|f| !f.starts_with("var/lib/dpkg")).collect();
     assert!(left.is_empty(), "files left after dpkg -r: {left:?}");
+}
+
+/// Issue 31 item 8: a tool without its doc.md is refused in one line whose every path exists, wherever the script
+/// is run from (it named docs/tool-doc.md relative to the repository, which is no file from another folder).
+#[test]
+fn install_names_only_files_that_exist() {
+    let out = run(Command::new(root().join("packaging/install-tools.sh"))
+        .args(["install", "no-such-tool"])
+        .env("BIN_SRC", static_bin().parent().unwrap())
+        .env("DESTDIR", std::env::temp_dir().join(format!("corebpf-install-{}", std::process::id())))
+        .current_dir("/"));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let named: Vec<&str> = stderr.split_whitespace().filter(|w| w.ends_with(".md") || w.ends_with(".md)")).collect();
+    assert_eq!(named.len(), 2, "{stderr}");
+    let guide = named[1].trim_end_matches(')');
+    assert!(Path::new(guide).is_file(), "{guide} does not exist: {stderr}");
+}
+
+/// A packager's `make install DESTDIR=... PREFIX=/usr` must not reach cargo's build scripts: libbpf-sys builds
+/// libbpf with its own `make install`, which would read DESTDIR and PREFIX from MAKEFLAGS or the environment and
+/// install libbpf into the package (issue 33 item 1). Every cargo the Makefile runs gets neither: a stand-in
+/// cargo records what it was given, for the targets that build.
+#[test]
+fn the_packagers_variables_do_not_reach_cargo() {
+    let dir = TempDir::new("fake-cargo");
+    let log = dir.0.join("env");
+    let fake = dir.0.join("cargo");
+    fs::write(&fake, format!("#!/bin/sh\nenv >> {}\necho ---- >> {}\n", log.display(), log.display())).unwrap();
+    fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let dest = dir.0.join("dest");
+    for target in ["build", "static", "test-build"] {
+        make(&[target, &format!("CARGO={}", fake.display()), &format!("DESTDIR={}", dest.display()), "PREFIX=/usr"]);
+    }
+    let env = fs::read_to_string(&log).expect("the stand-in cargo ran");
+    assert_eq!(env.matches("----").count(), 3, "one cargo run per target:\n{env}");
+    for line in env.lines() {
+        assert!(
+            !line.starts_with("DESTDIR=") && !line.starts_with("PREFIX=") && !line.starts_with("MAKEFLAGS="),
+            "cargo was given {line}"
+        );
+    }
+    assert!(!dest.exists(), "something was installed into DESTDIR");
 }

@@ -212,3 +212,49 @@ fn features_agree_with_the_tools() {
         assert_eq!(has(mech), tool_attaches(tool, &args, mech), "features says {mech}: {}", has(mech));
     }
 }
+
+/// Issue 31 item 3: `features` starts with what a support ticket needs (this build's version and commit, the
+/// kernel release, the architecture, lockdown and the sysctls that restrict BPF and perf events), each as the
+/// system has it; and run without BPF privileges it says the ring buffer's trial was refused, not that the
+/// kernel lacks one.
+#[test]
+fn features_report_the_system_and_tell_a_refusal_from_an_absence() {
+    let read = |path: &str| fs::read_to_string(path).unwrap().trim().to_string();
+    let out = output(Command::new(bin("corebpf-tools")).args(["features", "--json"]));
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sys = &v["system"];
+    assert_eq!(sys["version"], VERSION, "{sys}");
+    let commit = sys["commit"].as_str().unwrap_or_else(|| panic!("{sys}"));
+    assert!(commit == "unknown" || commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()), "{sys}");
+    assert_eq!(sys["kernel"], read("/proc/sys/kernel/osrelease"), "{sys}");
+    assert_eq!(sys["arch"], std::env::consts::ARCH, "{sys}");
+    assert_eq!(sys["unprivileged_bpf_disabled"], read("/proc/sys/kernel/unprivileged_bpf_disabled"), "{sys}");
+    assert_eq!(sys["perf_event_paranoid"], read("/proc/sys/kernel/perf_event_paranoid"), "{sys}");
+    match fs::read_to_string("/sys/kernel/security/lockdown") {
+        Ok(modes) => assert!(modes.contains(&format!("[{}]", sys["lockdown"].as_str().unwrap())), "{sys}"),
+        Err(_) => assert!(sys["lockdown"].as_str().unwrap().starts_with("unknown"), "{sys}"),
+    }
+    let text = output(Command::new(bin("corebpf-tools")).arg("features"));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.trim_start().starts_with("SYSTEM"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["kernel", &read("/proc/sys/kernel/osrelease")]),
+        "{text}"
+    );
+
+    // As user nobody (no capabilities): every trial is refused, and the ring buffer's says why.
+    let out = output(
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+            .arg(bin("corebpf-tools"))
+            .args(["features", "--json"]),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ring = v["features"].as_array().unwrap().iter().find(|f| f["name"] == "ring_buffer").unwrap().clone();
+    assert_eq!(ring["available"], false, "{ring}");
+    let detail = ring["detail"].as_str().unwrap();
+    assert!(detail.contains("privileges") && !detail.contains("has no"), "{ring}");
+}

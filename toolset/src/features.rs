@@ -3,7 +3,9 @@
 //! Every attach mechanism is decided the way the tools decide it: by loading and attaching a tiny program
 //! (src/features.bpf.c) to a target every kernel has, then detaching it; BPF cookies and ring buffers by libbpf's
 //! own trial loads; perf events by opening one. Nothing is read from the kernel version. With `--json`, one JSON
-//! object instead of the tables, with each tool's whole attach ladder under `ladders`. This is the first thing to attach to a bug report.
+//! object instead of the tables, with each tool's whole attach ladder under `ladders`. This is the first thing to attach to a bug report,
+//! so it starts with the facts a support ticket needs (`system`: version and commit, kernel release, architecture,
+//! lockdown and the sysctls that restrict BPF and perf events).
 
 mod bpf {
     include!(concat!(env!("OUT_DIR"), "/bpf.skel.rs"));
@@ -67,13 +69,23 @@ pub fn main(tools: &[Tool], args: &[OsString]) -> ExitCode {
     common::attach::loader::init_libbpf_log(0);
     let features = probe_all();
     let paths: Vec<(&str, String)> = tools.iter().map(|t| (t.name, attach_path(t, &features))).collect();
+    let system = crate::system::facts();
     if json {
         let ladders = tools_ladders(tools);
         let tools: serde_json::Map<String, serde_json::Value> =
             paths.iter().map(|(t, p)| (t.to_string(), serde_json::Value::from(p.as_str()))).collect();
-        let value = serde_json::json!({ "features": features, "tools": tools, "ladders": ladders });
+        let system: serde_json::Map<String, serde_json::Value> =
+            system.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(v.as_str()))).collect();
+        let value = serde_json::json!({ "system": system, "features": features, "tools": tools, "ladders": ladders });
         println!("{value}");
     } else {
+        let mut table = Builder::default();
+        table.push_record(["SYSTEM", "VALUE"]);
+        for (key, value) in &system {
+            table.push_record([*key, value.as_str()]);
+        }
+        println!("{}", trimmed(table.build().with(Style::blank()).to_string()));
+        println!();
         let mut table = Builder::default();
         table.push_record(["FEATURE", "AVAILABLE", "DETAIL"]);
         for f in &features {
@@ -263,15 +275,27 @@ fn trial_attach_cookie() -> Result<String> {
     Ok(String::new())
 }
 
-/// Ring buffers: libbpf's trial map creation.
+/// Ring buffers: a trial ring buffer of one page. The kernel's answer tells a missing map type (EINVAL) from a
+/// refusal (EPERM: no BPF privileges), which says nothing about the kernel.
 fn ring_buffer() -> Result<String> {
-    // SAFETY: a plain libbpf call with no pointers.
-    let ret = unsafe {
-        libbpf_rs::libbpf_sys::libbpf_probe_bpf_map_type(libbpf_rs::libbpf_sys::BPF_MAP_TYPE_RINGBUF, std::ptr::null())
+    use libbpf_rs::libbpf_sys;
+    // SAFETY: sysconf has no pointers.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u32;
+    // SAFETY: bpf_map_create with no name and no options; the descriptor it returns is closed below.
+    let fd = unsafe {
+        libbpf_sys::bpf_map_create(libbpf_sys::BPF_MAP_TYPE_RINGBUF, std::ptr::null(), 0, 0, page, std::ptr::null())
     };
-    match ret {
-        1 => Ok(String::new()),
-        0 => bail!("the kernel has no BPF ring buffer"),
-        err => bail!("probing failed: {}", std::io::Error::from_raw_os_error(-err)),
+    if fd >= 0 {
+        // SAFETY: the descriptor was just returned to us and is not used again.
+        unsafe { libc::close(fd) };
+        return Ok(String::new());
+    }
+    let err = std::io::Error::from_raw_os_error(-fd);
+    match -fd {
+        libc::EPERM | libc::EACCES => {
+            bail!("unknown: creating one was refused ({err}), a question of privileges, not of the kernel")
+        }
+        libc::EINVAL => bail!("the kernel has no BPF ring buffer"),
+        _ => bail!("probing failed: {err}"),
     }
 }

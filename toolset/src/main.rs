@@ -7,6 +7,7 @@
 
 mod features;
 mod list;
+mod system;
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use libbpf_rs::btf::types::{Composite, Enum, Enum64, FuncProto, Typedef};
+use libbpf_rs::btf::types::{Enum, Enum64, FuncProto, Typedef};
 use libbpf_rs::btf::{Btf, BtfType};
 
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -99,15 +99,6 @@ impl KernelBtf {
             .flat_map(|e| e.iter().filter_map(|m| Some((m.name?.to_str()?.to_string(), m.value))).collect::<Vec<_>>())
     }
 
-    /// True if struct `name` exists and has a member `field`.
-    pub fn struct_has_field(&self, name: &str, field: &str) -> bool {
-        let Some(ty) = self.btf.type_by_name::<Composite<'_>>(name) else {
-            return false;
-        };
-        let found = ty.iter().any(|m| m.name.and_then(|n| n.to_str()) == Some(field));
-        found
-    }
-
     /// True if the kernel has a function `name` in its BTF (a candidate for fentry).
     pub fn has_function(&self, name: &str) -> bool {
         self.btf.type_by_name::<BtfType<'_>>(name).is_some_and(|t| t.kind() == libbpf_rs::btf::BtfKind::Func)
@@ -156,6 +147,11 @@ const TRACEFS_USUAL: &str = "/sys/kernel/tracing";
 
 /// The tracefs mount point, mounting it at `/sys/kernel/tracing` if it is not mounted anywhere yet. Found once
 /// per process: a tool attaching six tracepoints asks six times.
+///
+/// A tracefs the tool mounts is mounted in a mount namespace of the tool's own (the calling thread's, made
+/// private so that nothing propagates out), so that nothing is left mounted when the tool exits, however it
+/// exits: in a fresh mount namespace or a chroot, the system stays as it was. The thread that mounts it is the one
+/// that attaches (libbpf reads the tracepoint IDs there).
 pub fn tracefs() -> Result<PathBuf> {
     static FOUND: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(found) = FOUND.get() {
@@ -163,14 +159,20 @@ pub fn tracefs() -> Result<PathBuf> {
     }
     let found = match find_tracefs() {
         Some(found) => found,
-        None => {
-            let target = Path::new(TRACEFS_USUAL);
-            nix::mount::mount(Some("nodev"), target, Some("tracefs"), nix::mount::MsFlags::empty(), None::<&str>)
-                .with_context(|| format!("tracefs is not mounted and mounting it at {} failed", target.display()))?;
-            target.to_path_buf()
-        }
+        None => mount_own_tracefs()?,
     };
     Ok(FOUND.get_or_init(|| found).clone())
+}
+
+/// Mounts tracefs at its usual place in a private mount namespace of the calling thread (see [`tracefs`]).
+fn mount_own_tracefs() -> Result<PathBuf> {
+    use nix::mount::{mount, MsFlags};
+    let target = Path::new(TRACEFS_USUAL);
+    let failed = || format!("tracefs is not mounted and mounting it at {} failed", target.display());
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).with_context(failed)?;
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>).with_context(failed)?;
+    mount(Some("nodev"), target, Some("tracefs"), MsFlags::empty(), None::<&str>).with_context(failed)?;
+    Ok(target.to_path_buf())
 }
 
 /// Where tracefs is mounted, if it is (without mounting it): its usual place if tracefs is there, else the mount

@@ -29,6 +29,21 @@ impl Links {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Hits the kernel's probes missed so far, over the links that count them (kprobe_multi and kprobe links,
+    /// 6.7+; 0 elsewhere): a return probe whose slots were all in use, or a probe fired inside another BPF program.
+    pub fn missed(&self) -> u64 {
+        use libbpf_rs::query::{LinkTypeInfo, PerfEventType};
+        let missed = |link: &Link| match link.info().map(|i| i.info) {
+            Ok(LinkTypeInfo::KprobeMulti(info)) => info.missed,
+            Ok(LinkTypeInfo::PerfEvent(info)) => match info.event_type {
+                PerfEventType::Kprobe { missed, .. } => missed,
+                _ => 0,
+            },
+            _ => 0,
+        };
+        self.0.iter().map(missed).sum()
+    }
 }
 
 impl From<Vec<Link>> for Links {

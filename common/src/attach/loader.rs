@@ -242,12 +242,28 @@ pub fn attach_tracepoint(prog: &ProgramMut<'_>, category: &str, name: &str, mech
         Attach::TpBtf => prog.attach(),
         Attach::RawTp => prog.attach_raw_tracepoint(name),
         Attach::Tracepoint => {
-            crate::attach::features::tracefs()?;
+            check_tracepoint_readable(&crate::attach::features::tracefs()?, category, name)?;
             prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
         }
         other => bail!("{other} is not a way to attach to a tracepoint"),
     };
     link.with_context(|| format!("attaching to tracepoint {category}:{name} ({mech})"))
+}
+
+/// A classic tracepoint is attached by its ID, which libbpf reads from tracefs; tracefs is usually mode 0700, so a
+/// tool run with CAP_BPF and CAP_PERFMON but not as root cannot read it. Says so, and what would fix it, instead
+/// of a bare "Permission denied".
+fn check_tracepoint_readable(tracefs: &std::path::Path, category: &str, name: &str) -> Result<()> {
+    let id = tracefs.join("events").join(category).join(name).join("id");
+    match std::fs::read_to_string(&id) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => bail!(
+            "cannot read {}: tracefs is readable by root only; run as root, add CAP_DAC_READ_SEARCH, or remount \
+             tracefs with mode=0755 (mount -o remount,mode=0755 {})",
+            id.display(),
+            tracefs.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! Keys and values cross the kernel boundary as bytes; the skeleton generates `#[repr(C)]` types for them, and
 //! these helpers copy the bytes into those types with `plain` (no unsafe casts in tools). [`c_string`] reads a
 //! NUL-padded `char` array of a record (a comm, a path); [`DropCounter`] reports what the BPF side counted as
-//! dropped (a full ring buffer, a full map) in its `.bss`.
+//! dropped in its `.bss` because a map was full (records a full ring buffer had no room for are the event
+//! stream's to report: [`crate::attach::events`]).
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
@@ -39,8 +40,8 @@ pub fn c_string<T: Copy + Into<i16>>(chars: &[T]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// A counter the BPF side increments in its memory-mapped `.bss` when it has to drop something (a record the
-/// ring buffer had no room for, an entry a full map refused). [`DropCounter::check`] reports each increase on
+/// A counter the BPF side increments in its memory-mapped `.bss` when it has to drop something (an entry a full
+/// map refused). [`DropCounter::check`] reports each increase on
 /// stderr, once, as `tool: lost N <what> (<why>)`: call it while polling and once more at the end, so losses
 /// are said when they happen and none is left unsaid.
 #[derive(Debug)]
@@ -51,7 +52,7 @@ pub struct DropCounter {
 }
 
 impl DropCounter {
-    /// A counter of `what` (`events`, `sessions`) dropped because of `why` (`ring buffer full`).
+    /// A counter of `what` (`I/Os`, `sessions`) dropped because of `why` (`too many in flight`).
     pub fn new(what: &'static str, why: &'static str) -> Self {
         DropCounter { what, why, reported: 0 }
     }
@@ -87,7 +88,7 @@ mod tests {
 
     #[test]
     fn drop_counters_report_increases() {
-        let mut counter = DropCounter::new("events", "ring buffer full");
+        let mut counter = DropCounter::new("events", "too many in flight");
         assert_eq!(counter.check(&0), 0);
         assert_eq!(counter.check(&5), 5);
         assert_eq!(counter.reported, 5);

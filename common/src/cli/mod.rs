@@ -6,12 +6,14 @@
 //! tool's body with [`require_process`] (one line `tool: no process with PID N`, exit 1).
 
 use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Parser};
 
 pub mod man_completions;
+pub mod numbers;
 
 /// BCC's trailing `[interval] [count]` arguments.
 #[derive(Debug, Clone, Args)]
@@ -42,7 +44,10 @@ pub fn parse<T: Parser>(argv: Vec<OsString>) -> T {
     let name = crate::tool::set_invoked_name(argv.first(), cmd.get_name());
     let mut cmd = cmd.name(name).bin_name(name).display_name(name);
     let parsed = cmd.try_get_matches_from_mut(argv).and_then(|m| T::from_arg_matches(&m));
-    parsed.unwrap_or_else(|err| exit_usage(name, err.format(&mut cmd)))
+    parsed.unwrap_or_else(|err| match numbers::explain(&cmd, &err) {
+        Some(message) => exit_usage_with(name, &message),
+        None => exit_usage(name, err.format(&mut cmd)),
+    })
 }
 
 /// Help and `--version` print as clap prints them; any other clap error is a usage error: one line on stderr
@@ -56,9 +61,28 @@ fn exit_usage(name: &str, err: clap::Error) -> ! {
     }
     let rendered = err.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid arguments");
-    let message = first.strip_prefix("error: ").unwrap_or(first);
+    exit_usage_with(name, first.strip_prefix("error: ").unwrap_or(first))
+}
+
+/// A usage error: `tool: MESSAGE (see --help)` on stderr, exit status 2.
+fn exit_usage_with(name: &str, message: &str) -> ! {
     eprintln!("{name}: {message} (see --help)");
     std::process::exit(2);
+}
+
+/// The default cap on distinct label sets per metric (`--max-series`).
+pub const DEFAULT_MAX_SERIES: usize = 1000;
+/// Parses `--prometheus`'s `ADDR:PORT`, `:PORT` or `PORT` (then on 127.0.0.1); IPv6 as `[::1]:PORT`.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = s.strip_prefix(':').unwrap_or(s);
+    match port.parse::<u16>() {
+        Ok(port) => Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
+        Err(_) => Err(format!("'{s}' is not ADDR:PORT, :PORT or PORT (e.g. 127.0.0.1:9435)")),
+    }
 }
 
 /// The flags of every tool that keeps histograms or counters in kernel maps: `--prometheus ADDR:PORT` serves
@@ -68,13 +92,14 @@ fn exit_usage(name: &str, err: clap::Error) -> ! {
 pub struct ExportArgs {
     /// Serve the histograms as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given) instead of
     /// printing them
-    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::output::metrics::parse_listen, conflicts_with = "json")]
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen, conflicts_with = "json")]
     pub prometheus: Option<std::net::SocketAddr>,
-    /// With --prometheus: the most label sets per metric; later ones are summed into one series labelled "other"
-    #[arg(long, value_name = "N", default_value_t = crate::output::metrics::DEFAULT_MAX_SERIES)]
+    /// With --prometheus: the most label sets per metric (1 to 100000); later ones are summed into one series
+    /// labelled "other". Each set is one more series in every scrape
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SERIES, value_parser = parse_max_series)]
     pub max_series: usize,
     /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
-    #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus")]
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus", value_parser = parse_output_file)]
     pub heatmap: Option<std::path::PathBuf>,
 }
 
@@ -124,13 +149,82 @@ pub fn parse_pid(s: &str) -> Result<u32, String> {
     }
 }
 
-/// Fails with `no process with PID N` unless process (or thread) `pid` exists now. Every tool with a PID filter
+/// Fails with `no process with PID N` unless process (or thread) `pid` exists now, and says why a PID cannot be
+/// filtered on when the tool runs in a PID namespace of its own (a container's). Every tool with a PID filter
 /// calls this in its body, so an unknown PID is one line on stderr and exit status 1 ([`crate::run::main`]).
 pub fn require_process(pid: u32) -> anyhow::Result<()> {
+    if !in_initial_pid_namespace() {
+        anyhow::bail!(
+            "PID {pid} is a PID of the namespace this tool runs in (a container's), but the kernel's events carry \
+             the host's PIDs; to filter by PID, run the tool in the host's PID namespace (docker run --pid=host, \
+             Kubernetes hostPID: true)"
+        );
+    }
     if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
         anyhow::bail!("no process with PID {pid}");
     }
     Ok(())
+}
+
+/// True unless this process runs in a PID namespace below the kernel's first one (a container's). The first
+/// one's inode number is fixed (the kernel's PROC_PID_INIT_INO); where /proc/self/ns/pid cannot be read, true.
+pub fn in_initial_pid_namespace() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    const INITIAL_PID_NAMESPACE_INODE: u64 = 0xEFFF_FFFC;
+    std::fs::metadata("/proc/self/ns/pid").map_or(true, |m| m.ino() == INITIAL_PID_NAMESPACE_INODE)
+}
+
+/// A UID given as a number or as a user name of the password file (BCC's `-u USER`). A number beyond the UIDs
+/// is refused as a number, not looked up as a name.
+pub fn parse_uid(s: &str) -> Result<u32, String> {
+    const LAST: u32 = u32::MAX - 1; // (uid_t)-1 means "no UID" to the kernel
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return match s.parse::<u32>() {
+            Ok(uid @ 0..=LAST) => Ok(uid),
+            _ => Err(format!("a UID is a whole number from 0 to {LAST}, or a user name")),
+        };
+    }
+    crate::domain::users::uid_of(s)
+        .ok_or_else(|| format!("no user named '{s}' in /etc/passwd (a UID from 0 to {LAST} also works)"))
+}
+
+/// The most label sets a metric may have (`--max-series`): at least one, and few enough that a scrape stays a
+/// reasonable size.
+pub const MAX_SERIES: usize = 100_000;
+
+/// `--max-series N`: a number from 1 to [`MAX_SERIES`].
+pub fn parse_max_series(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n @ 1..=MAX_SERIES) => Ok(n),
+        _ => Err(format!("a whole number from 1 to {MAX_SERIES} is expected")),
+    }
+}
+
+/// An output file the tool will write when it ends (`--heatmap FILE.svg`): checked now, before anything is
+/// loaded, so that a trace is never run only to fail at the end: its folder must exist and be writable, and the
+/// path must not be a folder itself.
+pub fn parse_output_file(s: &str) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = Path::new(s);
+    if s.is_empty() {
+        return Err("a file name is expected".into());
+    }
+    if path.is_dir() {
+        return Err(format!("{s} is a folder, not a file"));
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!("there is no folder {}", folder.display()));
+    }
+    let c_folder = std::ffi::CString::new(folder.as_os_str().as_bytes()).map_err(|_| "a NUL byte in the path")?;
+    // SAFETY: access(2) reads the NUL-terminated path it is given.
+    if unsafe { libc::access(c_folder.as_ptr(), libc::W_OK) } != 0 {
+        return Err(format!("cannot write in {}: {}", folder.display(), std::io::Error::last_os_error()));
+    }
+    Ok(path.to_path_buf())
 }
 
 /// A comma-separated list of TCP/UDP ports, e.g. `80,443`.
@@ -149,6 +243,16 @@ pub fn parse_port_list(s: &str) -> Result<Vec<u16>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(parse_listen("9435").unwrap(), "127.0.0.1:9435".parse().unwrap());
+        assert_eq!(parse_listen(":9435").unwrap(), "127.0.0.1:9435".parse().unwrap());
+        assert_eq!(parse_listen("0.0.0.0:80").unwrap(), "0.0.0.0:80".parse().unwrap());
+        assert_eq!(parse_listen("[::1]:80").unwrap(), "[::1]:80".parse().unwrap());
+        assert!(parse_listen("localhost").is_err());
+        assert!(parse_listen("70000").is_err());
+    }
 
     #[test]
     fn positive_numbers() {
@@ -179,6 +283,17 @@ mod tests {
             let err = parse_interval_secs(bad).unwrap_err();
             assert!(err.contains("from 1 to 31536000"), "{err}");
         }
+    }
+
+    #[test]
+    fn uids() {
+        assert_eq!(parse_uid("0"), Ok(0));
+        assert_eq!(parse_uid("root"), Ok(0));
+        assert_eq!(parse_uid("4294967294"), Ok(4294967294));
+        for bad in ["4294967295", "4294967296", "99999999999999999999999"] {
+            assert!(parse_uid(bad).unwrap_err().contains("from 0 to 4294967294"), "{bad}");
+        }
+        assert!(parse_uid("no-such-user-anywhere").unwrap_err().starts_with("no user named"));
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Helpers for one subject each: [`blockdev`] (disks, partitions, request flags), [`cgroup`] (cgroup v2
-//! filters), [`net`] (socket addresses and ports from BPF records), [`syscalls`]
-//! (system call and errno names), [`tcp`] (TCP states and flags as BCC names them), [`users`] (user names to UIDs).
+//! filters), [`net`] (socket addresses and ports from BPF records), [`signals`] (signal names and numbers),
+//! [`syscalls`] (system call and errno names), [`tcp`] (TCP states and flags as BCC names them), [`users`] (user names to UIDs).
 
 pub mod blockdev;
 pub mod cgroup;
 pub mod net;
+pub mod signals;
 pub mod syscalls;
 pub mod tcp;
 pub mod users;

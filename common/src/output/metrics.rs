@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::{Read, Write as _};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -29,25 +29,11 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use crate::cli::{parse_listen, DEFAULT_MAX_SERIES};
 use crate::run::Signals;
 
-/// The default cap on distinct label sets per metric (`--max-series`).
-pub const DEFAULT_MAX_SERIES: usize = 1000;
 /// Responses being written at once; a scrape beyond this is answered `503` at once.
 const MAX_RESPONDERS: usize = 16;
-
-/// Parses `--prometheus`'s `ADDR:PORT`, `:PORT` or `PORT` (then on 127.0.0.1); IPv6 as `[::1]:PORT`.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    let s = s.trim();
-    if let Ok(addr) = s.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    let port = s.strip_prefix(':').unwrap_or(s);
-    match port.parse::<u16>() {
-        Ok(port) => Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
-        Err(_) => Err(format!("'{s}' is not ADDR:PORT, :PORT or PORT (e.g. 127.0.0.1:9435)")),
-    }
-}
 
 /// A bucketed value: sum (in seconds), count and per-bucket counts with their upper bounds (last `+Inf`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -462,16 +448,6 @@ fn respond(request: tiny_http::Request, body: String, content_type: &str, status
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_addresses() {
-        assert_eq!(parse_listen("9435").unwrap(), "127.0.0.1:9435".parse().unwrap());
-        assert_eq!(parse_listen(":9435").unwrap(), "127.0.0.1:9435".parse().unwrap());
-        assert_eq!(parse_listen("0.0.0.0:80").unwrap(), "0.0.0.0:80".parse().unwrap());
-        assert_eq!(parse_listen("[::1]:80").unwrap(), "[::1]:80".parse().unwrap());
-        assert!(parse_listen("localhost").is_err());
-        assert!(parse_listen("70000").is_err());
-    }
 
     #[test]
     fn log2_edges_are_slot_tops_and_last_is_inf() {

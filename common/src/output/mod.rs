@@ -1,16 +1,15 @@
 //! What tools print: [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
+//! [`namedhist`] is the run and report of tools with a histogram per name (bitesize).
 //! [`taskhist`] is the run and report of the scheduler latency histogram tools (cpudist, runqlat).
 //! [`sockevents`] is what the socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife) share.
-//! [`offcpu`] is the run and report of the off-CPU tools (offcputime, offwaketime, wakeuptime) over [`stacks`].
 
 pub mod heatmap;
 pub mod hist;
 pub mod irqtime;
 pub mod metrics;
-pub mod offcpu;
+pub mod namedhist;
 pub mod sockevents;
-pub mod stacks;
 pub mod stdout;
 pub mod taskhist;

@@ -1,7 +1,7 @@
 //! The socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife): what their front ends share.
 //!
 //! [`poll_events`] reads the BPF side's fixed-size records from its ring buffer until a stop signal, reporting
-//! the records it could not reserve (its `lost` counter); [`count_at_exit`] is the `-c` mode that counts in a
+//! the records it could not reserve (its `lost` counter) at the end; [`count_at_exit`] is the `-c` mode that counts in a
 //! BPF map and prints the map once at exit; [`family_filter`] turns `-4`/`-6` into the `AF_*` the BPF side
 //! filters on; [`Conn`] decodes a record's address family, addresses and ports, and [`SinceFirst`] is BCC's
 //! seconds-since-the-first-event column.
@@ -12,33 +12,22 @@ use anyhow::{Context, Result};
 use libbpf_rs::MapCore;
 use plain::Plain;
 
+use crate::attach::events::EventStream;
 use crate::attach::maps::{from_bytes, hash_entries, DropCounter};
-use crate::attach::ring_buffer::poll_ring_buffer;
 use crate::domain::net::{ip_addr, Family, AF_INET, AF_INET6};
+use crate::output::stdout::Output;
 use crate::run::Signals;
 
-/// Hands every record of ring buffer `events`, decoded as `E`, to `handle` until a stop signal; reports the
-/// records the BPF side could not reserve (`lost`, a `u64` in its `.bss`) as lost `what` (`accepts`) while
-/// polling and at the end.
+/// Hands every record of `stream`, decoded as `E`, to `handle` with `out` until a stop signal; then reports the
+/// records the BPF side could not reserve, on stderr and, with `json`, on `out` ([`EventStream::run`]).
 pub fn poll_events<E: Plain + Default>(
     signals: &Signals,
-    events: &dyn MapCore,
-    lost: &u64,
-    what: &'static str,
-    mut handle: impl FnMut(&E) -> Result<()>,
+    stream: &EventStream<'_>,
+    out: &mut Output,
+    json: bool,
+    mut handle: impl FnMut(&mut Output, &E) -> Result<()>,
 ) -> Result<()> {
-    let mut dropped = DropCounter::new(what, "ring buffer full");
-    poll_ring_buffer(
-        signals,
-        events,
-        || {
-            dropped.check(lost);
-            false
-        },
-        |data| handle(&from_bytes(data)),
-    )?;
-    dropped.check(lost);
-    Ok(())
+    stream.run(signals, out, json, || false, |out, data| handle(out, &from_bytes(data)))
 }
 
 /// `-c`: waits for a stop signal, then (unless stdout has gone) hands the entries of the counting map to

@@ -1,12 +1,13 @@
 //! Processes, ELF files and symbols: what runs, where its code is mapped, and the names of its addresses.
 //!
 //! [`procmaps`] reads a process's (or the system's) libraries, also across mount namespaces; [`elf`] lists an
-//! ELF file's functions and USDT notes; [`pattern`] matches names by BCC's glob or regex rules; [`targets`]
-//! resolves a probe pattern (`vfs_*`, `c:malloc`, `t:sched:*`, `u:lib:probe`) to the places to attach;
-//! [`symbols`] names kernel and user addresses with blazesym.
+//! ELF file's functions and USDT notes; [`pattern`] matches names by BCC's glob or regex rules; [`symbols`]
+//! names kernel and user addresses with blazesym; [`kptr`] says once why kernel frames have no names when
+//! /proc/kallsyms hides the kernel's addresses. (Probe patterns such as `vfs_*` or `c:malloc` are resolved by
+//! the function-target family, [`crate::functions`].)
 
 pub mod elf;
+pub mod kptr;
 pub mod pattern;
 pub mod procmaps;
 pub mod symbols;
-pub mod targets;

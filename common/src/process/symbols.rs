@@ -10,10 +10,15 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use anyhow::Result;
 use blazesym::symbolize::cache::{self, Cache};
 use blazesym::symbolize::source::{Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized};
 use blazesym::MaybeDefault;
+use libbpf_rs::MapCore;
+
+use crate::attach::events::{EventStream, Lost};
+use crate::run::Signals;
 
 /// What an unresolvable frame prints as.
 pub const UNKNOWN: &str = "[unknown]";
@@ -34,6 +39,13 @@ pub const KEEP_EXITED: usize = 64;
 /// How often (in newly remembered processes) exited ones beyond [`KEEP_EXITED`] are forgotten.
 const SWEEP_EVERY: usize = 32;
 
+/// The event stream of new processes a stack tool's BPF side reports (`new_pids`, with its `lost_notices`), for
+/// [`Symbolizer::remember_noticed`].
+pub fn process_notices<'a>(new_pids: &'a dyn MapCore, lost_notices: &'a u64) -> EventStream<'a> {
+    EventStream::new(new_pids, lost_notices, "new processes")
+        .because("ring buffer full; if they exited, their frames may show as [unknown]")
+}
+
 /// The symbolizer of one tool run, with the processes it has captured.
 pub struct Symbolizer {
     inner: blazesym::symbolize::Symbolizer,
@@ -53,6 +65,23 @@ impl Symbolizer {
         let inner =
             blazesym::symbolize::Symbolizer::builder().enable_demangling(true).enable_inlined_fns(false).build();
         Symbolizer { inner, remembered: HashSet::new(), order: std::collections::VecDeque::new() }
+    }
+
+    /// Polls `notices` (the `new_pids` ring buffer of `notice_process`, `bpf/include/stacks.bpf.h`; see
+    /// [`process_notices`]) until a stop signal or `until`, saving the memory maps of each process it reports, so
+    /// that the process can be named even after it exits. Returns the notices that found no room.
+    pub fn remember_noticed(
+        &mut self,
+        signals: &Signals,
+        notices: &EventStream<'_>,
+        until: impl FnMut() -> bool,
+    ) -> Result<Lost> {
+        notices.poll(signals, until, |data| {
+            if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
+                self.remember_process(pid);
+            }
+            Ok(())
+        })
     }
 
     /// Saves process `pid`'s memory maps so that its addresses can be resolved after it exits. Returns false if the
@@ -161,7 +190,10 @@ impl Symbolizer {
     }
 
     /// Like [`Symbolizer::kernel`], with the reason for each address that has no name.
+    /// The first call says on stderr why kernel frames cannot be named if /proc/kallsyms hides the kernel's
+    /// addresses ([`super::kptr::warn_if_hidden`]).
     pub fn kernel_each(&self, addrs: &[u64]) -> Vec<Result<Symbol, String>> {
+        super::kptr::warn_if_hidden();
         let kernel = Kernel { vmlinux: MaybeDefault::None, debug_syms: false, ..Kernel::default() };
         self.resolve_each(&Source::Kernel(kernel), addrs)
     }

@@ -3,7 +3,12 @@
  *
  * The three block_rq_* tracepoints (block.bpf.h, shared with biosnoop) are attached as tp_btf where the kernel
  * allows it, else as raw_tp; user space loads one set or the other and sets their arity from BTF. Histograms
- * are cumulative and never cleared, so reading them at an interval loses no I/O. */
+ * are cumulative and never cleared, so reading them at an interval loses no I/O.
+ *
+ * With -c, an I/O belongs to the cgroup of the task that submitted it. Where the kernel has block_io_start (6.5+,
+ * always in the submitter's context) a request is marked there (an entry of `start` with no time yet) and only
+ * marked requests are timed: block_rq_issue runs in whichever task dispatches the queue, often another cgroup's.
+ * Without it, the task at issue (or insert, -Q) decides, as libbpf-tools' -c does. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -21,6 +26,8 @@ const volatile bool per_disk = false;
 const volatile bool per_flags = false;
 const volatile bool queued = false;
 const volatile bool millis = false;
+/* -c with block_io_start attached: only requests marked there are the cgroup's. */
+const volatile bool cgroup_at_start = false;
 
 /* I/Os not timed because the start map was full. */
 __u64 start_map_full = 0;
@@ -49,11 +56,21 @@ static const struct hist zero_hist;
 struct hist_key _hist_key_type = {};
 struct hist _hist_type = {};
 
+/* The request is one to time: from the -c cgroup (marked at block_io_start, or the current task's), if any. */
+static __always_inline bool cgroup_owns(struct request *rq)
+{
+	if (!filter_cgroup)
+		return true;
+	if (cgroup_at_start)
+		return bpf_map_lookup_elem(&start, &rq) != NULL;
+	return cgroup_wanted();
+}
+
 static __always_inline int trace_start(struct request *rq, bool is_issue)
 {
 	__u64 ts;
 
-	if (!cgroup_wanted())
+	if (!cgroup_owns(rq))
 		return 0;
 	/* With -Q, a request that went through a scheduler was already timed at insert. */
 	if (is_issue && queued && BPF_CORE_READ(rq, q, elevator))
@@ -78,6 +95,8 @@ static __always_inline int trace_done(struct request *rq)
 	tsp = bpf_map_lookup_elem(&start, &rq);
 	if (!tsp)
 		return 0;
+	if (!*tsp)
+		goto cleanup; /* marked by -c, never issued */
 	delta = (__s64)(now - *tsp);
 	if (delta < 0)
 		goto cleanup;
@@ -119,5 +138,20 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 }
 
 BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete)
+
+/* -c: a new request, in its submitter's context. The cgroup's are marked (time 0: not issued yet); an entry left
+ * for a reused pointer by a request that never completed goes. */
+TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)
+{
+	__u64 marked = 0;
+
+	if (cgroup_wanted()) {
+		if (bpf_map_update_elem(&start, &rq, &marked, BPF_ANY))
+			__sync_fetch_and_add(&start_map_full, 1);
+	} else {
+		bpf_map_delete_elem(&start, &rq);
+	}
+	return 0;
+}
 
 char LICENSE[] SEC("license") = "GPL";

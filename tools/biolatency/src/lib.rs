@@ -164,10 +164,16 @@ fn load_and_attach(
     // Before 5.11 these tracepoints also passed the request_queue, as the first argument.
     rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
     rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
+    // -c: where the kernel has block_io_start (6.5+), a request's cgroup is its submitter's, taken there.
+    let cgroup_at_start = args.cgroup.is_some() && btf.has_tracepoint("block_io_start");
+    rodata.cgroup_at_start = cgroup_at_start;
 
     autoload_by_section(open.open_object_mut(), mech);
     if !args.queued {
         skip_tracepoint(open.open_object_mut(), "block_rq_insert");
+    }
+    if !cgroup_at_start {
+        skip_tracepoint(open.open_object_mut(), "block_io_start");
     }
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     // Filters are in place before the first program is attached, so no I/O from outside the cgroup is counted.
@@ -175,7 +181,9 @@ fn load_and_attach(
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
 
-    let mut wanted = vec!["block_rq_issue", "block_rq_complete"];
+    // block_io_start first: a request that starts once it is attached is marked before it can be issued.
+    let mut wanted = if cgroup_at_start { vec!["block_io_start"] } else { vec![] };
+    wanted.extend(["block_rq_issue", "block_rq_complete"]);
     if args.queued {
         wanted.push("block_rq_insert");
     }

@@ -15,6 +15,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "filter.bpf.h"
+#include "ringbuf.bpf.h"
 #include "block.bpf.h"
 #include "tp_btf_raw.bpf.h"
 #include "biosnoop.h"
@@ -130,11 +131,9 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	now = bpf_ktime_get_ns();
 	if (!r->issue_ns || now - r->issue_ns < min_ns)
 		goto cleanup;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
+	e = ringbuf_reserve(&events, sizeof(*e), &lost);
+	if (!e)
 		goto cleanup;
-	}
 	e->ts_ns = now;
 	e->latency_ns = now - r->issue_ns;
 	e->queue_ns = r->issue_ns - r->start_ns;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
@@ -103,19 +104,17 @@ fn biosnoop(args: Args) -> Result<()> {
     // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
     let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut lost = DropCounter::new("I/Os", "ring buffer full");
     let mut missed = DropCounter::new("I/Os", "too many in flight");
-    common::attach::ring_buffer::poll_ring_buffer(
+    EventStream::new(&skel.maps.events, &bss.lost, "I/Os").run(
         &signals,
-        &skel.maps.events,
+        &mut out,
+        args.json,
         || {
-            lost.check(&bss.lost);
             missed.check(&bss.reqs_full);
             deadline.is_some_and(|d| Instant::now() >= d)
         },
-        |data| Ok(printer.write(&mut out, &Io::from_bytes(data))?),
+        |out, data| Ok(printer.write(out, &Io::from_bytes(data))?),
     )?;
-    lost.check(&bss.lost);
     missed.check(&bss.reqs_full);
     Ok(())
 }
@@ -142,7 +141,8 @@ fn load_and_attach(
     let merge = btf.has_tracepoint("block_rq_merge");
     rodata.have_io_start = io_start;
     if args.verbose.on() && !io_start {
-        eprintln!("biosnoop: no block_io_start tracepoint; the issuing process is taken at insert or issue");
+        let tool = common::tool::invoked_name();
+        eprintln!("{tool}: no block_io_start tracepoint; the issuing process is taken at insert or issue");
     }
 
     autoload_by_section(open.open_object_mut(), mech);

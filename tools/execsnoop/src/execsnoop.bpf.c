@@ -2,16 +2,19 @@
 /* execsnoop: one record per exec, from the syscalls tracepoints of execve AND execveat (fexecve goes through
  * execveat, and BCC/libbpf-tools, tracing execve only, miss it).
  *
- * At sys_enter the file name and argv (up to max_args, each up to ARGSIZE bytes) are copied into a per-thread
- * entry; at sys_exit of the same thread the return value and the comm (the new program's, after a successful
- * exec) are added and the record goes out through a ring buffer, cut after the last argument. The exit of an exec
- * always runs in the calling thread, so a process that exits at once is never missed. UID, parent PID and cgroup
- * filters run at entry; failed execs are dropped at exit unless -x. Failed reservations are counted in `lost`,
- * execs not tracked because the in-flight map was full in `inflight_full`. */
+ * At sys_enter the file name and argv (up to max_args, each up to ARGSIZE bytes) are copied from the caller into
+ * a per-thread entry: the argv the caller passed, as BCC, libbpf-tools and bpftrace show it (not the one the
+ * kernel rewrites for a script's interpreter, "/bin/sh -e ./s.sh ..."). At sys_exit of the same thread the return
+ * value and the comm (the new program's, after a successful exec) are added and the record goes out through a
+ * ring buffer, cut after the last argument. The exit of an exec always runs in the calling thread, so a process
+ * that exits at once is never missed. UID, parent PID and cgroup filters run at entry; failed execs are dropped
+ * at exit unless -x. Failed reservations are counted in `lost`, execs not tracked because the in-flight map was
+ * full in `inflight_full`. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "filter.bpf.h"
+#include "ringbuf.bpf.h"
 #include "syscall_tp.bpf.h"
 #include "execsnoop.h"
 
@@ -74,26 +77,40 @@ static __always_inline int enter(const char *filename, const char *const *argv, 
 	e->execveat = at;
 	BPF_CORE_READ_STR_INTO(&e->pcomm, task, real_parent, comm);
 
-	/* Best effort here: a page of the caller's not yet in memory cannot be read from a tracepoint. A successful
-	 * exec's argv is read again, completely, at its exit. */
-	bpf_probe_read_user_str(e->filename, sizeof(e->filename), filename);
+	/* The caller's file name and argv strings. A page of them that is not in memory cannot be read from a
+	 * tracepoint: common for a string literal just after fork (file pages are mapped on first touch). Then
+	 * the exit of a successful exec reads them from the new program's memory (see leave()). */
+	if (bpf_probe_read_user_str(e->filename, sizeof(e->filename), filename) < 0)
+		e->filename_unread = 1;
 	for (i = 0; i < TOTAL_MAX_ARGS; i++) {
 		__u32 off = e->args_size;
 
 		if (i >= max_args)
 			break;
 		if (bpf_probe_read_user(&argp, sizeof(argp), &argv[i]) || !argp)
-			return 0;
-		if (off > ARGS_BUF - ARGSIZE)
-			return 0;
+			break;
+		if (off > ARGS_BUF - ARGSIZE) {
+			e->args_unread = 1;
+			break;
+		}
 		ret = bpf_probe_read_user_str(&e->args[off], ARGSIZE, argp);
-		if (ret < 0)
-			return 0;
+		if (ret < 0) {
+			e->args_unread = 1;
+			break;
+		}
 		e->args_size += ret;
 	}
-	/* One more non-NULL pointer: there were more arguments than shown. */
-	if (!bpf_probe_read_user(&argp, sizeof(argp), &argv[max_args]) && argp)
-		e->truncated = 1;
+	/* The pointers alone (an array on the caller's stack or heap, in memory): how many arguments were given. */
+	e->argc = ARGC_UNKNOWN;
+	for (i = 0; i < MAX_ARGC; i++) {
+		if (bpf_probe_read_user(&argp, sizeof(argp), &argv[i]))
+			break;
+		if (!argp) {
+			e->argc = i;
+			break;
+		}
+	}
+	e->truncated = e->argc != ARGC_UNKNOWN && e->argc > max_args;
 	return 0;
 }
 
@@ -109,18 +126,28 @@ static __always_inline int leave(long ret)
 	if (ret && !fails)
 		goto out;
 	e->retval = ret;
-	if (!ret) {
-		/* The new program's argv, as the kernel copied it onto its stack: always in memory. */
+	if (!ret && (e->filename_unread || e->args_unread)) {
+		/* What entry could not read, from the new program's memory, where the kernel has just copied it: the
+		 * file name executed (AT_EXECFN, right after the environment), and its argv, which for a script
+		 * starts with the interpreter's arguments; user space keeps the caller's (the last argc - 1). */
 		struct mm_struct *mm = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm);
 		__u64 start = BPF_CORE_READ(mm, arg_start);
 		__u64 size = BPF_CORE_READ(mm, arg_end) - start;
+		__u64 image_argc = 0;
 
-		if (size > ARGS_BUF - 1)
-			size = ARGS_BUF - 1;
-		size &= ARGS_BUF - 1;
-		if (size && !bpf_probe_read_user(e->args, size, (void *)start)) {
-			e->args_size = size;
-			e->truncated = 0;
+		/* (For execveat it would be "/dev/fd/N[/path]", not the caller's: argv[0] stands in instead.) */
+		if (e->filename_unread && !e->execveat)
+			bpf_probe_read_user_str(e->filename, sizeof(e->filename), (void *)BPF_CORE_READ(mm, env_end));
+		if (e->args_unread) {
+			if (size > ARGS_BUF - 1)
+				size = ARGS_BUF - 1;
+			size &= ARGS_BUF - 1;
+			bpf_probe_read_user(&image_argc, sizeof(image_argc), (void *)BPF_CORE_READ(mm, start_stack));
+			if (size && !bpf_probe_read_user(e->args, size, (void *)start)) {
+				e->args_size = size;
+				e->image_argc = image_argc;
+				e->from_image = 1;
+			}
 		}
 	}
 	e->ts_ns = bpf_ktime_get_ns();
@@ -129,8 +156,7 @@ static __always_inline int leave(long ret)
 	len = __builtin_offsetof(struct event, args) + (__u64)e->args_size;
 	if (len > sizeof(*e))
 		len = sizeof(*e);
-	if (bpf_ringbuf_output(&events, e, len, 0))
-		__sync_fetch_and_add(&lost, 1);
+	ringbuf_output(&events, e, len, &lost);
 out:
 	bpf_map_delete_elem(&execs, &tid);
 	return 0;

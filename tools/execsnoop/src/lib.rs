@@ -1,8 +1,8 @@
 //! execsnoop: trace new processes via exec() syscalls (BCC's tool, CO-RE).
 //!
 //! The BPF side follows execve and execveat from entry to return in the calling thread, copies the file name and
-//! argv there, reads the parent PID and name from the task, and sends one record per exec through a ring buffer;
-//! UID, parent-PID and cgroup filters and the drop of failed execs run in the kernel. This front end applies the
+//! the argv the caller passed at entry (what was not in memory then, from the new program at return), reads the
+//! parent PID and name from the task, and sends one record per exec through a ring buffer; UID, parent-PID and cgroup filters and the drop of failed execs run in the kernel. This front end applies the
 //! regular expressions of `-n` and `-l` (as BCC does, in user space), prints BCC's columns or JSON lines, and
 //! reports on stderr every exec the kernel side could not deliver.
 
@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
@@ -44,7 +45,7 @@ struct Args {
     #[arg(short = 'x', long)]
     fails: bool,
     /// Trace this UID only (a number or a user name)
-    #[arg(short = 'u', long, value_name = "USER", value_parser = parse_uid)]
+    #[arg(short = 'u', long, value_name = "USER", value_parser = common::cli::parse_uid)]
     uid: Option<u32>,
     /// Add quotemarks (") around arguments.
     #[arg(short = 'q', long)]
@@ -61,7 +62,7 @@ struct Args {
     /// Print CPU column
     #[arg(short = 'C', long = "print-cpu")]
     print_cpu: bool,
-    /// Print parent command
+    /// Print the parent's command (column PARENT)
     #[arg(short = 'M', long = "print-pcomm")]
     print_pcomm: bool,
     /// Maximum number of arguments parsed and displayed, defaults to 20
@@ -99,14 +100,6 @@ fn parse_max_args(s: &str) -> Result<u32, String> {
     }
 }
 
-/// A UID given as a number or a user name (as BCC's `-u`).
-fn parse_uid(s: &str) -> Result<u32, String> {
-    if let Ok(uid) = s.parse::<u32>() {
-        return if uid == u32::MAX { Err(format!("'{s}' is not a UID")) } else { Ok(uid) };
-    }
-    common::domain::users::uid_of(s).ok_or_else(|| format!("no user named '{s}' in /etc/passwd"))
-}
-
 fn execsnoop(args: Args) -> Result<()> {
     args.ppid.map(common::cli::require_process).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
@@ -127,27 +120,25 @@ fn execsnoop(args: Args) -> Result<()> {
     printer.write_header(&mut out)?;
 
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut lost = DropCounter::new("execs", "ring buffer full");
     let mut untracked = DropCounter::new("execs", "too many in flight");
-    common::attach::ring_buffer::poll_ring_buffer(
+    EventStream::new(&skel.maps.events, &bss.lost, "execs").run(
         &signals,
-        &skel.maps.events,
+        &mut out,
+        args.json,
         || {
-            lost.check(&bss.lost);
             untracked.check(&bss.inflight_full);
             false
         },
-        |data| {
+        |out, data| {
             let exec = Exec::from_bytes(data, args.max_args as usize);
             if args.name.as_ref().is_some_and(|re| !re.is_match(&exec.comm))
                 || args.line.as_ref().is_some_and(|re| !re.is_match(&exec.args.join(" ")))
             {
                 return Ok(());
             }
-            Ok(printer.write(&mut out, &exec)?)
+            Ok(printer.write(out, &exec)?)
         },
     )?;
-    lost.check(&bss.lost);
     untracked.check(&bss.inflight_full);
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! execsnoop's output: BCC's columns (`[TIME] [TIME(s)] [UID] COMM PID [PCOMM] PPID [CPU] RET ARGS`, the format
-//! strings of BCC's `tools/execsnoop.py`) or JSON lines with the arguments as a list.
+//! execsnoop's output: BCC's columns (`[TIME] [TIME(s)] [UID] PCOMM PID [PARENT] PPID [CPU] RET ARGS`, the format
+//! strings of BCC's `tools/execsnoop.py`, where PCOMM is the process's command; -M's PARENT column is the parent's)
+//! or JSON lines with the arguments as a list.
 
 use std::io::{self, Write};
 
@@ -34,7 +35,7 @@ pub struct Exec {
 
 impl Exec {
     /// Decodes a record, which the BPF side cuts after its last argument: the path executed (argv[0] when none
-    /// was read), then argv[1..max_args], each cut at ARGSIZE - 1 bytes as BCC does.
+    /// was read), then the caller's argv[1..max_args], each cut at ARGSIZE - 1 bytes as BCC does.
     pub fn from_bytes(data: &[u8], max_args: usize) -> Exec {
         let mut e = Box::<event>::default();
         // SAFETY: event is Plain (any bytes are a valid value).
@@ -45,7 +46,8 @@ impl Exec {
         let raw: Vec<u8> = e.args[..used].iter().map(|&c| c as u8).collect();
         let raw = raw.strip_suffix(&[0]).unwrap_or(&raw);
         let cut = |a: &[u8]| String::from_utf8_lossy(&a[..a.len().min(bpf::consts::ARGSIZE - 1)]).into_owned();
-        let mut args: Vec<String> = if raw.is_empty() { Vec::new() } else { raw.split(|&b| b == 0).map(cut).collect() };
+        let strings: Vec<String> = if raw.is_empty() { Vec::new() } else { raw.split(|&b| b == 0).map(cut).collect() };
+        let mut args = if e.from_image != 0 { callers_args(strings, e.argc, e.image_argc) } else { strings };
         let truncated = e.truncated != 0 || args.len() > max_args;
         args.truncate(max_args);
         let filename = c_string(&e.filename);
@@ -83,6 +85,18 @@ impl Exec {
         }
         text
     }
+}
+
+/// The caller's argv out of the new program's, `image` (`image_argc` strings, maybe cut short): the same list,
+/// except for a script, whose interpreter's own arguments come first (`/bin/sh -e ./s.sh one two` for
+/// `./s.sh one two`): the caller's argv[1..] are the last `argc - 1`, after the script's path, which stands in
+/// for argv[0]. An unknown argc leaves the list as it is.
+fn callers_args(image: Vec<String>, argc: u32, image_argc: u32) -> Vec<String> {
+    if argc == bpf::consts::ARGC_UNKNOWN as u32 {
+        return image;
+    }
+    let interpreter = image_argc.saturating_sub(argc.max(1)) as usize;
+    image.into_iter().skip(interpreter).collect()
 }
 
 /// Which columns to print.
@@ -140,9 +154,9 @@ impl Printer {
         if s.uid {
             line += &format!("{:<6}", "UID");
         }
-        line += &format!("{:<16} {:<7} ", "COMM", "PID");
+        line += &format!("{:<16} {:<7} ", "PCOMM", "PID");
         if s.pcomm {
-            line += &format!("{:<16} ", "PCOMM");
+            line += &format!("{:<16} ", "PARENT");
         }
         line += &format!("{:<7} ", "PPID");
         if s.cpu {
@@ -202,6 +216,19 @@ mod tests {
             truncated,
             syscall: "execve",
         }
+    }
+
+    #[test]
+    fn a_scripts_interpreter_arguments_are_left_out() {
+        let image = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        // `./s.sh one two` with `#!/bin/sh -e`: the kernel's argv is /bin/sh -e ./s.sh one two.
+        assert_eq!(callers_args(image("/bin/sh -e ./s.sh one two"), 3, 5), image("./s.sh one two"));
+        // No interpreter: the same list.
+        assert_eq!(callers_args(image("/bin/true a b"), 3, 3), image("/bin/true a b"));
+        // An empty argv (the kernel adds an empty argv[0]), and an unknown argc.
+        assert_eq!(callers_args(image(""), 0, 1), image(""));
+        let unknown = bpf::consts::ARGC_UNKNOWN as u32;
+        assert_eq!(callers_args(image("/bin/sh ./s.sh x"), unknown, 3), image("/bin/sh ./s.sh x"));
     }
 
     #[test]

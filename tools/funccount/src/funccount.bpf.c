@@ -134,7 +134,7 @@ int fc_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 #endif
 }
 
-/* Slot programs: copy N of a kind counts index slot_base + N. */
+/* Slot programs: copy N of a kind (fc_KIND_N, named after the kind's program) counts index slot_base + N. */
 #define SLOT(kind, sec, n)                                                                                         \
 	SEC(sec) int fc_##kind##_##n(void *ctx)                                                                    \
 	{                                                                                                          \
@@ -149,8 +149,8 @@ int fc_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 _Static_assert(FUNCCOUNT_SLOTS == 16, "SLOTS_OF makes 16 programs of each kind");
 
 SLOTS_OF(fentry, "fentry")
-SLOTS_OF(kslot, "kprobe")
-SLOTS_OF(tpslot, "tracepoint")
-SLOTS_OF(uslot, "uprobe")
+SLOTS_OF(kprobe, "kprobe")
+SLOTS_OF(tracepoint, "tracepoint")
+SLOTS_OF(uprobe, "uprobe")
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,13 +1,13 @@
 //! funccount: count calls of kernel functions, tracepoints, user functions and USDT probes (BCC's tool, CO-RE).
 //!
-//! The pattern is resolved to a list of matches ([`targets`]); one BPF program per kind of probe is attached to
-//! every match with the match's index as its BPF cookie ([`attach`]), counting into a per-CPU array that this
+//! The pattern is resolved to a list of matches and attached to by the function-target family
+//! (`common::functions`): one BPF program per kind of probe is attached to every match with the match's index
+//! as its BPF cookie ([`object`]), counting into a per-CPU array that this
 //! front end prints every interval in BCC's layout or as JSON lines ([`report`]).
 
-mod attach;
 mod bpf;
+mod object;
 mod report;
-mod targets;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -17,14 +17,16 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::allowed;
 use common::cli::{parse_interval_secs, parse_pid};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals, Tick};
 
-use attach::{Attached, Filters};
+use crate::bpf::consts::FUNCCOUNT_SLOTS;
+
+use common::functions::attach::{kernel_has_cookies, ladder, missed_counter, Attacher, Cookies};
+use common::functions::targets::{self, Kind, Site, Target};
+use object::Filters;
 use report::Report;
-use targets::{Kind, Site, Target};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
@@ -73,7 +75,7 @@ struct Args {
     pattern: String,
 }
 
-/// Every mechanism funccount may use; which family applies depends on the pattern (`attach::mechanisms`).
+/// Every mechanism funccount may use; which apply depends on the pattern (`common::functions::attach::ladder`).
 pub const TOOL: common::tool::Tool = common::tool!(
     main,
     [
@@ -106,13 +108,21 @@ fn funccount(args: Args) -> Result<()> {
         return print_plan(&target, &btf);
     }
     let signals = Signals::install()?;
-    let filters = Filters { pid: args.pid, cpu: args.cpu };
-    let (attached, _mech) = attach::attach(&target, filters, &btf, args.verbose.on())?;
-    report_failures(&attached);
+    let filters = Filters { pid: args.pid, cpu: args.cpu, matches: target.matches.len() };
+    let cookies = if kernel_has_cookies(&btf) { Cookies::Index } else { Cookies::Slots };
+    if args.verbose.on() && cookies == Cookies::Slots {
+        eprintln!("this kernel has no BPF cookies: one program per match, {FUNCCOUNT_SLOTS} per object");
+    }
+    let attacher = Attacher { objects: &filters, target: &target, pid: args.pid, cookies, btf: Some(&btf) };
+    let (attached, _mech) = attacher.attach_first_working_with(TOOL.attach, args.verbose.on(), |mech| match mech {
+        Attach::RawTp => object::raw_syscalls(&attacher),
+        _ => attacher.attach(mech),
+    })?;
+    attached.warn_failures();
 
     if let Some(listen) = args.prometheus {
         return common::output::metrics::serve("funccount", listen, args.max_series, &signals, |snapshot| {
-            let totals = attached.totals(target.matches.len())?;
+            let totals = object::totals(&attached, target.matches.len())?;
             snapshot.declare_counter("calls", CALLS_HELP, &["function"]);
             for (m, total) in target.matches.iter().zip(totals) {
                 snapshot.counter("calls", CALLS_HELP, &["function"], vec![m.name.clone()], total);
@@ -130,24 +140,19 @@ fn funccount(args: Args) -> Result<()> {
     let mut report = Report::new(&args.pattern, names, args.timestamp, args.json);
     let interval = args.interval.or(args.duration);
     let count = args.duration.zip(interval).map(|(d, i)| d.div_ceil(i));
+    let mut missed = missed_counter();
     run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
-        report.write(&mut out, attached.totals(target.matches.len())?, tick == Tick::Last)
+        report.write(&mut out, object::totals(&attached, target.matches.len())?, tick == Tick::Last)?;
+        missed.check(&attached.missed());
+        Ok(())
     })
-}
-
-/// Warns, on stderr, about matches that could not be attached (their counts stay zero).
-fn report_failures(attached: &Attached) {
-    let Some((first, why)) = attached.failed.first() else { return };
-    let more = attached.failed.len() - 1;
-    let others = if more > 0 { format!(" and {more} more") } else { String::new() };
-    eprintln!("funccount: could not attach to {first}{others}: {why}");
 }
 
 /// `-D`: what each match is, where it would be attached, and the mechanisms that would be tried.
 fn print_plan(target: &Target, btf: &KernelBtf) -> Result<()> {
     let mut out = Output::new();
-    let mechs: Vec<String> = allowed(attach::mechanisms(&target.kind))?.iter().map(|m| m.to_string()).collect();
-    let cookies = attach::kernel_has_cookies(btf);
+    let mechs: Vec<String> = ladder(target, TOOL.attach, None)?.iter().map(|m| m.to_string()).collect();
+    let cookies = kernel_has_cookies(btf);
     let how = match (&target.kind, cookies) {
         (Kind::Kernel, _) => "fentry: a program per function; kprobes: the match's index as BPF cookie",
         (_, true) => "one program, the match's index as BPF cookie",

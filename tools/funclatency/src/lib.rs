@@ -1,12 +1,12 @@
 //! funclatency: time kernel or user functions and print their latency as a histogram (BCC's tool, CO-RE).
 //!
-//! The pattern is resolved as funccount's (`common::process::targets`): kernel functions, `lib:func` or
-//! `/path:func` user functions, globs or `-r` regexes. An entry and a return program time each call in BPF into
+//! The pattern is resolved and attached to by the function-target family (`common::functions`): kernel
+//! functions, `lib:func` or `/path:func` user functions, globs or `-r` regexes. An entry and a return program time each call in BPF into
 //! cumulative log2 histograms (one per function with `-F`); this front end prints each interval's difference in
-//! BCC's layout, or JSON lines. Attaching is in [`attach`], printing in [`report`].
+//! BCC's layout, or JSON lines. The BPF object's programs and options are in [`object`], printing in [`report`].
 
-mod attach;
 mod bpf;
+mod object;
 mod report;
 
 use std::ffi::OsString;
@@ -18,8 +18,9 @@ use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::functions::attach::{missed_counter, Attacher};
+use common::functions::targets::{resolve, Kind};
 use common::output::stdout::Output;
-use common::process::targets::{resolve, Kind};
 use common::run::{self, run_intervals, Signals, Tick};
 
 use report::{Report, Unit};
@@ -91,20 +92,24 @@ fn funclatency(args: Args) -> Result<()> {
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
     let unit = Unit::from_flags(args.microseconds, args.milliseconds);
-    let options = attach::Options {
+    let options = object::Options {
         pid: args.pid,
         level: args.level.unwrap_or(0),
         per_function: args.per_function,
         ns_per_unit: unit.ns_per_unit(),
+        histograms: if args.per_function { target.matches.len() as u32 } else { 1 },
     };
-    let attached = attach::attach(&target, &options, &btf, args.verbose.on())?;
+    let attacher =
+        Attacher { objects: &options, target: &target, pid: args.pid, cookies: options.cookies(), btf: Some(&btf) };
+    let (attached, _) = attacher.attach_first_working(TOOL.attach, args.verbose.on())?;
+    attached.warn_failures();
 
     let mut out = Output::new();
     let names: Vec<String> = target.matches.iter().map(|m| m.name.clone()).collect();
     let mut report = Report::new(unit, names, args.per_function, args.timestamp, args.json);
     if let Some(listen) = args.export.prometheus {
         return common::output::metrics::serve("funclatency", listen, args.export.max_series, &signals, |snapshot| {
-            report.metrics(snapshot, attached.histograms()?);
+            report.metrics(snapshot, object::histograms(&attached, &options)?);
             Ok(())
         });
     }
@@ -118,19 +123,22 @@ fn funclatency(args: Args) -> Result<()> {
     };
     if !args.json {
         use std::io::Write;
-        writeln!(out, "Tracing {} functions for \"{}\"... Hit Ctrl-C to end.", target.matches.len(), args.pattern)?;
+        let traced = target.matches.len() - attached.failed.len();
+        writeln!(out, "Tracing {traced} functions for \"{}\"... Hit Ctrl-C to end.", args.pattern)?;
         out.flush()?;
     }
     let interval = args.interval.or(args.duration);
     let count = args.duration.zip(interval).map(|(d, i)| d.div_ceil(i));
     let mut untimed = DropCounter::new("calls from the histograms", "too many calls in flight");
+    let mut missed = missed_counter();
     run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
-        let hists = attached.histograms()?;
+        let hists = object::histograms(&attached, &options)?;
         if let Some(heat) = heat.as_mut() {
             heat.push_cumulative(common::output::stdout::clock_hms(), &report::total_slots(&hists));
         }
         report.write(&mut out, hists, tick == Tick::Last)?;
-        untimed.check_all(attached.untimed());
+        untimed.check_all(object::untimed(&attached));
+        missed.check(&attached.missed());
         Ok(())
     })?;
     if let (Some(heat), Some(path)) = (&heat, &args.export.heatmap) {

@@ -22,6 +22,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "filter.bpf.h"
+#include "ringbuf.bpf.h"
 #include "gethostlatency.h"
 
 #define MAX_CALLS 10240
@@ -129,8 +130,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	/* The resolver has read the name by now: its page is in memory. */
 	if (call->host_unread && read_host(call, (const char *)call->host_addr))
 		call->host_unread = 0;
-	if (bpf_ringbuf_output(&events, call, sizeof(*call), 0))
-		__sync_fetch_and_add(&lost, 1);
+	ringbuf_output(&events, call, sizeof(*call), &lost);
 	bpf_map_delete_elem(&starts, &tid);
 	return 0;
 }

@@ -18,15 +18,15 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{autoload_by_section, load_first_working, object_storage};
-use common::attach::ring_buffer::poll_ring_buffer;
+use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
 use common::output::stdout::Output;
 use common::process::elf::ElfSymbols;
 use common::process::procmaps;
 use common::run::{self, Signals};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{Link, ProgramMut, UprobeMultiOpts, UprobeOpts};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -78,16 +78,19 @@ fn gethostlatency(args: Args) -> Result<()> {
     let mut out = Output::new();
     let report = Report::new(args.json);
     report.write_header(&mut out)?;
-    poll_ring_buffer(&signals, &skel.maps.events, || false, |data| report.write_call(&mut out, data))?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    EventStream::new(&skel.maps.events, &bss.lost, "calls").run(
+        &signals,
+        &mut out,
+        args.json,
+        || false,
+        |out, data| report.write_call(out, data),
+    )?;
     drop(links);
 
-    if let Some(bss) = skel.maps.bss_data.as_ref() {
-        if bss.lost > 0 {
-            eprintln!("gethostlatency: {} calls lost: the ring buffer was full", bss.lost);
-        }
-        if bss.untimed > 0 {
-            eprintln!("gethostlatency: {} calls not timed: too many threads inside resolver calls", bss.untimed);
-        }
+    if bss.untimed > 0 {
+        let tool = common::tool::invoked_name();
+        eprintln!("{tool}: {} calls not timed: too many threads inside resolver calls", bss.untimed);
     }
     Ok(())
 }
@@ -126,8 +129,8 @@ fn resolver_functions(libc: &Path) -> Result<Vec<(usize, u64)>> {
 
 /// Opens the BPF object, sets its options, keeps the programs of mechanism `mech` and loads it.
 fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
-    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
-    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
     autoload_by_section(open.open_object_mut(), mech);
     open.load().with_context(|| format!("loading the BPF programs ({mech})"))

@@ -6,6 +6,7 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use common::attach::maps::c_string;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -79,22 +80,5 @@ impl Report {
             out.flush()?;
         }
         Ok(())
-    }
-}
-
-/// The text of a NUL-terminated C char array (lossy for invalid UTF-8).
-fn c_string<T: Copy + Into<i16>>(chars: &[T]) -> String {
-    let bytes: Vec<u8> = chars.iter().map(|&c| c.into() as u8).take_while(|&b| b != 0).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn c_strings_stop_at_nul() {
-        assert_eq!(c_string(&[b'a' as i8, b'b' as i8, 0, b'c' as i8]), "ab");
-        assert_eq!(c_string(b"xy"), "xy");
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! On every `sched_switch` the BPF program stamps the thread switched out with the time and the stacks where it
 //! blocked, and adds the time off CPU of the thread switched in to its (thread, stacks) total, in microseconds.
-//! At the end the unique stacks are named through the shared stack module (`common::output::stacks`) and printed
+//! At the end the unique stacks are named through the shared stack module (`common::stacks`) and printed
 //! in BCC's layout, as folded lines, as JSON, and/or as a blue off-CPU flame graph.
 
 mod bpf;
@@ -13,11 +13,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::open_skeleton;
-use common::attach::sched::{self, BlockFilters, StackArgs, ThreadArgs};
-use common::output::offcpu::{self, StackSkel, StackToolArgs};
-use common::output::stacks::{Collected, Palette, Sample, Style};
-use libbpf_rs::skel::OpenSkel;
+use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
+use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
+use common::offcpu::{self, StackSkel, StackToolArgs};
+use common::stacks::{Collected, Palette, Sample, Style};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::types::stack_key;
@@ -91,7 +91,6 @@ fn load_and_attach(
 
     // Filters are in place before the program is attached.
     filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
-    let p = &skel.progs;
-    let link = sched::attach_programs(&p.sched_switch_btf, &p.sched_switch_raw, "sched_switch", mech)?;
+    let link = attach_loaded_tracepoint(skel.object(), "sched", "sched_switch")?;
     Ok((skel, vec![link]))
 }

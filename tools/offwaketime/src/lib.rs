@@ -3,7 +3,7 @@
 //! On every `sched_switch` the BPF program stamps the thread switched out with the time and the stacks where it
 //! blocked; on `sched_waking` the waker records its name and stacks for the thread it wakes; when the blocked
 //! thread runs again, its time off CPU is added to the (blocked stacks, waker stacks) total, in microseconds. At
-//! the end the stacks are named through the shared stack module (`common::output::stacks`) and printed in BCC's
+//! the end the stacks are named through the shared stack module (`common::stacks`) and printed in BCC's
 //! layout (waker above `--`, target below), as folded lines (waker on top), as JSON, and/or as a flame graph.
 
 mod bpf;
@@ -14,11 +14,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::open_skeleton;
-use common::attach::sched::{self, BlockFilters, StackArgs, ThreadArgs};
-use common::output::offcpu::{self, StackSkel, StackToolArgs};
-use common::output::stacks::{self, Collected, Palette, Sample};
-use libbpf_rs::skel::OpenSkel;
+use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
+use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
+use common::offcpu::{self, StackSkel, StackToolArgs};
+use common::stacks::{self, Collected, Palette, Sample};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::types::{wake_key, waker};
@@ -102,9 +102,8 @@ fn load_and_attach(
 
     // Filters are in place before the program is attached.
     filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
-    let p = &skel.progs;
     // The waker first, so that no block is counted without its waker for want of the second link.
-    let waking = sched::attach_programs(&p.sched_waking_btf, &p.sched_waking_raw, "sched_waking", mech)?;
-    let switch = sched::attach_programs(&p.sched_switch_btf, &p.sched_switch_raw, "sched_switch", mech)?;
+    let waking = attach_loaded_tracepoint(skel.object(), "sched", "sched_waking")?;
+    let switch = attach_loaded_tracepoint(skel.object(), "sched", "sched_switch")?;
     Ok((skel, vec![waking, switch]))
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, open_skeleton_core_free, rodata};
@@ -106,25 +107,23 @@ fn opensnoop(args: Args) -> Result<()> {
     // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
     let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut lost = DropCounter::new("opens", "ring buffer full");
     let mut untracked = DropCounter::new("opens", "too many in flight");
-    common::attach::ring_buffer::poll_ring_buffer(
+    EventStream::new(&skel.maps.events, &bss.lost, "opens").run(
         &signals,
-        &skel.maps.events,
+        &mut out,
+        args.json,
         || {
-            lost.check(&bss.lost);
             untracked.check(&bss.inflight_full);
             deadline.is_some_and(|d| Instant::now() >= d)
         },
-        |data| {
+        |out, data| {
             let open = Open::from_bytes(data);
             if args.name.as_ref().is_some_and(|n| !open.comm.contains(n.as_str())) {
                 return Ok(());
             }
-            Ok(printer.write(&mut out, &open)?)
+            Ok(printer.write(out, &open)?)
         },
     )?;
-    lost.check(&bss.lost);
     untracked.check(&bss.inflight_full);
     Ok(())
 }
@@ -137,6 +136,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
         if args.full_path { open_skeleton::<BpfSkelBuilder>()? } else { open_skeleton_core_free::<BpfSkelBuilder>()? };
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.self_tgid = std::process::id();
     rodata.target_tid = args.tid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
     rodata.target_uid = args.uid.unwrap_or(0);
@@ -174,7 +174,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
         let tracefs = common::attach::features::tracefs()?;
         if !required && !tracefs.join("events/syscalls").join(name).exists() {
             if args.verbose.on() {
-                eprintln!("opensnoop: no tracepoint syscalls:{name} on this kernel; not traced");
+                eprintln!("{}: no tracepoint syscalls:{name} on this kernel; not traced", common::tool::invoked_name());
             }
             continue;
         }

@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "filter.bpf.h"
+#include "ringbuf.bpf.h"
 #include "syscall_tp.bpf.h"
 #include "opensnoop.h"
 
@@ -18,6 +19,8 @@
 #define AT_FDCWD -100
 
 CGROUP_FILTER;
+/* The tool's own process: its opens while it sets up (tracefs files, say) are not shown. */
+const volatile __u32 self_tgid = 0;
 const volatile __u64 flag_mask = 0;
 const volatile bool failed_only = false;
 
@@ -60,7 +63,7 @@ static __always_inline int enter(const char *path, __u64 flags, __u32 mode, __s3
 	__u32 tid = (__u32)id;
 	struct args a = {};
 
-	if (!current_ids_wanted(id))
+	if (!current_ids_wanted(id) || id >> 32 == self_tgid)
 		return 0;
 	if (!current_uid_wanted())
 		return 0;
@@ -174,8 +177,7 @@ static __always_inline int leave(long ret, const bool full_path)
 	len = __builtin_offsetof(struct event, dirs) + (__u64)e->depth * COMPONENT_LEN;
 	if (len > sizeof(*e))
 		len = sizeof(*e);
-	if (bpf_ringbuf_output(&events, e, len, 0))
-		__sync_fetch_and_add(&lost, 1);
+	ringbuf_output(&events, e, len, &lost);
 out:
 	bpf_map_delete_elem(&start, &tid);
 	return 0;

@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{load_first_working, object_storage};
+use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::perf::{Rate, SamplingEvents};
-use common::output::stacks::{self, Collected, FlameGraph, FrameFormat, MergeBy, Palette, Sample, StackTraces, Style};
 use common::output::stdout::Output;
-use common::process::symbols::Symbolizer;
+use common::process::symbols::{process_notices, Symbolizer};
 use common::run::{self, Signals};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use common::stacks::{self, Collected, FlameGraph, FrameFormat, MergeBy, Palette, Sample, StackTraces, Style};
+use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -151,17 +151,10 @@ fn profile(args: Args) -> Result<()> {
     let mut symbolizer = Symbolizer::new();
     // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
     let deadline = args.duration.and_then(|secs| Instant::now().checked_add(Duration::from_secs(secs)));
-    common::attach::ring_buffer::poll_ring_buffer(
-        &signals,
-        &skel.maps.new_pids,
-        || deadline.is_some_and(|d| Instant::now() >= d),
-        |data| {
-            if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
-                symbolizer.remember_process(pid);
-            }
-            Ok(())
-        },
-    )?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let notices = process_notices(&skel.maps.new_pids, &bss.lost_notices);
+    let lost_notices =
+        symbolizer.remember_noticed(&signals, &notices, || deadline.is_some_and(|d| Instant::now() >= d))?;
     drop(links); // stop sampling before reading, so the snapshot is consistent
 
     if !args.folded && !args.json {
@@ -211,6 +204,7 @@ fn profile(args: Args) -> Result<()> {
     }
 
     warn_about_losses(&skel, missing);
+    lost_notices.report(&mut out, args.json)?;
     Ok(())
 }
 
@@ -290,12 +284,6 @@ fn warn_about_losses(skel: &BpfSkel<'_>, missing: stacks::Missing) {
             bss.lost_samples
         );
     }
-    if bss.lost_notices > 0 {
-        eprintln!(
-            "WARNING: {} new processes were not noticed in time; if they exited, their frames may show as [unknown].",
-            bss.lost_notices
-        );
-    }
 }
 
 unsafe impl plain::Plain for bpf::types::stack_key {}
@@ -317,8 +305,8 @@ fn read_samples(skel: &BpfSkel<'_>, collected: Collected) -> Result<Vec<Sample<u
 /// Opens and loads the BPF object sized by the flags, fills the PID/TID filters, and attaches the sampling program
 /// to a perf event on each CPU.
 fn load_and_attach(args: &Args, filters: &Filters, cpus: &[u32], rate: Rate) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
-    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.user_stacks_only = args.user_stacks_only;
     rodata.kernel_stacks_only = args.kernel_stacks_only;
     rodata.include_idle = args.include_idle;

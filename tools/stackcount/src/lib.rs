@@ -1,13 +1,13 @@
 //! stackcount: count events and the stack traces that led to them (BCC's tool, CO-RE).
 //!
-//! The pattern is resolved as funccount's (`common::process::targets`): kernel functions, `t:category:event`
-//! tracepoints, `lib:func` user functions, `u:lib:probe` USDT probes. The BPF side counts each event per
-//! (process, command, user stack, kernel stack) in the kernel ([`attach`]); this front end names the frames with
-//! the shared stack machinery (`common::output::stacks`) and prints them in BCC's layout, folded, as JSON or as a
+//! The pattern is resolved and attached to by the function-target family (`common::functions`): kernel
+//! functions, `t:category:event` tracepoints, `lib:func` user functions, `u:lib:probe` USDT probes. The BPF side
+//! counts each event per (process, command, user stack, kernel stack) in the kernel ([`object`]); this front end names the frames with
+//! the shared stack machinery (`common::stacks`) and prints them in BCC's layout, folded, as JSON or as a
 //! flame graph ([`report`]).
 
-mod attach;
 mod bpf;
+mod object;
 mod report;
 
 use std::ffi::OsString;
@@ -15,16 +15,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, require_process};
-use common::output::stacks::{self, Collected};
+use common::functions::attach::{missed_counter, Attacher, Cookies};
+use common::functions::targets::resolve;
 use common::output::stdout::Output;
-use common::process::symbols::Symbolizer;
-use common::process::targets::resolve;
+use common::process::symbols::{process_notices, Symbolizer};
 use common::run::{self, Signals};
+use common::stacks::{self, Collected};
 
 use report::{Layout, Report};
 
@@ -108,7 +109,7 @@ fn stackcount(args: Args) -> Result<()> {
     let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.clone());
     let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
-    let options = attach::Options {
+    let options = object::Options {
         pid: args.pid,
         cpu: args.cpu,
         user_stacks: collected.user,
@@ -116,7 +117,9 @@ fn stackcount(args: Args) -> Result<()> {
         stack_storage_size: args.stack_storage_size,
         hash_storage_size: args.hash_storage_size,
     };
-    let mut attached = attach::attach(&target, &options, args.verbose > 0)?;
+    let attacher = Attacher { objects: &options, target: &target, pid: args.pid, cookies: Cookies::Zero, btf: None };
+    let (mut attached, _) = attacher.attach_first_working(TOOL.attach, args.verbose > 0)?;
+    attached.warn_failures();
 
     let mut out = Output::new();
     let layout = Layout {
@@ -136,7 +139,8 @@ fn stackcount(args: Args) -> Result<()> {
     let mut report = Report::new(layout, collected);
     if !args.folded && !args.json {
         use std::io::Write;
-        writeln!(out, "Tracing {} functions for \"{}\"... Hit Ctrl-C to end.", target.matches.len(), args.pattern)?;
+        let traced = target.matches.len() - attached.failed.len();
+        writeln!(out, "Tracing {traced} functions for \"{}\"... Hit Ctrl-C to end.", args.pattern)?;
         out.flush()?;
     }
 
@@ -145,23 +149,19 @@ fn stackcount(args: Args) -> Result<()> {
     let interval = args.interval.or(args.duration).map(Duration::from_secs);
     let reports = args.duration.zip(args.interval.or(args.duration)).map(|(d, i)| d.div_ceil(i));
     let mut losses = DropCounter::new("events", "the counts map was full; try a bigger --hash-storage-size");
+    let mut missed = missed_counter();
     let start = Instant::now();
     let mut done = 0u32;
     loop {
         let deadline = interval.and_then(|i| start.checked_add(i.checked_mul(done.saturating_add(1))?));
-        common::attach::ring_buffer::poll_ring_buffer(
-            &signals,
-            &attached.maps().maps.new_pids,
-            || deadline.is_some_and(|d| Instant::now() >= d),
-            |data| {
-                if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
-                    symbolizer.remember_process(pid);
-                }
-                Ok(())
-            },
-        )?;
+        let maps = attached.maps();
+        let bss = maps.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+        let notices = process_notices(&maps.maps.new_pids, &bss.lost_notices);
+        let lost_notices =
+            symbolizer.remember_noticed(&signals, &notices, || deadline.is_some_and(|d| Instant::now() >= d))?;
         done = done.saturating_add(1);
         let last = signals.stopped() || interval.is_none() || reports.is_some_and(|n| u64::from(done) >= n);
+        missed.check(&attached.missed());
         if last {
             attached.detach(); // a consistent snapshot, and the probes gone before the report
         }
@@ -174,6 +174,7 @@ fn stackcount(args: Args) -> Result<()> {
             if let Some((file, path)) = flamegraph {
                 report.write_flamegraph(attached.maps(), &mut symbolizer, file, &path, &args.pattern)?;
             }
+            lost_notices.report(&mut out, args.json)?;
             return Ok(());
         }
     }

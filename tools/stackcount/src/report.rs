@@ -9,9 +9,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use common::attach::maps::{c_string, hash_entries};
-use common::output::stacks::{self, Collected, FlameGraph, Frame, Palette, Sample, Stack, StackTraces, Style};
 use common::output::stdout::{clock_hms, Output};
 use common::process::symbols::Symbolizer;
+use common::stacks::{self, Collected, FlameGraph, Frame, MergeBy, Palette, Sample, Stack, StackTraces, Style};
 
 use crate::bpf::types::stack_key;
 use crate::bpf::BpfSkel;
@@ -32,6 +32,20 @@ pub struct Layout {
     pub folded: bool,
     pub json: bool,
     pub style: Style,
+}
+
+impl Layout {
+    /// Which stacks are one entry: those that print the same. Addresses show with -v and in JSON, offsets with
+    /// -s; otherwise the names alone (BCC prints one entry per stack id, which may print alike).
+    fn merge(&self) -> MergeBy {
+        if self.json || (self.raw_addresses && !self.folded) {
+            MergeBy::Addresses
+        } else if self.style.offsets {
+            MergeBy::Frames
+        } else {
+            MergeBy::Names
+        }
+    }
 }
 
 type Key = (u32, i32, i32, [u8; 16]);
@@ -83,28 +97,20 @@ impl Report {
 
     /// Names the frames; without -P, adds up the same stacks of different processes.
     fn name(&self, samples: Vec<Sample<u64>>, symbolizer: &mut Symbolizer, verbose: bool) -> Vec<Sample<Frame>> {
-        let named = stacks::drop_tracing_frames(stacks::symbolize(samples, symbolizer, verbose));
+        let merge = self.layout.merge();
+        let named = stacks::symbolize_by(samples, symbolizer, verbose, merge);
+        let named = stacks::drop_tracing_frames_by(named, merge);
         if self.layout.per_pid {
             return named;
         }
-        // The same stack in different processes, once: keyed by the folded line, which names every frame.
-        let mut merged: Vec<Sample<Frame>> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
-        for mut s in named {
+        // The same stack in different processes, once.
+        let anonymous = named.into_iter().map(|mut s| {
             s.task.pid = 0;
             s.task.shown_id = 0;
             s.task.comm.clear();
-            let key = stacks::folded_stack(&s, Style { delimited: true, annotate_kernel: true, offsets: false });
-            match index.get(&key) {
-                Some(&i) => merged[i].value += s.value,
-                None => {
-                    index.insert(key, merged.len());
-                    merged.push(s);
-                }
-            }
-        }
-        merged.sort_by_key(|s| s.value);
-        merged
+            s
+        });
+        stacks::merge_same(anonymous, merge)
     }
 
     /// One interval: a blank line, the time with -T, the stacks least counted first, and `Detaching...` last.
@@ -185,7 +191,7 @@ impl Report {
         let named = self.name(samples, symbolizer, false);
         if named.is_empty() {
             let _ = std::fs::remove_file(path);
-            eprintln!("stackcount: no events, so no flame graph written to {}", path.display());
+            eprintln!("{}: no events, so no flame graph written to {}", common::tool::invoked_name(), path.display());
             return Ok(());
         }
         let graph = FlameGraph {

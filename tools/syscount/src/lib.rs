@@ -198,6 +198,8 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     rodata.filter_cgroup = cgroup.is_some();
     rodata.filter_syscall = args.syscall.is_some();
     rodata.target_syscall = args.syscall.unwrap_or(0);
+    rodata.execve_nr = syscalls::number("execve").map_or(-1, i64::from);
+    rodata.execveat_nr = syscalls::number("execveat").map_or(-1, i64::from);
     rodata.filter_failed = args.failures;
     rodata.filter_errno = args.errno.unwrap_or(0);
     rodata.by_process = args.process;

@@ -193,7 +193,8 @@ impl Report {
     }
 }
 
-/// The process's name now (`/proc/PID/comm`, as BCC reads it), else the one the BPF side saw at its first call.
+/// The process's name now (`/proc/PID/comm`, as BCC reads it), else the one the BPF side saw at its first call
+/// or its last exec.
 fn comm_of(pid: u32, stat: &proc_stat) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end_matches('\n').to_string())

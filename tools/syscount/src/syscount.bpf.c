@@ -23,6 +23,10 @@ const volatile bool filter_failed = false;
 const volatile __s32 filter_errno = 0;
 const volatile bool by_process = false;
 const volatile bool latency = false;
+/* The numbers of execve and execveat on this architecture (-1: none), set by user space: with -P, a process's
+ * name is taken again after a successful exec. */
+const volatile long execve_nr = -1;
+const volatile long execveat_nr = -1;
 
 /* Calls not counted because the -P map was full. */
 __u64 proc_map_full = 0;
@@ -165,6 +169,9 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 				return 0;
 			}
 		}
+		/* A forked child makes its first calls under its parent's name: after its exec it has its own. */
+		if (ret == 0 && (id == execve_nr || id == execveat_nr))
+			bpf_get_current_comm(&val->comm, sizeof(val->comm));
 		__sync_fetch_and_add(&val->count, 1);
 		if (latency)
 			__sync_fetch_and_add(&val->total_ns, lat);

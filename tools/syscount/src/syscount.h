@@ -17,7 +17,8 @@ struct sys_stat {
 	__u64 total_ns;
 };
 
-/* Per process with -P: calls, total time with -L, and the process's name when it was first seen. */
+/* Per process with -P: calls, total time with -L, and the process's name when it was first seen or, after a
+ * successful exec, the new program's. */
 struct proc_stat {
 	__u64 count;
 	__u64 total_ns;

@@ -13,14 +13,15 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, object_storage};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::OpenSkel;
 
 use bpf::consts::MAX_PORTS;
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -74,9 +75,10 @@ fn tcpaccept(args: Args) -> Result<()> {
     let mut out = Output::new();
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     printer.write_header(&mut out)?;
-    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "accepts", |event: &bpf::types::event| {
+    let stream = EventStream::new(&skel.maps.events, &bss.lost, "accepts");
+    sockevents::poll_events(&signals, &stream, &mut out, args.json, |out, event: &bpf::types::event| {
         match Accept::from_event(event) {
-            Some(a) => Ok(printer.write(&mut out, &a)?),
+            Some(a) => Ok(printer.write(out, &a)?),
             None => Ok(()),
         }
     })
@@ -84,8 +86,8 @@ fn tcpaccept(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
-    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
     rodata.filter_port = args.port.is_some();

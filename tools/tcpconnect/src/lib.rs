@@ -14,15 +14,16 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, object_storage,
+    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::consts::MAX_PORTS;
@@ -101,9 +102,10 @@ fn tcpconnect(args: Args) -> Result<()> {
     }
 
     printer.write_header(&mut out)?;
-    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "connects", |event: &bpf::types::event| {
+    let stream = EventStream::new(&skel.maps.events, &bss.lost, "connects");
+    sockevents::poll_events(&signals, &stream, &mut out, args.json, |out, event: &bpf::types::event| {
         match Connect::from_event(event) {
-            Some(c) => Ok(printer.write(&mut out, &c)?),
+            Some(c) => Ok(printer.write(out, &c)?),
             None => Ok(()),
         }
     })
@@ -111,8 +113,8 @@ fn tcpconnect(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
-    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();

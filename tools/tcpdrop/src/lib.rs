@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
@@ -42,8 +43,8 @@ struct Args {
     family: FamilyArgs,
     /// the netns id to filter by
     #[arg(long = "netns-id", value_name = "NETNS_ID", conflicts_with = "pid_netns",
-          value_parser = common::cli::parse_positive_u64)]
-    netns_id: Option<u64>,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    netns_id: Option<u32>,
     /// the pid whose netns to filter by
     #[arg(long = "pid-netns", value_name = "PID_NETNS", value_parser = common::cli::parse_pid)]
     pid_netns: Option<u32>,
@@ -73,7 +74,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn tcpdrop(args: Args) -> Result<()> {
     let netns = match (args.netns_id, args.pid_netns) {
-        (Some(id), _) => u32::try_from(id).context("--netns-id is beyond 32 bits")?,
+        (Some(id), _) => id,
         (_, Some(pid)) => {
             common::cli::require_process(pid)?;
             let meta = std::fs::metadata(format!("/proc/{pid}/ns/net"))
@@ -117,9 +118,10 @@ fn tcpdrop(args: Args) -> Result<()> {
     }
 
     printer.write_header(&mut out)?;
-    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "drops", |event: &bpf::types::event| {
+    let stream = EventStream::new(&skel.maps.events, &bss.lost, "drops");
+    sockevents::poll_events(&signals, &stream, &mut out, args.json, |out, event: &bpf::types::event| {
         let stack = read_stack(&skel, event.stack_id);
-        Ok(printer.write_drop(&mut out, event, &stack)?)
+        Ok(printer.write_drop(out, event, &stack)?)
     })
 }
 

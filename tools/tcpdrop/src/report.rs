@@ -12,6 +12,7 @@ use common::domain::net::{ip_addr, AF_INET, AF_INET6};
 use common::domain::tcp::{flags_str, state_name};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::process::symbols::{Symbol, Symbolizer};
+use common::stacks::tracing_frames::is_tracing_frame;
 use serde::Serialize;
 
 // SAFETY: #[repr(C)] structs of integers and integer arrays, with no padding the BPF side leaves unset.
@@ -139,8 +140,11 @@ impl Printer {
         let flags = if tcp { flags_str(e.tcpflags) } else { String::new() };
         let mut addrs = stack.to_vec();
         addrs.push(e.location);
-        let mut names: Vec<String> = self.symbolizer.kernel_each(&addrs).iter().map(frame).collect();
-        let location = names.pop().unwrap_or_default();
+        let mut symbols = self.symbolizer.kernel_each(&addrs);
+        let location = symbols.pop().map(|s| frame(&s)).unwrap_or_default();
+        // The stack starts in the tracing machinery (the BPF program, the tracepoint's calls): BCC skips it too.
+        let tracing = symbols.iter().take_while(|s| s.as_ref().is_ok_and(|s| is_tracing_frame(&s.name))).count();
+        let names: Vec<String> = symbols[tracing..].iter().map(frame).collect();
         let reason = self.reasons.name(e.reason);
         if self.json {
             return out.json_line(&JsonDrop {

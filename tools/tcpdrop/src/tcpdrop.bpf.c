@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 #include "tp_btf_raw.bpf.h"
 #include "maps.bpf.h"
+#include "ringbuf.bpf.h"
 #include "tcpdrop.h"
 
 #define IPPROTO_TCP_ 6
@@ -147,11 +148,9 @@ static __always_inline int handle(void *ctx, struct sk_buff *skb, __u64 location
 		return 0;
 	}
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
+	e = ringbuf_reserve(&events, sizeof(*e), &lost);
+	if (!e)
 		return 0;
-	}
 	__builtin_memcpy(e, &ev, sizeof(*e));
 	e->ts_ns = bpf_ktime_get_ns();
 	e->location = location;

@@ -9,18 +9,21 @@ mod bpf;
 mod report;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, object_storage};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
+use common::attach::maps::DropCounter;
 use common::cli::{parse_pid, parse_port_list};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -93,55 +96,31 @@ fn tcplife(args: Args) -> Result<()> {
     printer.write_header(&mut out)?;
 
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut losses = Losses::default();
-    common::attach::ring_buffer::poll_ring_buffer(
+    let mut untracked = DropCounter::new("sessions", "socket map full");
+    EventStream::new(&skel.maps.events, &bss.lost, "sessions").run(
         &signals,
-        &skel.maps.events,
+        &mut out,
+        args.json,
         || {
-            losses.report(&bss.lost, &bss.births_full);
+            untracked.check(&bss.births_full);
             false
         },
-        |data| {
+        |out, data| {
             let event: bpf::types::event = common::attach::maps::from_bytes(data);
             match Session::from_event(&event) {
-                Some(session) => Ok(printer.write(&mut out, &session)?),
+                Some(session) => Ok(printer.write(out, &session)?),
                 None => Ok(()),
             }
         },
     )?;
-    losses.report(&bss.lost, &bss.births_full);
+    untracked.check(&bss.births_full);
     Ok(())
-}
-
-/// Sessions the BPF side could not deliver, as already reported on stderr.
-#[derive(Default)]
-struct Losses {
-    lost: u64,
-    untracked: u64,
-}
-
-impl Losses {
-    /// Reports on stderr how many more sessions were lost since the last call. The counters live in the BPF
-    /// program's memory-mapped `.bss`, so they are read as volatile.
-    fn report(&mut self, lost: &u64, untracked: &u64) {
-        // SAFETY: both point into the skeleton's live .bss mapping, aligned u64s the kernel updates atomically.
-        let (lost, untracked) = unsafe { (std::ptr::read_volatile(lost), std::ptr::read_volatile(untracked)) };
-        let mut stderr = std::io::stderr();
-        if lost > self.lost {
-            let _ = writeln!(stderr, "tcplife: lost {} sessions (ring buffer full)", lost - self.lost);
-            self.lost = lost;
-        }
-        if untracked > self.untracked {
-            let _ = writeln!(stderr, "tcplife: missed {} sessions (socket map full)", untracked - self.untracked);
-            self.untracked = untracked;
-        }
-    }
 }
 
 /// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
-    let mut open = BpfSkelBuilder::default().open(object_storage()).context("opening the BPF object")?;
-    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF object has no read-only data")?;
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
     rodata.filter_lport = args.localport.is_some();

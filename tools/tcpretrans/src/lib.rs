@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
@@ -81,9 +82,10 @@ fn tcpretrans(args: Args) -> Result<()> {
 
     let mut printer = Printer::new(args.json, args.sequence);
     printer.write_header(&mut out)?;
-    sockevents::poll_events(&signals, &skel.maps.events, &bss.lost, "retransmits", |event: &bpf::types::event| {
+    let stream = EventStream::new(&skel.maps.events, &bss.lost, "retransmits");
+    sockevents::poll_events(&signals, &stream, &mut out, args.json, |out, event: &bpf::types::event| {
         match Retransmit::from_event(event) {
-            Some(r) => Ok(printer.write(&mut out, &r)?),
+            Some(r) => Ok(printer.write(out, &r)?),
             None => Ok(()),
         }
     })

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::Attach;
 use common::attach::loader::{
@@ -69,10 +69,11 @@ struct Args {
     /// maximum rows to print
     #[arg(short = 'r', long, default_value = "20", value_parser = parse_positive_u64)]
     rows: u64,
-    /// most connections counted at once (the size of the kernel's connection map)
-    #[arg(long, value_name = "N", default_value_t = bpf::consts::DEFAULT_CONNECTIONS as u64,
-          value_parser = parse_positive_u64)]
-    max_connections: u64,
+    /// most connections counted at once, 1 to 1048576: the kernel's connection map sets aside 16 bytes a slot
+    /// (N rounded up to a power of two) up front, and about 120 bytes for each connection in use
+    #[arg(long, value_name = "N", default_value_t = bpf::consts::DEFAULT_CONNECTIONS as u32,
+          value_parser = parse_max_connections)]
+    max_connections: u32,
     /// JSON output: one object per connection per interval, with exact byte counts
     #[arg(short = 'j', long)]
     json: bool,
@@ -94,11 +95,17 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     run::bpf_main(args.verbose, || tcptop(args))
 }
 
+/// `--max-connections N`: from 1 to MAX_CONNECTIONS, checked before anything is loaded.
+fn parse_max_connections(s: &str) -> Result<u32, String> {
+    let max = bpf::consts::MAX_CONNECTIONS as u32;
+    match s.parse::<u32>() {
+        Ok(n @ 1..) if n <= max => Ok(n),
+        _ => Err(format!("a number of connections from 1 to {max} is expected")),
+    }
+}
+
 fn tcptop(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
-    if args.max_connections > u32::MAX as u64 {
-        bail!("--max-connections is at most {}", u32::MAX);
-    }
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
@@ -155,7 +162,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
         _ => 0,
     };
     rodata.filter_cgroup = cgroup.is_some();
-    open.maps.conns.set_max_entries(args.max_connections as u32)?;
+    open.maps.conns.set_max_entries(args.max_connections)?;
     autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
     // The cgroup filter is in place before anything is attached.

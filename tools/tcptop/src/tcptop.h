@@ -6,6 +6,8 @@
 #define TASK_COMM_LEN 16
 /* Default size of the connection map (--max-connections), libbpf-tools' OUTPUT_ROWS_LIMIT. */
 #define DEFAULT_CONNECTIONS 10240
+/* The largest --max-connections: the kernel sets aside 16 bytes a slot up front (16 MiB here). */
+#define MAX_CONNECTIONS 1048576
 
 /* One connection as seen from one process. Addresses are in network order, IPv4 in the first 4 bytes. */
 struct conn {

@@ -16,10 +16,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{open_skeleton, rodata};
-use common::attach::maps::DropCounter;
 use common::cli::{parse_pid, require_process};
 use common::output::stdout::Output;
 use common::probe::attach::{attach as probe_attach, load_first, select_programs, site, Site};
@@ -244,22 +244,18 @@ fn trace(args: Args) -> Result<()> {
         printer.borrow().header(&mut out)?;
         out.flush()?;
     }
-    let mut lost = DropCounter::new("events", "ring buffer full");
-    let bss: Vec<&u64> = skels.iter().filter_map(|s| s.maps.bss_data.as_ref()).map(|b| &b.lost).collect();
-    let result = common::attach::ring_buffer::poll_ring_buffer(
+    let rings: Vec<&dyn libbpf_rs::MapCore> = vec![&skels[0].maps.events];
+    let lost: Vec<&u64> = skels.iter().filter_map(|s| s.maps.bss_data.as_ref()).map(|b| &b.lost).collect();
+    EventStream::shared(rings, lost, "events").run(
         &signals,
-        &skels[0].maps.events,
-        || {
-            lost.check_all(bss.iter().copied());
-            printer.borrow().done()
-        },
-        |data| {
-            printer.borrow_mut().event(&mut out, data)?;
+        &mut out,
+        args.json,
+        || printer.borrow().done(),
+        |out, data| {
+            printer.borrow_mut().event(out, data)?;
             Ok(())
         },
-    );
-    lost.check_all(bss.iter().copied());
-    result?;
+    )?;
     printer.borrow().finish(&mut out)?;
     out.flush()?;
     drop(links);

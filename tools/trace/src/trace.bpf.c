@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "filter.bpf.h"
+#include "ringbuf.bpf.h"
 #include "trace.h"
 #include "probe.bpf.h"
 
@@ -48,11 +49,9 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 		return 0;
 	if (!probe_filter(vals))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
+	e = ringbuf_reserve(&events, sizeof(*e), &lost);
+	if (!e)
 		return 0;
-	}
 	e->ts = bpf_ktime_get_ns();
 	e->tgid = id >> 32;
 	e->tid = tid;

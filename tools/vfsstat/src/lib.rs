@@ -4,7 +4,8 @@
 //! and vfs_rmdir in a per-CPU array (fentry, else kprobes, as BCC), or, where the kernel allows neither, the
 //! system calls that reach them (raw_syscalls:sys_exit, classified by number: see `syscalls.rs`). This front end
 //! sums the CPUs every interval, takes the difference from the previous read (nothing is lost between reads) and
-//! prints BCC's per-second rates (the count divided by the interval), or JSON lines with the exact counts.
+//! prints BCC's per-second rates (the count divided by the interval), or JSON lines with the exact counts. The
+//! last interval, cut short by Ctrl-C or a signal, is divided by its true length (BCC prints none).
 
 mod bpf;
 mod report;
@@ -12,7 +13,7 @@ mod syscalls;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -70,17 +71,26 @@ fn vfsstat(args: Args) -> Result<()> {
         report::write_header(&mut out)?;
     }
     let mut before = [0u64; S_MAXSTAT];
-    run_intervals(&signals, Some(Duration::from_secs(args.interval)), args.count, |_| {
+    let interval = Duration::from_secs(args.interval);
+    // Taken just before run_intervals takes its own start, so an interval that ends before this clock's deadline
+    // ended before the loop's: it was cut short by a signal.
+    let start = Instant::now();
+    let mut reports = 0u32;
+    run_intervals(&signals, Some(interval), args.count, |_| {
         let now = totals(&skel)?;
         let mut counts = [0u64; S_MAXSTAT];
         for (i, c) in counts.iter_mut().enumerate() {
             *c = now[i].saturating_sub(before[i]);
         }
         before = now;
+        let began = start + interval * reports;
+        reports += 1;
+        let length = Instant::now().saturating_duration_since(began).min(interval);
+        let length = if length + Duration::from_millis(1) >= interval { interval } else { length };
         if args.json {
-            report::write_json(&mut out, &counts, args.interval, mech)
+            report::write_json(&mut out, &counts, args.interval, length, mech)
         } else {
-            report::write_row(&mut out, &counts, args.interval)
+            report::write_row(&mut out, &counts, length)
         }
     })
 }

@@ -1,6 +1,7 @@
 //! vfsstat's output: BCC's header and per-second rows, or one JSON object per interval.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::Result;
 use common::attach::features::Attach;
@@ -23,16 +24,23 @@ pub fn write_header(out: &mut Output) -> Result<()> {
     Ok(())
 }
 
-/// One of BCC's rows: the wall-clock time, then each count divided by the interval (BCC's integer rate, over
-/// the whole interval even for the last, partial one, as BCC does).
-pub fn write_row(out: &mut Output, counts: &[u64; S_MAXSTAT], interval: u64) -> Result<()> {
+/// One of BCC's rows: the wall-clock time, then each count divided by the interval's length (BCC's integer rate;
+/// the length is the whole interval but for the last one when a signal cut it short: BCC prints no row for that
+/// one, this prints it with its true length).
+pub fn write_row(out: &mut Output, counts: &[u64; S_MAXSTAT], length: Duration) -> Result<()> {
     write!(out, "{:<8}: ", clock_hms())?;
-    for c in counts {
-        write!(out, " {:>8}", c / interval.max(1))?;
+    for &c in counts {
+        write!(out, " {:>8}", per_second(c, length))?;
     }
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// `count` calls over `length`, per second, rounded down (whole seconds divide exactly, as BCC's `count / interval`).
+fn per_second(count: u64, length: Duration) -> u64 {
+    let ms = length.as_millis().max(1);
+    (u128::from(count) * 1000 / ms).try_into().unwrap_or(u64::MAX)
 }
 
 #[derive(Serialize)]
@@ -48,17 +56,16 @@ struct Calls {
 }
 
 impl Calls {
-    fn new(c: &[u64; S_MAXSTAT], div: u64) -> Self {
-        let d = div.max(1);
+    fn new(c: &[u64; S_MAXSTAT], rate: impl Fn(u64) -> u64) -> Self {
         Calls {
-            read: c[0] / d,
-            write: c[1] / d,
-            fsync: c[2] / d,
-            open: c[3] / d,
-            create: c[4] / d,
-            unlink: c[5] / d,
-            mkdir: c[6] / d,
-            rmdir: c[7] / d,
+            read: rate(c[0]),
+            write: rate(c[1]),
+            fsync: rate(c[2]),
+            open: rate(c[3]),
+            create: rate(c[4]),
+            unlink: rate(c[5]),
+            mkdir: rate(c[6]),
+            rmdir: rate(c[7]),
         }
     }
 }
@@ -67,16 +74,24 @@ impl Calls {
 struct Record {
     time: String,
     interval_s: u64,
+    /// The interval's true length in seconds: `interval_s`, or less for a last interval cut short by a signal.
+    seconds: f64,
     /// What was counted: `vfs` (the kernel functions) or `syscalls` (the system calls that reach them).
     source: &'static str,
     /// The exact number of calls in the interval.
     counts: Calls,
-    /// The counts divided by the interval, as the text columns.
+    /// The counts divided by the interval's true length, as the text columns.
     per_second: Calls,
 }
 
 /// One JSON line for an interval.
-pub fn write_json(out: &mut Output, counts: &[u64; S_MAXSTAT], interval: u64, mech: Attach) -> Result<()> {
+pub fn write_json(
+    out: &mut Output,
+    counts: &[u64; S_MAXSTAT],
+    interval: u64,
+    length: Duration,
+    mech: Attach,
+) -> Result<()> {
     let source = match mech {
         Attach::Fentry | Attach::Kprobe => "vfs",
         _ => "syscalls",
@@ -84,9 +99,10 @@ pub fn write_json(out: &mut Output, counts: &[u64; S_MAXSTAT], interval: u64, me
     out.json_line(&Record {
         time: clock_rfc3339(),
         interval_s: interval,
+        seconds: length.as_millis() as f64 / 1000.0,
         source,
-        counts: Calls::new(counts, 1),
-        per_second: Calls::new(counts, interval),
+        counts: Calls::new(counts, |c| c),
+        per_second: Calls::new(counts, |c| per_second(c, length)),
     })?;
     Ok(())
 }

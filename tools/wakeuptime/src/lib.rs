@@ -15,12 +15,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{load_first_working, open_skeleton};
-use common::attach::sched::{self, BlockFilters, BlockTimeArgs, ThreadFilters};
-use common::output::offcpu::{self, Form};
+use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton, skip_tracepoint};
+use common::offcpu::sched::{self, BlockFilters, BlockTimeArgs, ThreadFilters};
+use common::offcpu::{self, Form};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -93,7 +93,7 @@ fn wakeuptime(args: Args, filters: BlockFilters) -> Result<()> {
     let samples = report::read_samples(&skel.maps.totals, &skel.maps.stackmap)?;
     report::report(&mut out, samples, report)?;
     if let Some(bss) = skel.maps.bss_data.as_ref() {
-        offcpu::warn_lost(&bss.lost_blocks, &bss.lost_starts, None);
+        offcpu::warn_lost(&bss.lost_blocks, &bss.lost_starts);
     }
     Ok(())
 }
@@ -110,24 +110,15 @@ fn load_and_attach(
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     common::prepare_offcpu_skeleton!(open, filters, btf, mech);
     open.maps.stackmap.set_max_entries(args.stack_storage_size)?;
-    // The mechanism's programs are kept by section; of its two wakeup programs, only the kernel's.
-    let waking = wakeup == "sched_waking";
-    let (unused_btf, unused_raw) = if waking {
-        (&mut open.progs.sched_wakeup_btf, &mut open.progs.sched_wakeup_raw)
-    } else {
-        (&mut open.progs.sched_waking_btf, &mut open.progs.sched_waking_raw)
-    };
-    unused_btf.set_autoload(false);
-    unused_raw.set_autoload(false);
+    // The mechanism's programs are kept by section; of its two wakeup tracepoints, only the kernel's.
+    let unused = if wakeup == "sched_waking" { "sched_wakeup" } else { "sched_waking" };
+    skip_tracepoint(open.open_object_mut(), unused);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the programs are attached.
     filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
-    let p = &skel.progs;
-    let (btf_prog, raw_prog) =
-        if waking { (&p.sched_waking_btf, &p.sched_waking_raw) } else { (&p.sched_wakeup_btf, &p.sched_wakeup_raw) };
     // The wakeups first: a stamp without its wakeup is only overwritten later, a wakeup without a stamp is ignored.
-    let wakeups = sched::attach_programs(btf_prog, raw_prog, wakeup, mech)?;
-    let switch = sched::attach_programs(&p.sched_switch_btf, &p.sched_switch_raw, "sched_switch", mech)?;
+    let wakeups = attach_loaded_tracepoint(skel.object(), "sched", wakeup)?;
+    let switch = attach_loaded_tracepoint(skel.object(), "sched", "sched_switch")?;
     Ok((skel, vec![wakeups, switch]))
 }

@@ -11,12 +11,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use common::output::offcpu::{self, Form, Report};
-use common::output::stacks::{
-    self, json_frame_list, Collected, FlameGraph, Frame, Palette, Sample, Stack, Style, Task,
-};
+use common::offcpu::{self, Form, Report};
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
+use common::stacks::{self, json_frame_list, Collected, FlameGraph, Frame, Palette, Sample, Stack, Style, Task};
 use libbpf_rs::MapCore;
 use serde::Serialize;
 

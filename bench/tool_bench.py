@@ -1,0 +1,121 @@
+"""Each tool's bench entry: `tools/<tool>/bench.toml`, read here so that nothing in bench/ names a tool by hand.
+
+The entry says how to start the tool for the start-up and memory figures (its arguments and the line that says it
+is tracing) and what its anchor is (a libbpf-tools binary or a bpftrace program doing the same work on the same
+hook). Cost figures that compare a tool with its bpftrace anchor take the program from here too, so each
+anchor is written once. The format is in docs/tool-doc.md ("The bench entry"); `make docs-check` fails for a tool
+without one.
+
+    args = ["-C"]                 # the tool's arguments (default none)
+    ready = "^Tracing"            # a regular expression for the line printed once it traces (default ^Tracing)
+    memory = "direct-writes"      # optional: the workload of the memory figure (WORKLOADS in figures.py)
+
+    [anchor]                      # either a libbpf-tools binary ...
+    libbpf-tools = "biolatency"
+    args = []
+    ready = "^Tracing"
+    # ... or a bpftrace program (started with a BEGIN block that prints "ready"):
+    # bpftrace = "tracepoint:sched:sched_waking { @[kstack] = count(); }"
+
+    [[extra]]                     # more start-up rows: label, args, ready and an anchor table of their own
+    label = "funccount t:syscalls:*"
+
+`{libc}` in an argument or program stands for the path of this machine's C library.
+"""
+
+import glob
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# bpftrace's readiness signal ("Attaching N probes..." is printed before attaching, so it is not one): a BEGIN
+# printf. bpftrace 0.17 runs BEGIN early, but its output reaches stdout only from the event loop, which starts
+# after every probe is attached (strace: the "ready" write follows the tracepoint's PERF_EVENT_IOC_ENABLE).
+BT_READY = 'BEGIN { printf("ready\\n"); } '
+
+
+def libc_path():
+    """The C library the system's programs use (the first of the usual multiarch places that exists)."""
+    for pattern in ("/lib/*-linux-gnu/libc.so.6", "/usr/lib/*-linux-gnu/libc.so.6", "/lib64/libc.so.6"):
+        found = sorted(glob.glob(pattern))
+        if found:
+            return found[0]
+    return "/lib/libc.so.6"
+
+
+def _expand(value):
+    return value.replace("{libc}", libc_path()) if isinstance(value, str) else value
+
+
+@dataclass
+class Anchor:
+    """What a tool is measured against: a libbpf-tools binary (`binary`) or a bpftrace program (`program`)."""
+    binary: str = None
+    program: str = None
+    args: list = field(default_factory=list)
+    ready: str = "^Tracing"
+
+    @property
+    def label(self):
+        return "libbpf-tools" if self.binary else "bpftrace"
+
+
+@dataclass
+class Row:
+    """One start-up row: the tool started with `args`, ready at `ready`, beside `anchor`."""
+    tool: str
+    label: str
+    args: list
+    ready: str
+    anchor: Anchor
+    memory: str = None
+
+
+def _anchor(table, tool, src):
+    if not isinstance(table, dict) or ("libbpf-tools" in table) == ("bpftrace" in table):
+        raise ValueError(f"{src}: [anchor] needs exactly one of libbpf-tools = NAME or bpftrace = PROGRAM ({tool})")
+    if "bpftrace" in table:
+        return Anchor(program=BT_READY + _expand(table["bpftrace"]), ready="^ready")
+    return Anchor(binary=table["libbpf-tools"], args=[_expand(a) for a in table.get("args", [])],
+                  ready=table.get("ready", "^Tracing"))
+
+
+def _row(tool, table, src, default_label):
+    return Row(tool=tool, label=table.get("label", default_label), args=[_expand(a) for a in table.get("args", [])],
+               ready=table.get("ready", "^Tracing"), anchor=_anchor(table.get("anchor"), tool, src),
+               memory=table.get("memory"))
+
+
+def rows_of(tool):
+    """The start-up rows of one tool: its main row first, then its [[extra]] rows."""
+    src = ROOT / "tools" / tool / "bench.toml"
+    with open(src, "rb") as f:
+        entry = tomllib.load(f)
+    rows = [_row(tool, entry, src, tool)]
+    rows += [_row(tool, extra, src, tool) for extra in entry.get("extra", [])]
+    return rows
+
+
+def tools():
+    """Every tool of the workspace (a tools/NAME folder with a Cargo.toml), sorted."""
+    return sorted(p.parent.name for p in (ROOT / "tools").glob("*/Cargo.toml"))
+
+
+def all_rows():
+    """The start-up rows of every tool that has a bench entry, in the order of the tools' names."""
+    return [row for tool in tools() if os.path.isfile(ROOT / "tools" / tool / "bench.toml") for row in rows_of(tool)]
+
+
+def anchor(tool):
+    """The anchor of a tool's main row."""
+    return rows_of(tool)[0].anchor
+
+
+def bpftrace_program(tool):
+    """The bpftrace program a tool's main row is measured against (with its ready BEGIN block)."""
+    program = anchor(tool).program
+    if program is None:
+        raise ValueError(f"tools/{tool}/bench.toml: the anchor is not a bpftrace program")
+    return program

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The task that submitted a block request, which is not always the task that issues it to the device: a busy
+ * I/O scheduler dispatches every queued request from whichever task runs the queue (or a kblockd worker), so
+ * the current task at block_rq_issue can be anyone. BCC's tools name that current task; attributing each request
+ * to its submitter is what a per-process figure needs.
+ *
+ * block_issuer_note(rq, fresh) keeps the current task's PID and name by request pointer; call it where the
+ * submitter is current: block_io_start (6.5+, blk_account_io_start in the submitter; fresh: a reused pointer's
+ * stale entry is replaced), else block_rq_insert (not fresh: a requeue inserts again from a worker, and the first
+ * note stands). At block_rq_issue,
+ * block_issuer_first_issue(rq, &issuer) gives what was noted, or the current task when nothing was (a request
+ * submitted before tracing began, or one that bypassed both points), and says whether this is the request's first
+ * issue: a request the device could not take is requeued and issued again (by whoever runs the queue then), and
+ * a tool that counts requests counts it once. block_issuer_forget(rq, nr_bytes) at block_rq_complete forgets it
+ * after its last completion. The map is an LRU: a noted request that never completes here (merged into
+ * another) ages out instead of filling it. */
+#ifndef __COREBPF_BLOCK_ISSUER_BPF_H
+#define __COREBPF_BLOCK_ISSUER_BPF_H
+
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#ifndef BLOCK_ISSUERS_MAX
+#define BLOCK_ISSUERS_MAX 16384
+#endif
+
+struct block_issuer {
+	__u32 pid;
+	__u32 issued;		/* set at the first issue */
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BLOCK_ISSUERS_MAX);
+	__type(key, struct request *);
+	__type(value, struct block_issuer);
+} block_issuers SEC(".maps");
+
+static __always_inline void block_issuer_current(struct block_issuer *issuer)
+{
+	issuer->pid = bpf_get_current_pid_tgid() >> 32;
+	bpf_get_current_comm(issuer->comm, sizeof(issuer->comm));
+}
+
+static __always_inline void block_issuer_note(struct request *rq, bool fresh)
+{
+	struct block_issuer issuer = {};
+
+	block_issuer_current(&issuer);
+	bpf_map_update_elem(&block_issuers, &rq, &issuer, fresh ? BPF_ANY : BPF_NOEXIST);
+}
+
+static __always_inline bool block_issuer_first_issue(struct request *rq, struct block_issuer *issuer)
+{
+	struct block_issuer *noted = bpf_map_lookup_elem(&block_issuers, &rq);
+
+	if (!noted) {
+		block_issuer_current(issuer);
+		return true;
+	}
+	if (noted->issued)
+		return false;
+	noted->issued = 1;
+	*issuer = *noted;
+	return true;
+}
+
+/* At block_rq_complete(rq, error, nr_bytes): the last completion covers what is left of the request. */
+static __always_inline void block_issuer_forget(struct request *rq, __u32 nr_bytes)
+{
+	if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
+		bpf_map_delete_elem(&block_issuers, &rq);
+}
+
+#endif

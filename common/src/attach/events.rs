@@ -1,0 +1,188 @@
+//! The event stream: one poll loop over a tool's BPF ring buffer, and one way to count and report lost records.
+//!
+//! The BPF side sends records with the helpers of `bpf/include/ringbuf.bpf.h` (`ringbuf_reserve`,
+//! `ringbuf_reserve_zeroed`, `ringbuf_output`), which count a record the ring buffer had no room for in a `__u64`
+//! of the program's `.bss` (`lost`, by convention; `lost_notices` for the stack tools' process notices).
+//! [`EventStream`] names the ring buffer and that counter; [`EventStream::poll`] wakes on new records, on
+//! SIGINT/SIGTERM/SIGHUP, or when the reader of a stdout pipe goes away (all polled together, so `tool | head -1`
+//! ends at once), drains what is left before returning, and turns an error of the record handler (a closed stdout
+//! pipe, typically) into its error instead of a panic inside libbpf's C callback. It returns the [`Lost`] records,
+//! which every tool reports the same way at the end ([`Lost::report`]): one line `tool: lost N <what> (<why>)` on
+//! stderr and, with `--json`, one more JSON line `{"lost":N,"what":...,"why":...}` on stdout; nothing if none was
+//! lost.
+
+use std::cell::RefCell;
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use libbpf_rs::{ErrorKind, MapCore, RingBufferBuilder};
+use serde::Serialize;
+
+use crate::output::stdout::Output;
+use crate::run::Signals;
+
+/// How often the loop wakes without events, to check for a stop request.
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Why records are lost unless told otherwise ([`EventStream::because`]).
+const RING_FULL: &str = "ring buffer full";
+
+/// A tool's ring buffer of records and the `.bss` counters of the records the BPF side could not send.
+pub struct EventStream<'a> {
+    rings: Vec<&'a dyn MapCore>,
+    lost: Vec<&'a u64>,
+    what: &'static str,
+    why: &'static str,
+}
+
+impl<'a> EventStream<'a> {
+    /// The records of ring buffer `ring`, called `what` (`execs`, `connects`) when lost; `lost` is the BPF side's
+    /// counter of those it could not send (a `u64` in the skeleton's `.bss`).
+    pub fn new(ring: &'a dyn MapCore, lost: &'a u64, what: &'static str) -> Self {
+        EventStream { rings: vec![ring], lost: vec![lost], what, why: RING_FULL }
+    }
+
+    /// One stream over several BPF objects (trace's one object per probe): their ring buffers (often one map,
+    /// shared: give it once) and each object's own counter.
+    pub fn shared(rings: Vec<&'a dyn MapCore>, lost: Vec<&'a u64>, what: &'static str) -> Self {
+        EventStream { rings, lost, what, why: RING_FULL }
+    }
+
+    /// Says `why` the records were lost, when a full ring buffer is not all a user should know.
+    pub fn because(self, why: &'static str) -> Self {
+        EventStream { why, ..self }
+    }
+
+    /// The records lost so far.
+    pub fn lost(&self) -> Lost {
+        // SAFETY: each counter points into a skeleton's memory-mapped .bss, an aligned u64 that the kernel updates
+        // concurrently: it must be read as volatile, not as a plain Rust value.
+        let count = self.lost.iter().map(|&c| unsafe { std::ptr::read_volatile(c) }).sum();
+        Lost { count, what: self.what, why: self.why }
+    }
+
+    /// Calls `handle` for every record until a stop signal arrives, `until` returns true (it is polled between
+    /// batches: for `-d DURATION` style limits and interval reports) or `handle` fails. Returns the records lost.
+    pub fn poll(
+        &self,
+        signals: &Signals,
+        mut until: impl FnMut() -> bool,
+        handle: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<Lost> {
+        let failure: RefCell<Option<anyhow::Error>> = RefCell::new(None);
+        let handle = RefCell::new(handle);
+        let mut builder = RingBufferBuilder::new();
+        for ring in &self.rings {
+            builder
+                .add(*ring, |data: &[u8]| {
+                    if failure.borrow().is_some() {
+                        return -1;
+                    }
+                    match (handle.borrow_mut())(data) {
+                        Ok(()) => 0,
+                        Err(err) => {
+                            *failure.borrow_mut() = Some(err);
+                            -1
+                        }
+                    }
+                })
+                .context("setting up the ring buffer")?;
+        }
+        let ring = builder.build().context("setting up the ring buffer")?;
+
+        // SAFETY: the ring buffer's epoll descriptor lives as long as `ring`, which outlives this borrow.
+        let epoll = unsafe { BorrowedFd::borrow_raw(ring.epoll_fd()) };
+        while !signals.stopped() && !until() {
+            if !signals.wait_readable(epoll, POLL_INTERVAL) {
+                continue;
+            }
+            let polled = ring.consume();
+            if let Some(err) = failure.borrow_mut().take() {
+                return Err(err);
+            }
+            match polled {
+                Ok(()) => {}
+                Err(err) if err.kind() == ErrorKind::Interrupted => {}
+                Err(err) => return Err(err).context("polling the ring buffer"),
+            }
+        }
+        if signals.stdout_gone() {
+            return Ok(self.lost());
+        }
+        // Records already in the buffer when the stop came are still reported.
+        let drained = ring.consume();
+        if let Some(err) = failure.borrow_mut().take() {
+            return Err(err);
+        }
+        drained.context("draining the ring buffer")?;
+        Ok(self.lost())
+    }
+}
+
+impl EventStream<'_> {
+    /// The whole event-stream run of a tool: [`EventStream::poll`], handing each record to `handle` with `out`,
+    /// then the [`Lost::report`] (unless the reader of stdout went away: nobody reads it).
+    pub fn run(
+        &self,
+        signals: &Signals,
+        out: &mut Output,
+        json: bool,
+        until: impl FnMut() -> bool,
+        mut handle: impl FnMut(&mut Output, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let lost = self.poll(signals, until, |data| handle(out, data))?;
+        if !signals.stdout_gone() {
+            lost.report(out, json)?;
+        }
+        Ok(())
+    }
+}
+
+/// Records an [`EventStream`] lost: `count` `what`, because `why`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Lost {
+    #[serde(rename = "lost")]
+    pub count: u64,
+    pub what: &'static str,
+    pub why: &'static str,
+}
+
+impl Lost {
+    /// The stderr line, `tool: lost N <what> (<why>)`, or none if nothing was lost.
+    pub fn line(&self, tool: &str) -> Option<String> {
+        (self.count > 0).then(|| format!("{tool}: lost {} {} ({})", self.count, self.what, self.why))
+    }
+
+    /// Reports the loss at the end of a run, if any: its line on stderr and, for `--json` output, the same as one
+    /// more JSON line on `out`.
+    pub fn report(&self, out: &mut Output, json: bool) -> io::Result<()> {
+        let Some(line) = self.line(crate::tool::invoked_name()) else { return Ok(()) };
+        eprintln!("{line}");
+        if json {
+            out.json_line(self)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_records_are_one_line_or_none() {
+        let lost = Lost { count: 3, what: "execs", why: RING_FULL };
+        assert_eq!(lost.line("execsnoop").as_deref(), Some("execsnoop: lost 3 execs (ring buffer full)"));
+        assert_eq!(Lost { count: 0, ..lost }.line("execsnoop"), None);
+        assert_eq!(serde_json::to_string(&lost).unwrap(), r#"{"lost":3,"what":"execs","why":"ring buffer full"}"#);
+    }
+
+    #[test]
+    fn counters_of_several_objects_add_up() {
+        let (a, b) = (2u64, 5u64);
+        let stream = EventStream { rings: Vec::new(), lost: vec![&a, &b], what: "events", why: RING_FULL };
+        assert_eq!(stream.lost().count, 7);
+    }
+}

@@ -1,0 +1,93 @@
+//! The report of tools that keep one log2 histogram per name, such as bitesize's histogram of I/O sizes per
+//! process name: a section `Process Name = dd` for each name seen in the interval, in BCC's layout, or one JSON
+//! line per name.
+//!
+//! The BPF side keeps cumulative histograms in a hash map keyed by the name (it never deletes them, so no event
+//! is lost between a read and a clear); [`run`] reads them every interval and prints what each name added since
+//! the previous read ([`IntervalDiff`]).
+
+use std::io::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cli::IntervalCount;
+use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
+use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
+use crate::run::{run_intervals, Signals};
+
+/// How the report names things: the banner's `Tracing <what>...`, the section header (`Process Name`) with the
+/// JSON field that holds the name (`comm`), and the histogram's unit (`Kbytes`).
+pub struct Layout {
+    pub what: &'static str,
+    pub header: &'static str,
+    pub field: &'static str,
+    pub unit: &'static str,
+}
+
+/// One histogram of one interval, as a JSON line.
+#[derive(Serialize)]
+struct JsonHist<'a> {
+    timestamp: &'a str,
+    unit: &'static str,
+    #[serde(flatten)]
+    name: std::collections::BTreeMap<&'static str, &'a str>,
+    buckets: Vec<Bucket>,
+    count: u64,
+}
+
+/// Writes one interval in BCC's layout: a blank line, the time with `-T`, then a section per name.
+fn write_text(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)], timestamp: bool) -> Result<()> {
+    writeln!(out)?;
+    if timestamp {
+        writeln!(out, "{:<8}", clock_hms())?;
+    }
+    for (name, hist) in sections {
+        writeln!(out, "\n{} = {name}", layout.header)?;
+        write_log2_hist(out, &hist.slots, layout.unit)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Writes one JSON line per name of this interval.
+fn write_json(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)]) -> Result<()> {
+    let timestamp = clock_rfc3339();
+    for (name, hist) in sections {
+        let line = JsonHist {
+            timestamp: &timestamp,
+            unit: layout.unit,
+            name: [(layout.field, name.as_str())].into(),
+            buckets: log2_buckets(&hist.slots),
+            count: hist.count,
+        };
+        out.json_line(&line)?;
+    }
+    Ok(())
+}
+
+/// The run: the banner (text only), then one report per interval (or one at Ctrl-C) of what each name added to
+/// the cumulative histograms `read` returns.
+pub fn run(
+    signals: &Signals,
+    every: &IntervalCount,
+    layout: &Layout,
+    json: bool,
+    timestamp: bool,
+    mut read: impl FnMut() -> Result<Vec<(String, Log2Hist)>>,
+) -> Result<()> {
+    let mut out = Output::new();
+    if !json {
+        writeln!(out, "Tracing {}... Hit Ctrl-C to end.", layout.what)?;
+        out.flush()?;
+    }
+    let mut diff = IntervalDiff::new();
+    run_intervals(signals, every.interval(), every.count, |_| {
+        let sections = diff.update(read()?);
+        if json {
+            write_json(&mut out, layout, &sections)
+        } else {
+            write_text(&mut out, layout, &sections, timestamp)
+        }
+    })
+}

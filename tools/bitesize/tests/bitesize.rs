@@ -1,0 +1,188 @@
+//! bitesize against a helper whose block I/O is known (tests/writer.c: 40 O_DIRECT writes of 64 KiB and 30 of
+//! 4 KiB), on the root disk (the tests named root_disk_*, which the test runner keeps apart from the other tools'
+//! disk counts) and on a loop device of its own, where libbpf-tools' bitesize sees the same requests: the
+//! helper's histogram holds exactly its requests, in text and JSON, filtered by name (-c) and disk (-d).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use corebpf_tests::anchor::Anchor;
+use corebpf_tests::*;
+
+/// The helper's requests by the low bound of their KiB slot.
+const EXPECTED: [(u64, u64); 2] = [(4, 30), (64, 40)];
+/// This binary's root-disk tests take turns.
+static DISK: Mutex<()> = Mutex::new(());
+
+/// A loop device over a file in memory (so its requests reach no real disk), detached when dropped.
+struct LoopDevice {
+    dev: File,
+    path: PathBuf,
+    _backing: ScratchFile,
+}
+
+impl LoopDevice {
+    fn new(tag: &str) -> LoopDevice {
+        const LOOP_SET_FD: libc::c_ulong = 0x4C00;
+        const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let backing = ScratchFile(format!("{dir}/corebpf-bitesize-{tag}-{}", std::process::id()).into());
+        let file = File::create(&backing.0).unwrap();
+        file.set_len(8 << 20).unwrap();
+        let file = OpenOptions::new().read(true).write(true).open(&backing.0).unwrap();
+        let control = File::open("/dev/loop-control").expect("/dev/loop-control (the loop driver)");
+        // Another test may take the free device first: ask again.
+        for _ in 0..20 {
+            // SAFETY: ioctls on descriptors we own, with integer arguments.
+            let n = unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) };
+            assert!(n >= 0, "no free loop device: {}", std::io::Error::last_os_error());
+            let path = PathBuf::from(format!("/dev/loop{n}"));
+            let dev = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+            if unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_SET_FD, file.as_raw_fd()) } == 0 {
+                return LoopDevice { dev, path, _backing: backing };
+            }
+        }
+        panic!("could not set up a loop device");
+    }
+
+    fn name(&self) -> String {
+        self.path.file_name().unwrap().to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
+        // SAFETY: an ioctl on a descriptor we own.
+        unsafe { libc::ioctl(self.dev.as_raw_fd(), LOOP_CLR_FD, 0) };
+    }
+}
+
+/// A file of 3 MiB on the root file system, written and synced, so that the helper's writes are overwrites.
+fn root_disk_file(tag: &str) -> ScratchFile {
+    let file = ScratchFile::new(&format!("bitesize-{tag}"));
+    let mut f = File::create(&file.0).unwrap();
+    f.write_all(&vec![b'a'; 3 << 20]).unwrap();
+    f.sync_all().unwrap();
+    file
+}
+
+/// Runs the helper on `target` (a file or a device) under bitesize (`args` plus `-c` with the helper's name,
+/// environment `env`), and under libbpf-tools' bitesize with `anchor_args` plus the same `-c` if given; returns
+/// our output, the anchor's (empty without one) and the helper's name.
+fn trace_helper(
+    target: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    anchor_args: Option<&[&str]>,
+) -> (Finished, String, String) {
+    let exe = build_c_helper("bitesize-writer", include_str!("writer.c"), &["-O1"]);
+    let child = Command::new(&exe).arg(target).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut helper = KillOnDrop(child);
+    wait_sleeping(helper.0.id(), Duration::from_secs(10));
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", helper.0.id())).unwrap().trim_end().to_string();
+
+    let mut ours_args = args.to_vec();
+    ours_args.extend(["-c", comm.as_str()]);
+    let mut run = Running::start_with_env("bitesize", &ours_args, env);
+    run.wait_attached(Duration::from_secs(20));
+    let anchor = anchor_args.map(|a| {
+        let mut a = a.to_vec();
+        a.extend(["-c", comm.as_str()]);
+        Anchor::start("bitesize", &a, "Tracing")
+    });
+
+    let mut stdin = helper.0.stdin.take().unwrap();
+    stdin.write_all(b"g").unwrap();
+    let mut line = String::new();
+    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "done\n", "the helper failed");
+    drop(stdin);
+    assert!(helper.0.wait().unwrap().success(), "the helper failed");
+    run.signal(libc::SIGINT);
+    (run.finish(Duration::from_secs(20)), anchor.map(Anchor::finish).unwrap_or_default(), comm)
+}
+
+/// The non-empty slots of a text histogram, by low bound.
+fn counted(text: &str) -> Vec<(u64, u64)> {
+    hist_rows(text).into_iter().filter(|&(_, _, n)| n > 0).map(|(low, _, n)| (low, n)).collect()
+}
+
+#[test]
+fn root_disk_counts_each_request_of_its_submitter() {
+    let _turn = DISK.lock().unwrap_or_else(|e| e.into_inner());
+    let file = root_disk_file("text");
+    let (done, _, comm) = trace_helper(&file.0, &[], &[], None);
+    done.assert_success();
+    assert!(done.stdout.starts_with("Tracing block I/O... Hit Ctrl-C to end.\n"), "{}", done.stdout);
+    let section = format!("\nProcess Name = {comm}\n     Kbytes              : count     distribution\n");
+    assert!(done.stdout.contains(&section), "no section for the helper:\n{}", done.stdout);
+    assert_eq!(counted(&done.stdout), EXPECTED, "ours:\n{}", done.stdout);
+    done.assert_no_programs_left();
+}
+
+#[test]
+fn root_disk_json_with_the_disk_filter() {
+    let _turn = DISK.lock().unwrap_or_else(|e| e.into_inner());
+    let file = root_disk_file("json");
+    let disk = root_disk();
+    let (done, _, comm) = trace_helper(&file.0, &["-j", "-d", &disk], &[], None);
+    done.assert_success();
+    let lines = json_lines(&done.stdout);
+    assert_eq!(lines.len(), 1, "one process name, one interval:\n{}", done.stdout);
+    assert_eq!(lines[0]["comm"], comm.as_str());
+    assert_eq!(lines[0]["unit"], "Kbytes");
+    let slots: Vec<(u64, u64)> = lines[0]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["count"].as_u64() > Some(0))
+        .map(|b| (b["low"].as_u64().unwrap(), b["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(slots, EXPECTED, "{}", done.stdout);
+    assert_eq!(lines[0]["count"], 70);
+}
+
+#[test]
+fn root_disk_forced_raw_tp_counts_the_same() {
+    let _turn = DISK.lock().unwrap_or_else(|e| e.into_inner());
+    let file = root_disk_file("raw");
+    // The raw_tp half of each pair, as on a kernel whose tp_btf this tool cannot use.
+    let (done, _, _) = trace_helper(&file.0, &[], &[("COREBPF_ATTACH", "raw_tp")], None);
+    done.assert_success();
+    assert_eq!(counted(&done.stdout), EXPECTED, "ours (raw_tp):\n{}", done.stdout);
+}
+
+#[test]
+fn agrees_with_libbpf_tools_on_a_disk_of_its_own() {
+    let dev = LoopDevice::new("anchor");
+    let name = dev.name();
+    let (done, anchor, _) = trace_helper(&dev.path, &["-d", &name], &[], Some(&["-d", &name]));
+    done.assert_success();
+    assert_eq!(counted(&done.stdout), EXPECTED, "ours:\n{}", done.stdout);
+    assert_eq!(counted(&anchor), EXPECTED, "libbpf-tools' bitesize:\n{anchor}");
+}
+
+#[test]
+fn another_disk_filters_everything_out() {
+    let dev = LoopDevice::new("other");
+    let other = LoopDevice::new("filter");
+    let (done, _, _) = trace_helper(&dev.path, &["-d", &other.name()], &[], None);
+    done.assert_success();
+    assert_eq!(counted(&done.stdout), [], "ours:\n{}", done.stdout);
+}
+
+#[test]
+fn bad_disk_and_name_are_one_line() {
+    let done = run_tool("bitesize", &["-d", "nosuchdisk"]);
+    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
+    let done = run_tool("bitesize", &["-c", ""]);
+    assert_eq!(done.status.code(), Some(2), "stderr: {}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
+}

@@ -1,0 +1,112 @@
+//! exitsnoop: trace process exits, with their age and exit code or fatal signal (BCC's tool, CO-RE).
+//!
+//! The BPF side (`exitsnoop.bpf.c`) sends one record per exit from `sched:sched_process_exit` (tp_btf, else
+//! raw_tp, else the classic tracepoint), filtered in the kernel by PID, cgroup and failure; this front end prints
+//! BCC's columns (`[TIME-TZ] [LABEL] PCOMM PID PPID TID AGE(s) EXIT_CODE`) or JSON lines, and reports on stderr
+//! every exit the kernel side could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::events::EventStream;
+use common::attach::features::Attach;
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
+use common::cli::parse_pid;
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Exit, Printer, Style};
+
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// Trace process exits (normal exits and fatal signals), with each process's age
+#[derive(Debug, Parser)]
+#[command(name = "exitsnoop", version, after_help = EXAMPLES)]
+struct Args {
+    /// Start each line with the time of day (local time)
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Start each line with the time of day in UTC (implies -t)
+    #[arg(long)]
+    utc: bool,
+    /// Show the exits of this process only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Start each line with this label (`exit` if none is given)
+    #[arg(long, value_name = "LABEL", num_args = 0..=1, default_missing_value = "exit")]
+    label: Option<String>,
+    /// Show failed exits only: a non-zero exit code or a fatal signal
+    #[arg(short = 'x', long)]
+    failed: bool,
+    /// Show the exit of every thread, not only each process's end
+    #[arg(short = 'T', long = "per-thread", alias = "threaded")]
+    per_thread: bool,
+    /// Show processes in this cgroup (v2 directory) only
+    #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
+    cgroup: Option<PathBuf>,
+    /// JSON output: one object per exit, with the age in nanoseconds
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || exitsnoop(args))
+}
+
+fn exitsnoop(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    let signals = Signals::install()?;
+    let ((skel, _link), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+
+    let mut out = Output::new();
+    let mut printer = Printer::new(Style {
+        json: args.json,
+        timestamp: args.timestamp || args.utc,
+        utc: args.utc,
+        label: args.label.clone(),
+    });
+    printer.write_header(&mut out)?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    EventStream::new(&skel.maps.events, &bss.lost, "exits").run(
+        &signals,
+        &mut out,
+        args.json,
+        || false,
+        |out, data| Ok(printer.write(out, &Exit::from_bytes(data))?),
+    )
+}
+
+/// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
+fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let ro = rodata(&mut open.maps.rodata_data)?;
+    ro.target_tgid = args.pid.unwrap_or(0);
+    ro.per_thread = args.per_thread;
+    ro.failed_only = args.failed;
+    ro.filter_cgroup = cgroup.is_some();
+    autoload_by_section(open.open_object_mut(), mech);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
+    let link = attach_loaded_tracepoint(skel.object(), "sched", "sched_process_exit")?;
+    Ok((skel, link))
+}

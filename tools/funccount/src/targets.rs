@@ -1,3 +1,0 @@
-//! funccount's targets are the shared probe patterns of `common::process::targets`.
-
-pub use common::process::targets::*;

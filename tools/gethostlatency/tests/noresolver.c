@@ -1,0 +1,2 @@
+/* A helper of gethostlatency's tests: a dynamically linked program that calls no resolver function. */
+int main(void) { return 0; }

@@ -1,0 +1,158 @@
+//! opensnoop against a helper that, in a scratch directory of its own, opens a file K times by a relative path
+//! and K times by its absolute path, one missing file (ENOENT), one new file with O_CREAT and mode 0640, and the
+//! file once through openat2; all filtered by the helper's PID, so concurrent tests never see each other. The
+//! helper waits for a line on stdin, so it opens only once the tool is attached.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use corebpf_tests::*;
+use serde_json::Value;
+
+const HELPER: &str = include_str!("opener.c");
+
+struct Workdir(PathBuf);
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn workdir() -> Workdir {
+    let dir = ScratchFile::new("opensnoop").0.clone();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("target.txt"), b"x").unwrap();
+    Workdir(dir)
+}
+
+/// True once process `pid` holds BPF links (its programs are attached).
+fn has_links(pid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
+    entries.flatten().filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count() >= 4
+}
+
+/// Runs opensnoop with `args` plus `-p <helper>` over a K-open helper; returns the work directory and the run.
+fn traced(args: &[&str], k: u32) -> (Workdir, Finished) {
+    let dir = workdir();
+    let exe = build_c_helper("opensnoop-helper", HELPER, &["-O1"]);
+    let mut helper =
+        KillOnDrop(Command::new(exe).arg(&dir.0).arg(k.to_string()).stdin(Stdio::piped()).spawn().unwrap());
+    let pid = helper.0.id().to_string();
+    let mut all = args.to_vec();
+    all.extend(["-p", &pid]);
+    let mut run = Running::start("opensnoop", &all);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !has_links(run.pid()) {
+        assert!(Instant::now() < deadline, "opensnoop {all:?} did not attach within 20 s");
+        thread::sleep(Duration::from_millis(20));
+    }
+    run.note_programs();
+    helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(helper.0.wait().unwrap().success());
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    (dir, done)
+}
+
+fn with_path<'a>(recs: &'a [Value], path: &str) -> Vec<&'a Value> {
+    recs.iter().filter(|r| r["path"] == path).collect()
+}
+
+/// Issue 31 item 17: the tool's own opens while it sets up (the tracefs files of the tracepoints it attaches
+/// after the first) are not shown. System-wide, until every program is attached and a moment after.
+#[test]
+fn its_own_opens_are_not_shown() {
+    let mut run = Running::start("opensnoop", &["--json"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !has_links(run.pid()) {
+        assert!(Instant::now() < deadline, "opensnoop did not attach within 20 s");
+        thread::sleep(Duration::from_millis(20));
+    }
+    run.wait_attached(Duration::from_secs(20));
+    let pid = run.pid();
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    let own: Vec<Value> = json_lines(&done.stdout).into_iter().filter(|r| r["pid"] == pid).collect();
+    assert!(own.is_empty(), "opensnoop shows its own opens: {own:?}");
+}
+
+#[test]
+fn every_open_with_fd_errno_and_path() {
+    let k = 20;
+    let (dir, done) = traced(&["--json"], k);
+    let recs = json_lines(&done.stdout);
+    let abs = dir.0.join("target.txt").to_string_lossy().into_owned();
+    let rel = with_path(&recs, "target.txt");
+    assert_eq!(rel.len() as u32, k + 1, "{}", done.stdout);
+    assert_eq!(rel.iter().filter(|r| r["syscall"] == "openat2").count(), 1, "{}", done.stdout);
+    assert_eq!(with_path(&recs, &abs).len() as u32, k, "{}", done.stdout);
+    for r in rel.iter().chain(with_path(&recs, &abs).iter()) {
+        assert!(r["fd"].as_i64().unwrap() >= 3, "{r}");
+        assert_eq!(r["err"], 0, "{r}");
+    }
+    let missing = with_path(&recs, "missing.txt");
+    assert_eq!(missing.len(), 1, "{}", done.stdout);
+    assert_eq!((missing[0]["fd"].clone(), missing[0]["err"].clone()), (Value::from(-1), Value::from(2)));
+    assert_eq!(missing[0]["errno"], "ENOENT");
+    let created = with_path(&recs, "created.txt");
+    assert_eq!(created.len(), 1, "{}", done.stdout);
+    assert_eq!(created[0]["mode"], 0o640);
+    assert_eq!(created[0]["flags"], (libc::O_WRONLY | libc::O_CREAT) as u64);
+    assert_eq!(created[0]["flag_names"], serde_json::json!(["O_WRONLY", "O_CREAT"]));
+}
+
+#[test]
+fn full_path_from_the_dentry_chain() {
+    let (dir, done) = traced(&["--json", "-F"], 2);
+    let recs = json_lines(&done.stdout);
+    let abs = dir.0.join("target.txt").to_string_lossy().into_owned();
+    let rel = with_path(&recs, "target.txt");
+    assert_eq!(rel.len(), 3, "{}", done.stdout);
+    assert!(rel.iter().all(|r| r["full_path"] == abs.as_str()), "{}", done.stdout);
+    assert!(with_path(&recs, &abs).iter().all(|r| r["full_path"] == abs.as_str()));
+    // The text column too.
+    let (dir, done) = traced(&["-F"], 1);
+    let want = dir.0.join("missing.txt").to_string_lossy().into_owned();
+    let line = done.stdout.lines().find(|l| l.contains("missing.txt")).unwrap_or_else(|| panic!("{}", done.stdout));
+    assert!(line.ends_with(&format!("  -1   2 {want}")), "{line}");
+}
+
+#[test]
+fn failed_only_and_flag_filter() {
+    let (_, done) = traced(&["--json", "-x"], 3);
+    let recs = json_lines(&done.stdout);
+    assert_eq!(recs.len(), 1, "{}", done.stdout);
+    assert_eq!(recs[0]["path"], "missing.txt");
+    let (_, done) = traced(&["--json", "-f", "O_CREAT"], 3);
+    let recs = json_lines(&done.stdout);
+    assert_eq!(recs.len(), 1, "{}", done.stdout);
+    assert_eq!(recs[0]["path"], "created.txt");
+}
+
+#[test]
+fn extended_columns_and_name_filter() {
+    let (_, done) = traced(&["-e", "-n", "opensnoop-h"], 1);
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    assert_eq!(lines[0], "PID    COMM               FD ERR FLAGS    MODE PATH", "{}", done.stdout);
+    let created = lines.iter().find(|l| l.ends_with(" created.txt")).unwrap_or_else(|| panic!("{}", done.stdout));
+    assert!(created.contains(&format!(" {:08o} 0640 created.txt", libc::O_WRONLY | libc::O_CREAT)), "{created}");
+    let plain = lines.iter().find(|l| l.ends_with(" missing.txt")).unwrap();
+    assert!(plain.contains(" 00000000 n/a  missing.txt"), "{plain}");
+    let (_, done) = traced(&["--json", "-n", "no-such-comm"], 1);
+    assert_eq!(done.stdout, "");
+}
+
+#[test]
+fn bad_input() {
+    let done = run_tool("opensnoop", &["-p", "999999999"]);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    let done = run_tool("opensnoop", &["-f", "O_BOGUS"]);
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+}

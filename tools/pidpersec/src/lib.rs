@@ -1,0 +1,100 @@
+//! pidpersec: new processes per second (BCC's tool, CO-RE).
+//!
+//! The BPF side counts every new task at sched:sched_process_fork into one cumulative counter; this side reads it
+//! once a second and prints the difference, `HH:MM:SS: PIDs/sec: N` as BCC does, or a JSON line.
+
+mod bpf;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton};
+use common::output::stdout::{clock_hms, Output};
+use common::run::{self, Signals, Tick};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
+use serde::Serialize;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// Print how many new processes (forks and clones) each second brings.
+#[derive(Debug, Parser)]
+#[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+struct Args {
+    /// JSON output: one object per second, with the exact count
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || pidpersec(args))
+}
+
+/// One second, as JSON.
+#[derive(Serialize)]
+struct Second {
+    /// The wall clock at the end of the second (the text line's time).
+    time: String,
+    /// The monotonic clock (CLOCK_MONOTONIC, seconds) just after the count was read.
+    ts: f64,
+    /// New tasks (forks and clones) since the line before.
+    pids: u64,
+}
+
+fn monotonic_secs() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+fn pidpersec(args: Args) -> Result<()> {
+    let signals = Signals::install()?;
+    let ((skel, _link), _mech) = load_first_working(TOOL.attach, args.verbose.on(), load_and_attach)?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    // SAFETY: the .bss is mapped memory the BPF program updates; a volatile read sees its current value.
+    let forks = || unsafe { std::ptr::read_volatile(&bss.forks) };
+    let mut out = Output::new();
+    if !args.json {
+        writeln!(out, "Tracing... Ctrl-C to end.")?;
+        out.flush()?;
+    }
+    let mut last = forks();
+    let interval = Duration::from_secs(bpf::consts::INTERVAL_SECS as u64);
+    run::run_intervals(&signals, Some(interval), None, |tick| {
+        // Ctrl-C ends the run without a line for the part-second, as BCC's tool.
+        if matches!(tick, Tick::Last) {
+            return Ok(());
+        }
+        let now = forks();
+        let pids = now.wrapping_sub(last);
+        last = now;
+        if args.json {
+            out.json_line(&Second { time: clock_hms(), ts: monotonic_secs(), pids })?;
+        } else {
+            writeln!(out, "{}: PIDs/sec: {pids}", clock_hms())?;
+            out.flush()?;
+        }
+        Ok(())
+    })
+}
+
+fn load_and_attach(mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    autoload_by_section(open.open_object_mut(), mech);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+    let link = attach_loaded_tracepoint(skel.object(), "sched", "sched_process_fork")?;
+    Ok((skel, link))
+}

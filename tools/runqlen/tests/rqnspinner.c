@@ -1,0 +1,3 @@
+/* The helper of runqlen's tests. `rqnspinner`: spins until killed. */
+#include <sys/prctl.h>
+int main(void) { prctl(PR_SET_NAME, "rqnspinner"); for (;;) {} }

@@ -1,0 +1,137 @@
+//! sigsnoop: trace signals sent, with sender, target and result (libbpf-tools' tool, CO-RE).
+//!
+//! The BPF side (`sigsnoop.bpf.c`) sends one record per signal the kernel generates (`signal:signal_generate`,
+//! tp_btf, else raw_tp, else the classic tracepoint), or with `-k` per kill, tkill and tgkill call (syscalls
+//! tracepoints, with the call's result); sender PID, signal and failure filters run in the kernel. This front end
+//! prints libbpf-tools' columns (`TIME PID COMM SIG TPID TCOMM RESULT`) or JSON lines, and reports on stderr every
+//! signal the kernel side could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::events::EventStream;
+use common::attach::features::Attach;
+use common::attach::links::Links;
+use common::attach::loader::{
+    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
+use common::attach::maps::DropCounter;
+use common::cli::parse_pid;
+use common::domain::signals;
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Printer, Signal};
+
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// Trace signals as they are sent: every signal the kernel generates, or the kill system calls
+#[derive(Debug, Parser)]
+#[command(name = "sigsnoop", version, after_help = EXAMPLES)]
+struct Args {
+    /// Show failed signals only (not delivered; with -k, calls that returned an error)
+    #[arg(short = 'x', long)]
+    failed: bool,
+    /// Trace the kill, tkill and tgkill system calls only, with their return values
+    #[arg(short = 'k', long)]
+    kill: bool,
+    /// Show signal names (SIGKILL) instead of numbers
+    #[arg(short = 'n', long)]
+    name: bool,
+    /// Show the signals this process sends only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Show these signals only: numbers or names, separated by commas (9,TERM,SIGUSR1)
+    #[arg(short = 's', long, value_name = "SIGNAL", value_parser = parse_signals)]
+    signal: Option<u64>,
+    /// JSON output: one object per signal
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || sigsnoop(args))
+}
+
+/// A comma-separated list of signals as a mask: bit `n - 1` for signal `n`.
+fn parse_signals(s: &str) -> Result<u64, String> {
+    s.split(',').try_fold(0u64, |mask, one| match signals::parse(one.trim()) {
+        Some(n) => Ok(mask | 1 << (n - 1)),
+        None => Err(format!("'{one}' is not a signal (a number from 1 to {} or a name)", signals::MAX)),
+    })
+}
+
+fn sigsnoop(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut out = Output::new();
+    let mut printer = Printer::new(args.json, args.name);
+    printer.write_header(&mut out)?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut untracked = DropCounter::new("signals", "too many calls in flight");
+    EventStream::new(&skel.maps.events, &bss.lost, "signals").run(
+        &signals,
+        &mut out,
+        args.json,
+        || {
+            untracked.check(&bss.inflight_full);
+            false
+        },
+        |out, data| Ok(printer.write(out, &Signal::from_bytes(data))?),
+    )?;
+    untracked.check(&bss.inflight_full);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the signal_generate program of one attach mechanism (and the
+/// syscall tracepoints with -k), loads and attaches them.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let ro = rodata(&mut open.maps.rodata_data)?;
+    ro.target_tgid = args.pid.unwrap_or(0);
+    ro.kill_only = args.kill;
+    ro.failed_only = args.failed;
+    ro.sig_mask = args.signal.unwrap_or(0);
+    if !args.kill {
+        open.maps.inflight.set_max_entries(1).context("sizing the in-flight map")?;
+    }
+    autoload_by_section(open.open_object_mut(), mech);
+    for mut prog in open.open_object_mut().progs_mut() {
+        if prog.section().to_string_lossy().starts_with("tracepoint/syscalls/") {
+            prog.set_autoload(args.kill);
+        }
+    }
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    let mut links = Links::from(Vec::new());
+    if args.kill {
+        let p = &skel.progs;
+        // Exits first, so that no call is left in flight by an entry seen without its exit.
+        for (prog, name) in [
+            (&p.kill_exit, "sys_exit_kill"),
+            (&p.tkill_exit, "sys_exit_tkill"),
+            (&p.tgkill_exit, "sys_exit_tgkill"),
+            (&p.kill_enter, "sys_enter_kill"),
+            (&p.tkill_enter, "sys_enter_tkill"),
+            (&p.tgkill_enter, "sys_enter_tgkill"),
+        ] {
+            links.push(attach_tracepoint(prog, "syscalls", name, Attach::Tracepoint)?);
+        }
+    }
+    links.push(attach_loaded_tracepoint(skel.object(), "signal", "signal_generate")?);
+    Ok((skel, links))
+}

@@ -1,0 +1,164 @@
+//! stackcount against a helper with known call paths: `target()` is called CALLS_A times from `caller_a()` and
+//! CALLS_B times from `caller_b()`, and makes one `getppid()` each time; `hot()` is called SITE_A times from one
+//! place in `main` and SITE_B times from another. The helper (built -O0, so every function
+//! sets up its frame and the kernel can name a uprobe's caller) waits for a line on stdin, so the tool is attached
+//! before the first call. Kernel functions run in the VM matrix; here they are refused with one line.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use corebpf_tests::libc;
+use corebpf_tests::{build_c_helper, json_lines, run_tool, Finished, KillOnDrop, Running, ScratchFile};
+
+const CALLS_A: u64 = 37;
+const CALLS_B: u64 = 23;
+const SITE_A: u64 = 300;
+const SITE_B: u64 = 700;
+
+const HELPER: &str = include_str!("callpaths.c");
+
+fn helper() -> PathBuf {
+    build_c_helper("stackcount-helper", HELPER, &["-O0", "-fno-omit-frame-pointer"])
+}
+
+/// Runs stackcount with `args` (`{exe}` is the helper's path, `{pid}` its PID) around the helper's calls; the
+/// helper exits before the tool is stopped.
+fn count(args: &[&str], env: &[(&str, &str)]) -> Finished {
+    let exe = helper();
+    let mut child =
+        KillOnDrop(Command::new(&exe).arg("300").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("helper"));
+    let pid = child.0.id().to_string();
+    let args: Vec<String> =
+        args.iter().map(|a| a.replace("{exe}", &exe.display().to_string()).replace("{pid}", &pid)).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut run = Running::start_with_env("stackcount", &args, env);
+    if args.contains(&"-f") || args.contains(&"--json") {
+        std::thread::sleep(Duration::from_millis(1500));
+        run.note_programs();
+    } else {
+        run.wait_for_line("Tracing", Duration::from_secs(60));
+    }
+    child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.0.wait().unwrap().success());
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    done
+}
+
+/// BCC's multi-line output: each stack's frames and its count.
+fn stacks(stdout: &str) -> Vec<(Vec<String>, u64)> {
+    stdout
+        .split("\n\n")
+        .filter_map(|block| {
+            let lines: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+            let count = lines.last()?.trim().parse().ok()?;
+            let frames = lines[..lines.len() - 1].iter().map(|l| l.trim().to_owned()).collect();
+            Some((frames, count))
+        })
+        .collect()
+}
+
+/// Total count of the stacks whose frames include `name`.
+fn count_with(stacks: &[(Vec<String>, u64)], name: &str) -> u64 {
+    stacks.iter().filter(|(f, _)| f.iter().any(|x| x == name)).map(|(_, c)| c).sum()
+}
+
+#[test]
+fn a_user_function_counted_per_caller_exactly() {
+    for env in [&[][..], &[("COREBPF_ATTACH", "uprobe")][..]] {
+        let done = count(&["-U", "-p", "{pid}", "{exe}:target"], env);
+        let s = stacks(&done.stdout);
+        assert_eq!(count_with(&s, "caller_a"), CALLS_A, "{env:?}:\n{}", done.stdout);
+        assert_eq!(count_with(&s, "caller_b"), CALLS_B, "{env:?}:\n{}", done.stdout);
+        // Innermost first: target, then its caller, then main; the helper had exited when the tool printed.
+        let a = s.iter().find(|(f, _)| f.contains(&"caller_a".to_string())).unwrap();
+        assert_eq!(&a.0[..3], ["target", "caller_a", "main"], "{}", done.stdout);
+        assert!(done.stdout.trim_end().ends_with("Detaching..."), "{}", done.stdout);
+    }
+}
+
+/// Two call sites of `hot()` in main: the stacks differ only in main's return address, so they print differently
+/// with -s (offsets) and -v (addresses) and stay two entries there, as BCC prints one entry per stack; without
+/// either they print alike and are one entry.
+#[test]
+fn two_call_sites_stay_apart_where_offsets_or_addresses_show() {
+    for flags in [&["-s"][..], &["-v"][..], &["-s", "-v"][..]] {
+        let mut args = flags.to_vec();
+        args.extend(["-U", "-p", "{pid}", "{exe}:hot"]);
+        let done = count(&args, &[]);
+        let mut counts: Vec<u64> = stacks(&done.stdout).iter().map(|(_, c)| *c).collect();
+        counts.sort_unstable();
+        assert_eq!(counts, [SITE_A, SITE_B], "{flags:?}:\n{}", done.stdout);
+    }
+    let done = count(&["-U", "-p", "{pid}", "{exe}:hot"], &[]);
+    let counts: Vec<u64> = stacks(&done.stdout).iter().map(|(_, c)| *c).collect();
+    assert_eq!(counts, [SITE_A + SITE_B], "{}", done.stdout);
+}
+
+#[test]
+fn a_tracepoint_counts_every_event_by_stack() {
+    let done = count(&["-U", "-p", "{pid}", "t:syscalls:sys_enter_getppid"], &[]);
+    let s = stacks(&done.stdout);
+    let total: u64 = s.iter().map(|(_, c)| c).sum();
+    assert_eq!(total, CALLS_A + CALLS_B, "{}", done.stdout);
+    assert_eq!(count_with(&s, "caller_a"), CALLS_A, "{}", done.stdout);
+    assert_eq!(count_with(&s, "caller_b"), CALLS_B, "{}", done.stdout);
+}
+
+#[test]
+fn folded_lines_and_a_flame_graph() {
+    let svg = ScratchFile::new("stackcount.svg");
+    let svg_arg = svg.0.display().to_string();
+    let done = count(&["-f", "-U", "-p", "{pid}", "--flamegraph", &svg_arg, "{exe}:target"], &[]);
+    let mut folded = BTreeMap::new();
+    for line in done.stdout.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a folded line: {line}"));
+        *folded.entry(stack.to_owned()).or_insert(0u64) += n.parse::<u64>().unwrap();
+    }
+    let a: u64 = folded.iter().filter(|(k, _)| k.ends_with(";main;caller_a;target")).map(|(_, n)| n).sum();
+    let b: u64 = folded.iter().filter(|(k, _)| k.ends_with(";main;caller_b;target")).map(|(_, n)| n).sum();
+    assert_eq!((a, b), (CALLS_A, CALLS_B), "{}", done.stdout);
+    assert!(
+        folded.keys().all(|k| k.starts_with("stackcount-help")),
+        "-p lines start with the command:\n{}",
+        done.stdout
+    );
+    let svg = std::fs::read_to_string(&svg.0).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.contains("caller_a") && svg.contains("caller_b"), "{}", &svg[..200]);
+}
+
+#[test]
+fn json_and_per_process_lines() {
+    let done = count(&["--json", "-U", "-p", "{pid}", "{exe}:target"], &[]);
+    let total: u64 = json_lines(&done.stdout).iter().map(|v| v["count"].as_u64().unwrap()).sum();
+    assert_eq!(total, CALLS_A + CALLS_B, "{}", done.stdout);
+    for v in json_lines(&done.stdout) {
+        assert!(v["kernel_stack"].as_array().unwrap().is_empty(), "-U: {v}");
+        assert_eq!(v["user_stack"][0]["name"], "target", "{v}");
+    }
+    // -P names the process under each stack, as BCC: `    comm [pid]`.
+    let done = count(&["-P", "-U", "{exe}:target"], &[]);
+    assert!(done.stdout.contains("    stackcount-help ["), "{}", done.stdout);
+}
+
+#[test]
+fn bad_input_gets_one_clear_line() {
+    for (args, code, needle) in [
+        (&["-K", "-U", "c:getpid"][..], 2, "cannot be used with"),
+        (&["c:no_such_function_at_all_xyz"][..], 1, "no_such_function_at_all_xyz"),
+        (&["t:no_such_category:no_such_event"][..], 1, "no_such"),
+        (&["-p", "999999999", "c:getpid"][..], 1, "no process"),
+        (&["--stack-storage-size", "0", "c:getpid"][..], 2, "stack-storage-size"),
+        (&["vfs_read"][..], 1, ""),
+    ] {
+        let done = run_tool("stackcount", args);
+        assert_eq!(done.status.code(), Some(code), "{args:?}: {done:?}");
+        assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
+        assert!(done.stderr.starts_with("stackcount: ") && done.stderr.contains(needle), "{args:?}: {}", done.stderr);
+    }
+}

@@ -1,0 +1,18 @@
+/* The helper of syscount's tests. `helper PATH N M [nowait]`: waits for a line (unless `nowait`), then makes
+ * N getppid() and M open(PATH) (PATH must not exist, so each fails); exits 0. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    char line[16];
+    long n = atol(argv[2]), m = atol(argv[3]);
+    if (argc < 5 && !fgets(line, sizeof line, stdin)) return 1;
+    for (long i = 0; i < n; i++) syscall(SYS_getppid);
+    for (long i = 0; i < m; i++)
+        if (syscall(SYS_open, argv[1], O_RDONLY) != -1) return 1;
+    return 0;
+}
