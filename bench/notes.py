@@ -145,7 +145,7 @@ Checked by hand on this machine (`bpftool prog dump xlated`, `/proc/PID/fdinfo`,
 
 - **Size.** Each of ours carries Rust's standard library, clap's parser and help text, serde_json, the `common`
   crate and a statically linked libbpf (libbpf-tools link libbpf statically too), so a binary is several times a
-  libbpf-tools one; profile adds blazesym and inferno. What would shrink the installed set: one multi-call binary
+  libbpf-tools one; profile adds blazesym. What would shrink the installed set: one multi-call binary
   with a link per tool (busybox style), so that all of this is paid once instead of once per tool.
 - **BPF map memory** is `memlock` of maps, and both sides preallocate their hash maps at `max_entries`. Our
   biolatency's `hists` entries keep 64-bit slots plus an exact count and sum per histogram (for `-e` and JSON),

@@ -8,7 +8,7 @@
 //! so that exited ones are still named), adds up the samples that print the same ([`merge`]), drops the tracing
 //! machinery's own frames ([`tracing_frames`]), names kernel modules from /proc/kallsyms ([`kallsyms`]) and writes
 //! them with a [`Style`]: BCC's multi-line stacks ([`multiline`]), folded lines (`-f`, [`folded`]), JSON lines
-//! (`--json`, [`json`]) or an SVG flame graph drawn by inferno (`--flamegraph FILE`, [`flamegraph`]). A sample may
+//! (`--json`, [`json`]) or an SVG flame graph (`--flamegraph FILE`, [`flamegraph`]). A sample may
 //! carry a second, "waker" side (offwaketime), printed after BCC's `--` separator and folded on top of the blocked
 //! stack.
 //!
