@@ -7,6 +7,7 @@
 #   make install      install corebpf-tools, a link per tool, man pages and completions (PREFIX, DESTDIR, APP_PREFIX)
 #   make uninstall    remove exactly what `make install` installs (same PREFIX, DESTDIR, APP_PREFIX)
 #   make deb          Debian package in target/debian/ (tools as /usr/sbin/$(DEB_APP_PREFIX)TOOL; default bpf-)
+#   make deb-source   the same package the Debian way: dpkg-buildpackage on debian/ from a clean export, and lintian
 #   make repro-check  build the static tools twice, from two copies of this commit, and compare sha256 (minutes)
 #   make snapshots    regenerate tools/TOOL/tests/TOOL.help from each tool's --help
 #   make test         unit and integration tests (as root: they load BPF programs) against the static binary;
@@ -17,6 +18,7 @@
 #   make template-check  make a tool from template/ in a scratch copy of the workspace: build, lint, check, test it
 #   make deps         install build and test dependencies (Debian/Ubuntu, as root)
 #   make lint         clippy and rustfmt checks
+#   make license-check  SPDX lines, dependency licences, debian/copyright (CI); make copyright rewrites it
 #   make docs         write docs/tools/TOOL.md and the README's tool table from each tools/TOOL/doc.md
 #   make docs-check   fail, one line per problem, if those are stale or a tool lacks a part (doc, test, snapshot...)
 #   make soak         every tool at once under load and faults for SOAK_SECONDS (default 600); writes docs/soak.md
@@ -45,7 +47,8 @@ REPRO_RUSTFLAGS := --remap-path-prefix=$(CARGO_HOME)=/cargo --remap-path-prefix=
 STATIC_RUSTFLAGS := -C target-feature=+crt-static $(REPRO_RUSTFLAGS)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 # Dates the man pages and the files in the .deb: the last commit's time, so every build of a commit agrees.
-SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# The last commit's time; outside a git checkout (a release tarball), the release's date from debian/changelog.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || dpkg-parsechangelog -l debian/changelog -S Timestamp 2>/dev/null || echo 0)
 # The .deb installs bpf-biolatency etc. so as not to clash with libbpf-tools' /usr/sbin/biolatency; with
 # DEB_APP_PREFIX= (empty) it installs plain names and declares Conflicts: libbpf-tools.
 DEB_APP_PREFIX ?= bpf-
@@ -54,7 +57,7 @@ INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' AP
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
 
 .PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
-	clean tools template-check new-tool test-build test-run bin-links docs docs-check
+	clean tools template-check new-tool test-build test-run bin-links docs docs-check license-check copyright deb-source
 
 all: build
 
@@ -87,6 +90,11 @@ deb: static
 deb-package:
 	@BIN_SRC='$(STATIC_DIR)' VERSION='$(VERSION)' DEB_APP_PREFIX='$(DEB_APP_PREFIX)' \
 		SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' ./packaging/build-deb.sh $(DEB_DIR) $(PKG_TOOLS)
+
+# The Debian source package built with dpkg-buildpackage (debian/), from a clean export of HEAD, then checked with
+# lintian; the results land in target/debian-source/. Minutes: it builds everything from scratch.
+deb-source:
+	./packaging/build-deb-source.sh $(TARGET_DIR)/debian-source
 
 repro-check:
 	./packaging/repro-check.sh
@@ -164,6 +172,14 @@ docs:
 
 docs-check:
 	@python3 scripts/gen-docs.py --check
+
+# Licences (scripts/license-check.py): every source file's SPDX line, every shipped crate's and C library's
+# licence against the policy, and debian/copyright current. `make copyright` rewrites debian/copyright.
+license-check:
+	@python3 scripts/license-check.py
+
+copyright:
+	@python3 scripts/license-check.py copyright --write
 
 clean:
 	$(RUN_CARGO) clean

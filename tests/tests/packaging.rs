@@ -172,8 +172,8 @@ fn help_matches_the_snapshots() {
 #[test]
 fn version_is_the_workspace_version() {
     for tool in tools() {
-        assert_eq!(run_ok(Command::new(bin(&tool)).arg("--version")), format!("{tool} {VERSION}\n"));
-        assert_eq!(run_ok(Command::new(bin(&tool)).arg("-V")), format!("{tool} {VERSION}\n"));
+        corebpf_tests::assert_version_line(&run_ok(Command::new(bin(&tool)).arg("--version")), &tool);
+        corebpf_tests::assert_version_line(&run_ok(Command::new(bin(&tool)).arg("-V")), &tool);
     }
 }
 
@@ -189,7 +189,7 @@ fn the_static_binary_has_no_shared_libraries_and_runs_every_tool() {
     );
     assert!(!text.contains(".so"), "ldd {}: {text}", path.display());
     for tool in tools() {
-        assert_eq!(run_ok(Command::new(&path).arg(&tool).arg("--version")), format!("{tool} {VERSION}\n"));
+        corebpf_tests::assert_version_line(&run_ok(Command::new(&path).arg(&tool).arg("--version")), &tool);
     }
 }
 
@@ -228,7 +228,18 @@ fn install_and_uninstall_into_a_destdir() {
             // A relative symbolic link, so that packages hold one binary, never a copy per name.
             assert_eq!(fs::read_link(&installed).unwrap(), Path::new("corebpf-tools"), "{name}");
             // Help, --version and errors name the tool as it was invoked.
-            assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("{name} {VERSION}\n"));
+            corebpf_tests::assert_version_line(&run_ok(Command::new(&installed).arg("--version")), &name);
+            // The examples at the end of --help run this tool when pasted: they use the installed name.
+            let installed_help = run_ok(Command::new(&installed).arg("--help"));
+            let examples = installed_help.split_once("xamples:").map(|(_, e)| e).unwrap_or("");
+            if !app_prefix.is_empty() {
+                assert!(examples.contains(&format!(" {name} ")), "{name} --help: examples without {name}");
+                let plain = format!("{tool} ");
+                assert!(
+                    !examples.lines().any(|l| l.trim_start().starts_with(&plain)),
+                    "{name} --help: an example runs {tool}, not {name}:\n{examples}"
+                );
+            }
 
             // Completions are for the installed name and know every long option.
             let help = run_ok(Command::new(bin(&tool)).arg("--help"));
@@ -364,7 +375,7 @@ fn deb_installs_with_dpkg_and_every_tool_runs() {
     for tool in tools() {
         let installed = root.0.join("usr/sbin").join(format!("bpf-{tool}"));
         assert_eq!(fs::read_link(&installed).unwrap(), Path::new("corebpf-tools"), "{}", installed.display());
-        assert_eq!(run_ok(Command::new(&installed).arg("--version")), format!("bpf-{tool} {VERSION}\n"));
+        corebpf_tests::assert_version_line(&run_ok(Command::new(&installed).arg("--version")), &format!("bpf-{tool}"));
         let out = run(Command::new(&installed).arg("--no-such-option"));
         assert_eq!(out.status.code(), Some(2), "{}: a usage error exits 2: {out:?}", installed.display());
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -417,4 +428,57 @@ fn the_packagers_variables_do_not_reach_cargo() {
         );
     }
     assert!(!dest.exists(), "something was installed into DESTDIR");
+}
+
+/// A `cargo metadata` document for the licence check: corebpf-tools depending on crates with these licences.
+fn metadata_with(licences: &[&str]) -> String {
+    let mut packages = vec![serde_json::json!({
+        "id": "root", "name": "corebpf-tools", "version": VERSION, "license": "Apache-2.0 OR MIT", "source": null,
+    })];
+    let mut deps = Vec::new();
+    for (n, licence) in licences.iter().enumerate() {
+        let id = format!("dep{n}");
+        packages.push(serde_json::json!({
+            "id": id, "name": format!("dep{n}"), "version": "1.0.0", "license": licence,
+            "source": "registry+https://github.com/rust-lang/crates.io-index", "authors": [],
+        }));
+        deps.push(serde_json::json!({ "pkg": id, "dep_kinds": [{ "kind": null }] }));
+    }
+    // A build dependency is not shipped, whatever its licence.
+    packages.push(serde_json::json!({
+        "id": "builder", "name": "builder", "version": "1.0.0", "license": "GPL-3.0-only", "source": "registry+x",
+    }));
+    deps.push(serde_json::json!({ "pkg": "builder", "dep_kinds": [{ "kind": "build" }] }));
+    let mut nodes = vec![serde_json::json!({ "id": "root", "deps": deps })];
+    nodes.extend(packages.iter().skip(1).map(|p| serde_json::json!({ "id": p["id"], "deps": [] })));
+    serde_json::json!({ "packages": packages, "resolve": { "nodes": nodes } }).to_string()
+}
+
+#[test]
+fn the_licence_check_fails_on_a_dependency_that_cannot_ship() {
+    let dir = TempDir::new("licences");
+    let check = |licences: &[&str]| {
+        let file = dir.0.join("metadata.json");
+        fs::write(&file, metadata_with(licences)).unwrap();
+        run(Command::new("python3").arg(root().join("scripts/license-check.py")).arg("deps").arg("--metadata").arg(&file))
+    };
+    let good = check(&["MIT OR Apache-2.0", "Apache-2.0 WITH LLVM-exception OR Apache-2.0 OR MIT", "MIT/Apache-2.0",
+        "(MIT OR Apache-2.0) AND Unicode-3.0", "Zlib", "BSD-3-Clause", "LGPL-2.1-only OR BSD-2-Clause"]);
+    assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
+    let bad = check(&["MIT", "CDDL-1.0", "Apache-2.0", "MIT AND GPL-3.0-only"]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{stderr}");
+    let named: Vec<&str> = stderr.lines().collect();
+    assert_eq!(named.len(), 3, "{stderr}");
+    for (dep, licence) in [("dep1", "CDDL-1.0"), ("dep2", "Apache-2.0"), ("dep3", "MIT AND GPL-3.0-only")] {
+        assert!(stderr.contains(&format!("crate {dep} 1.0.0: licence {licence} is not allowed")), "{stderr}");
+    }
+}
+
+#[test]
+fn lintian_finds_no_error_in_the_deb() {
+    // Deliberate choices (a static binary) are overridden in debian/corebpf-tools.lintian-overrides with a reason.
+    let out = run(Command::new("lintian").arg("--fail-on").arg("error").arg(deb()));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !report.lines().any(|l| l.starts_with("E:")), "lintian:\n{report}{out:?}");
 }
