@@ -5,7 +5,9 @@
 #
 # Settings (environment; the Makefile passes them): BIN_SRC (the static binaries), VERSION, DEB_APP_PREFIX
 # (default bpf-: /usr/sbin/bpf-biolatency, beside libbpf-tools' /usr/sbin/biolatency; empty for plain names,
-# which then declare Conflicts: libbpf-tools), DEB_MAINTAINER, SOURCE_DATE_EPOCH (file times, man page dates).
+# which then declare Conflicts: libbpf-tools), DEB_MAINTAINER (default: debian/control's), SOURCE_DATE_EPOCH
+# (file times, man page dates). The control file's fields and description come from debian/control
+# (packaging/deb-control.py), the copyright file is debian/copyright.
 # Writes OUT_DIR/corebpf-tools_VERSION_ARCH.deb and prints its path. Reproducible: fixed owners, modes, times
 # and order, gzip -n; the same binaries give the same package bytes.
 set -eu
@@ -16,7 +18,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BIN_SRC:?BIN_SRC is not set}" "${VERSION:?VERSION is not set}"
 : "${SOURCE_DATE_EPOCH:=0}"
 DEB_APP_PREFIX=${DEB_APP_PREFIX-bpf-}
-DEB_MAINTAINER=${DEB_MAINTAINER:-corebpf-tools developers <corebpf-tools@users.noreply.github.com>}
 arch=$(dpkg --print-architecture)
 export SOURCE_DATE_EPOCH
 
@@ -31,29 +32,14 @@ mkdir -p "$root"
 DESTDIR=$root PREFIX=/usr APP_PREFIX=$DEB_APP_PREFIX ZSHCOMPDIR=/usr/share/zsh/vendor-completions \
     BIN_SRC=$BIN_SRC "$here/install-tools.sh" install "$@" > /dev/null
 install -d -m 0755 "$root/usr/share/doc/corebpf-tools"
-install -m 0644 "$here/deb/copyright" "$root/usr/share/doc/corebpf-tools/copyright"
+install -m 0644 "$here/../debian/copyright" "$root/usr/share/doc/corebpf-tools/copyright"
 
 # Installed-Size as dpkg-gencontrol computes it: KiB per file, rounded up, and 1 per directory.
 size=$(find "$root" -mindepth 1 \( -type f -printf '%s\n' \) -o \( -type d -printf 'd\n' \) |
     awk '$1 == "d" { n += 1; next } { n += int(($1 + 1023) / 1024) } END { print n }')
-tools=$(echo "$@" | sed 's/ /, /g')
-if [ -n "$DEB_APP_PREFIX" ]; then
-    naming="The tools are installed as /usr/sbin/${DEB_APP_PREFIX}TOOL (for example ${DEB_APP_PREFIX}$1), so that they coexist with libbpf-tools and bpfcc-tools."
-    conflicts=
-else
-    naming="The tools are installed under their own names in /usr/sbin, as libbpf-tools' are."
-    conflicts="Conflicts: libbpf-tools"
-fi
 install -d -m 0755 "$root/DEBIAN"
-sed -e "s|@VERSION@|$VERSION|" -e "s|@ARCH@|$arch|" -e "s|@MAINTAINER@|$DEB_MAINTAINER|" \
-    -e "s|@INSTALLED_SIZE@|$size|" -e "s|@TOOLS@|$tools|" "$here/deb/control.in" |
-    awk -v naming="$naming" -v conflicts="$conflicts" '
-        /^Description:/ && conflicts != "" { print conflicts }
-        $0 == " @NAMING@" { line = ""; n = split(naming, w, " ")
-            for (i = 1; i <= n; i++) { if (length(line) + length(w[i]) + 1 > 72) { print " " line; line = "" }
-                line = line (line == "" ? "" : " ") w[i] }
-            print " " line; next }
-        { print }' > "$root/DEBIAN/control"
+DEB_MAINTAINER=${DEB_MAINTAINER:-} python3 "$here/deb-control.py" "$VERSION" "$arch" "$size" "$DEB_APP_PREFIX" "$@" \
+    > "$root/DEBIAN/control"
 chmod 0644 "$root/DEBIAN/control"
 
 find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

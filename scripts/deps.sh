@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev)
-test_pkgs=(bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3 qemu-system-x86 busybox-static cpio e2fsprogs musl-tools prometheus chromium)
+test_pkgs=(bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3 qemu-system-x86 busybox-static cpio e2fsprogs musl-tools prometheus chromium lintian debhelper dpkg-dev)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: run as root (it installs packages with apt-get)" >&2

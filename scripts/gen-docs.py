@@ -5,6 +5,7 @@ Each tool documents itself once, in tools/<tool>/doc.md (the format is in docs/t
   - docs/tools/<tool>.md, the tool's web page (this script);
   - the README's table of tools, between the `tools-table` markers (this script);
   - the multicall binary's dependency on every tool, the end of toolset/Cargo.toml (this script);
+  - the list of tools in the package's description, debian/control's " Tools:" paragraph (this script);
   - the man page's DESCRIPTION, EXAMPLES and other sections in capitals (packaging/install-tools.sh, through
     common/src/cli/man_completions.rs);
   - the examples of `--help` (the build helper in bpf/src/lib.rs writes them to OUT_DIR for the tool's lib.rs).
@@ -211,6 +212,28 @@ def toolset_manifest():
     return head + "\n" + "\n".join(lines) + "\n"
 
 
+def debian_control():
+    """debian/control with the package description's " Tools:" paragraph listing tools/* (the quick `make deb`
+    takes its description from there too)."""
+    text = read(os.path.join("debian", "control"))
+    lines = text.split("\n")
+    start = next((i for i, l in enumerate(lines) if l.startswith(" Tools:")), None)
+    if start is None:
+        return None
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] == " ." or not lines[i].startswith(" ")),
+               len(lines))
+    words = ("Tools: " + ", ".join(tools()) + ".").split(" ")
+    wrapped, line = [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > 72:
+            wrapped.append(" " + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    wrapped.append(" " + line)
+    return "\n".join(lines[:start] + wrapped + lines[end:])
+
+
 def doc_problems(tool, doc, src):
     """What the tool's doc.md lacks, one line each."""
     found = []
@@ -278,6 +301,12 @@ def main():
         problems.append(f"toolset/Cargo.toml: the line {TOOLS_MARK!r} is missing; the tools' dependencies follow it")
     else:
         wanted["toolset/Cargo.toml"] = manifest
+
+    control = debian_control()
+    if control is None:
+        problems.append("debian/control: the description's ' Tools:' line is missing (the list of tools follows it)")
+    else:
+        wanted["debian/control"] = control
 
     os.makedirs(path("docs", "tools"), exist_ok=True)
     orphans = [f"docs/tools/{n}" for n in sorted(os.listdir(path("docs", "tools")))

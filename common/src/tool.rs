@@ -63,6 +63,27 @@ pub fn set_invoked_name(argv0: Option<&OsString>, fallback: &str) -> &'static st
     INVOKED.get_or_init(|| name).as_str()
 }
 
+static COMMIT: OnceLock<&'static str> = OnceLock::new();
+
+/// Records the git commit the binary was built from (the multicall binary's build script finds it; "unknown"
+/// outside a git checkout), for `--version`.
+pub fn set_build_commit(commit: &'static str) {
+    let _ = COMMIT.set(commit);
+}
+
+/// What `--version` prints after the tool's name: the version, then the commit built (when known) and the
+/// version of libbpf linked in, e.g. `0.1.0 (commit 1a2b3c4d5e6f, libbpf 1.5)`.
+pub fn version_line() -> String {
+    // SAFETY: libbpf_version_string returns a pointer to a static, NUL-terminated string.
+    let libbpf = unsafe { std::ffi::CStr::from_ptr(libbpf_rs::libbpf_sys::libbpf_version_string()) };
+    let libbpf = libbpf.to_string_lossy();
+    let libbpf = libbpf.trim_start_matches('v');
+    match COMMIT.get().filter(|c| !c.is_empty() && **c != "unknown") {
+        Some(commit) => format!("{} (commit {commit}, libbpf {libbpf})", env!("CARGO_PKG_VERSION")),
+        None => format!("{} (libbpf {libbpf})", env!("CARGO_PKG_VERSION")),
+    }
+}
+
 /// The name the tool was invoked by, for messages (`biolatency: no disk named sdz`).
 pub fn invoked_name() -> &'static str {
     INVOKED.get().map(String::as_str).unwrap_or("corebpf-tools")

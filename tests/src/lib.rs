@@ -41,6 +41,18 @@ pub fn tool_names() -> Vec<String> {
     tools
 }
 
+/// Checks what `NAME --version` printed: `NAME VERSION (commit HEX12, libbpf X.Y)` for a build from a git
+/// checkout (the tests' builds are), with the workspace's version.
+pub fn assert_version_line(stdout: &str, name: &str) {
+    let rest = stdout
+        .strip_prefix(&format!("{name} {} (commit ", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("--version of {name}: {stdout:?}"));
+    let (commit, libbpf) = rest.split_once(", libbpf ").unwrap_or_else(|| panic!("--version of {name}: {stdout:?}"));
+    assert!(commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()), "--version of {name}: {stdout:?}");
+    let libbpf = libbpf.strip_suffix(")\n").unwrap_or_else(|| panic!("--version of {name}: {stdout:?}"));
+    assert!(libbpf.split('.').all(|n| n.parse::<u32>().is_ok()), "--version of {name}: {stdout:?}");
+}
+
 /// Path of a built tool binary: `$COREBPF_BIN_DIR/<name>`, else `target/release/<name>` of this workspace.
 pub fn bin(name: &str) -> PathBuf {
     let dir = std::env::var_os("COREBPF_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {

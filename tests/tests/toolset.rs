@@ -100,7 +100,7 @@ fn every_tool_runs_through_its_link_and_as_a_subcommand() {
     for tool in &tools {
         for name in [tool.clone(), format!("bpf-{tool}")] {
             let out = output(Command::new(links.0.join(&name)).arg("--version"));
-            assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{name} {VERSION}\n"), "{out:?}");
+            corebpf_tests::assert_version_line(&String::from_utf8_lossy(&out.stdout), &name);
             // Usage errors name the tool as it was invoked, on one line.
             let out = output(Command::new(links.0.join(&name)).arg("--no-such-option"));
             assert_eq!(out.status.code(), Some(2), "{out:?}");

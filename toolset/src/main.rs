@@ -29,6 +29,7 @@ Prebuilt CO-RE BPF tracing tools, BCC's tools rebuilt in Rust. `corebpf-tools TO
 options.";
 
 fn main() -> ExitCode {
+    common::tool::set_build_commit(env!("COREBPF_COMMIT"));
     let mut argv: Vec<OsString> = std::env::args_os().collect();
     let invoked = argv.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().into_owned());
     if let Some(tool) = invoked.as_deref().and_then(tool_for_link) {
@@ -47,7 +48,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "-V" | "--version" => {
-            println!("{NAME} {}", env!("CARGO_PKG_VERSION"));
+            println!("{NAME} {}", common::tool::version_line());
             ExitCode::SUCCESS
         }
         name => match TOOLS.iter().find(|t| t.name == name) {

@@ -42,12 +42,50 @@ pub fn parse<T: Parser>(argv: Vec<OsString>) -> T {
     man_completions::from_env::<T>();
     let cmd = T::command();
     let name = crate::tool::set_invoked_name(argv.first(), cmd.get_name());
-    let mut cmd = cmd.name(name).bin_name(name).display_name(name);
+    let examples = cmd.get_after_help().map(|text| with_invoked_name(&text.to_string(), cmd.get_name(), name));
+    let version: &'static str = Box::leak(crate::tool::version_line().into_boxed_str());
+    let mut cmd = cmd.name(name).bin_name(name).display_name(name).version(version);
+    if let Some(examples) = examples {
+        cmd = cmd.after_help(examples);
+    }
     let parsed = cmd.try_get_matches_from_mut(argv).and_then(|m| T::from_arg_matches(&m));
     parsed.unwrap_or_else(|err| match numbers::explain(&cmd, &err) {
         Some(message) => exit_usage_with(name, &message),
         None => exit_usage(name, err.format(&mut cmd)),
     })
+}
+
+/// The examples at the end of `--help` with the tool's name as it was invoked, so that a pasted example runs
+/// this tool: `biolatency -m 1` is shown as `bpf-biolatency -m 1` when the tool was run as bpf-biolatency.
+/// Only the command word of an example changes (the first word of a line, or the word after `sudo` or a pipe).
+pub fn with_invoked_name(examples: &str, tool: &str, invoked: &str) -> String {
+    if tool == invoked {
+        return examples.to_string();
+    }
+    let mut out = String::with_capacity(examples.len() + 64);
+    for (i, line) in examples.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut words = String::new();
+        let mut command_word = true;
+        for (j, word) in line.split(' ').enumerate() {
+            if j > 0 {
+                words.push(' ');
+            }
+            if command_word && word == tool {
+                words.push_str(invoked);
+                command_word = false;
+            } else {
+                words.push_str(word);
+                if !word.is_empty() {
+                    command_word = matches!(word, "sudo" | "|" | "&&" | ";");
+                }
+            }
+        }
+        out.push_str(&words);
+    }
+    out
 }
 
 /// Help and `--version` print as clap prints them; any other clap error is a usage error: one line on stderr
@@ -243,6 +281,16 @@ pub fn parse_port_list(s: &str) -> Result<Vec<u16>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn examples_name_the_tool_as_invoked() {
+        let examples = "examples:\n    biolatency -m 1 10    # biolatency in ms\n    sudo biolatency -D\n    x | biolatency";
+        assert_eq!(
+            with_invoked_name(examples, "biolatency", "bpf-biolatency"),
+            "examples:\n    bpf-biolatency -m 1 10    # biolatency in ms\n    sudo bpf-biolatency -D\n    x | bpf-biolatency"
+        );
+        assert_eq!(with_invoked_name(examples, "biolatency", "biolatency"), examples);
+    }
 
     #[test]
     fn listen_addresses() {
