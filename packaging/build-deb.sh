@@ -33,6 +33,10 @@ DESTDIR=$root PREFIX=/usr APP_PREFIX=$DEB_APP_PREFIX ZSHCOMPDIR=/usr/share/zsh/v
     BIN_SRC=$BIN_SRC "$here/install-tools.sh" install "$@" > /dev/null
 install -d -m 0755 "$root/usr/share/doc/corebpf-tools"
 install -m 0644 "$here/../debian/copyright" "$root/usr/share/doc/corebpf-tools/copyright"
+gzip -n -9 < "$here/../debian/changelog" > "$root/usr/share/doc/corebpf-tools/changelog.gz"
+chmod 0644 "$root/usr/share/doc/corebpf-tools/changelog.gz"
+install -d -m 0755 "$root/usr/share/lintian/overrides"
+install -m 0644 "$here/../debian/corebpf-tools.lintian-overrides" "$root/usr/share/lintian/overrides/corebpf-tools"
 
 # Installed-Size as dpkg-gencontrol computes it: KiB per file, rounded up, and 1 per directory.
 size=$(find "$root" -mindepth 1 \( -type f -printf '%s\n' \) -o \( -type d -printf 'd\n' \) |

@@ -11,6 +11,7 @@ APP_PREFIX its last paragraph says the tools have their plain names, and the pac
 """
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -44,6 +45,15 @@ def wrap(prefix, words):
     return lines
 
 
+def static_built_using():
+    """The source packages of the C libraries linked into the static binary, as debian/rules declares them."""
+    out = subprocess.run(
+        ["dpkg-query", "-f", "${source:Package} (= ${source:Version})\n", "-W", "libelf-dev", "zlib1g-dev", "libc6-dev"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    return ", ".join(line for line in out.splitlines() if line)
+
+
 def main():
     version, arch, size, app_prefix, *tools = sys.argv[1:]
     root = Path(__file__).resolve().parent.parent
@@ -70,6 +80,7 @@ def main():
     ]
     if not app_prefix:
         fields.append(("Conflicts", "libbpf-tools"))
+    fields.append(("Static-Built-Using", static_built_using()))
     fields += [
         ("Section", source["Section"]),
         ("Priority", source["Priority"]),

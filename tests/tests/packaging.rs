@@ -231,9 +231,13 @@ fn install_and_uninstall_into_a_destdir() {
             corebpf_tests::assert_version_line(&run_ok(Command::new(&installed).arg("--version")), &name);
             // The examples at the end of --help run this tool when pasted: they use the installed name.
             let installed_help = run_ok(Command::new(&installed).arg("--help"));
-            let examples = installed_help.split_once("xamples:").map(|(_, e)| e).unwrap_or("");
+            let examples = installed_help.to_lowercase().rfind("examples:").map_or("", |at| &installed_help[at..]);
             if !app_prefix.is_empty() {
-                assert!(examples.contains(&format!(" {name} ")), "{name} --help: examples without {name}");
+                let ours = format!("{name} ");
+                assert!(
+                    examples.lines().any(|l| l.trim_start().starts_with(&ours)),
+                    "{name} --help: examples without {name}:\n{examples}"
+                );
                 let plain = format!("{tool} ");
                 assert!(
                     !examples.lines().any(|l| l.trim_start().starts_with(&plain)),
@@ -327,7 +331,8 @@ fn deb_control_fields_and_contents() {
     // `dpkg-deb -I` parses the whole control file.
     run_ok(Command::new("dpkg-deb").arg("-I").arg(&deb));
 
-    // Contents: exactly the tools (bpf- prefixed), man pages, completions and the copyright file.
+    // Contents: exactly the tools (bpf- prefixed), man pages, completions, the copyright file, the changelog and the
+    // lintian overrides.
     let listing = run_ok(Command::new("dpkg-deb").arg("-c").arg(&deb));
     let mut files = BTreeSet::new();
     let mut kib = 0u64;
@@ -345,6 +350,8 @@ fn deb_control_fields_and_contents() {
     }
     let mut expected = expected_install("usr", "bpf-", "zsh/vendor-completions");
     expected.insert("usr/share/doc/corebpf-tools/copyright".into());
+    expected.insert("usr/share/doc/corebpf-tools/changelog.gz".into());
+    expected.insert("usr/share/lintian/overrides/corebpf-tools".into());
     assert_eq!(files, expected);
     assert_eq!(field("Installed-Size"), kib.to_string(), "Installed-Size must be the contents' size in KiB");
 }

@@ -57,11 +57,9 @@ pub fn parse<T: Parser>(argv: Vec<OsString>) -> T {
 
 /// The examples at the end of `--help` with the tool's name as it was invoked, so that a pasted example runs
 /// this tool: `biolatency -m 1` is shown as `bpf-biolatency -m 1` when the tool was run as bpf-biolatency.
-/// Only the command word of an example changes (the first word of a line, or the word after `sudo` or a pipe).
+/// Only the command word of an example changes (the first word of a line, or the word after `sudo` or a pipe;
+/// `./biolatency` too).
 pub fn with_invoked_name(examples: &str, tool: &str, invoked: &str) -> String {
-    if tool == invoked {
-        return examples.to_string();
-    }
     let mut out = String::with_capacity(examples.len() + 64);
     for (i, line) in examples.split('\n').enumerate() {
         if i > 0 {
@@ -73,7 +71,7 @@ pub fn with_invoked_name(examples: &str, tool: &str, invoked: &str) -> String {
             if j > 0 {
                 words.push(' ');
             }
-            if command_word && word == tool {
+            if command_word && (word == tool || word.strip_prefix("./") == Some(tool)) {
                 words.push_str(invoked);
                 command_word = false;
             } else {
@@ -284,12 +282,12 @@ mod tests {
 
     #[test]
     fn examples_name_the_tool_as_invoked() {
-        let examples = "examples:\n    biolatency -m 1 10    # biolatency in ms\n    sudo biolatency -D\n    x | biolatency";
+        let examples = "examples:\n    biolatency -m 1 10    # biolatency in ms\n    sudo biolatency -D\n    x | biolatency\n    ./biolatency -Q";
         assert_eq!(
             with_invoked_name(examples, "biolatency", "bpf-biolatency"),
-            "examples:\n    bpf-biolatency -m 1 10    # biolatency in ms\n    sudo bpf-biolatency -D\n    x | bpf-biolatency"
+            "examples:\n    bpf-biolatency -m 1 10    # biolatency in ms\n    sudo bpf-biolatency -D\n    x | bpf-biolatency\n    bpf-biolatency -Q"
         );
-        assert_eq!(with_invoked_name(examples, "biolatency", "biolatency"), examples);
+        assert_eq!(with_invoked_name("    ./biolatency -Q\n    biolatency", "biolatency", "biolatency"), "    biolatency -Q\n    biolatency");
     }
 
     #[test]
