@@ -68,7 +68,7 @@ struct Args {
 
 /// -w WQNAME: a workqueue name as the kernel keeps it (at most 31 bytes).
 fn parse_wqname(s: &str) -> Result<String, String> {
-    let max = bpf::consts::WQ_NAME_LEN as usize - 1;
+    let max = bpf::consts::WQ_NAME_LEN - 1;
     match s.len() {
         0 => Err("the name is empty".into()),
         n if n > max => Err(format!("'{s}' is {n} bytes long; workqueue names have at most {max}")),

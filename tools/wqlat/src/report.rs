@@ -113,10 +113,7 @@ impl Report {
         let mut series: Vec<(Vec<String>, Log2Hist)> =
             hists.into_iter().map(|(name, h)| (if self.per_wq { vec![name] } else { Vec::new() }, h)).collect();
         if series.is_empty() && !self.per_wq {
-            series.push((
-                Vec::new(),
-                Log2Hist { slots: vec![0; crate::bpf::consts::MAX_SLOTS as usize], count: 0, sum: 0 },
-            ));
+            series.push((Vec::new(), Log2Hist { slots: vec![0; crate::bpf::consts::MAX_SLOTS], count: 0, sum: 0 }));
         }
         for (values, h) in series {
             let value = HistogramValue::from_log2_slots(&h.slots, h.sum, self.unit.ns());
@@ -127,7 +124,7 @@ impl Report {
 
 /// `--heatmap`: the slots of every histogram added up, cumulative as in the kernel.
 pub fn total_slots(hists: &[(String, Log2Hist)]) -> Vec<u64> {
-    let mut total = vec![0u64; crate::bpf::consts::MAX_SLOTS as usize];
+    let mut total = vec![0u64; crate::bpf::consts::MAX_SLOTS];
     for (_, h) in hists {
         for (t, s) in total.iter_mut().zip(&h.slots) {
             *t += s;
