@@ -160,10 +160,12 @@ fn every_workqueue_counts_at_least_the_ring_exits() {
 }
 
 #[test]
-fn interval_count_and_timestamps_end_by_themselves() {
+fn interval_count_timestamps_and_heat_map_end_by_themselves() {
     Rings::exe();
     let mut rings = Rings::start(RINGS);
-    let mut run = Running::start(TOOL, &["-T", "-w", WQ, "1", "5"]);
+    let svg = ScratchFile::new("wqlat-heatmap");
+    let svg_arg = svg.0.to_str().unwrap();
+    let mut run = Running::start(TOOL, &["-T", "-w", WQ, "--heatmap", svg_arg, "1", "5"]);
     run.wait_attached(Duration::from_secs(20));
     rings.run();
     let done = run.finish(Duration::from_secs(20));
@@ -171,6 +173,11 @@ fn interval_count_and_timestamps_end_by_themselves() {
     let stamps = done.stdout.lines().filter(|l| l.len() == 8 && l.as_bytes()[2] == b':').count();
     assert_eq!(stamps, 5, "five intervals, each with its time:\n{}", done.stdout);
     assert_eq!(hist_total(&done.stdout), RINGS, "{}", done.stdout);
+    // The heat map: a column per interval, the same work items in its cells.
+    let text = std::fs::read_to_string(&svg.0).unwrap();
+    let cells = heatmap_cells(&text);
+    assert!(cells.iter().all(|c| c.0 < 5), "more columns than intervals: {cells:?}");
+    assert_eq!(cells.iter().map(|c| c.2).sum::<u64>(), RINGS, "{cells:?}");
 }
 
 #[test]
