@@ -1,0 +1,168 @@
+//! wqlat: summarize kernel workqueue latency as a histogram (BCC's tool, CO-RE).
+//!
+//! The BPF side (`wqlat.bpf.c`) times each work item from being queued to a worker starting it
+//! (`workqueue:workqueue_queue_work` to `workqueue_execute_start`; tp_btf, else raw_tp, else the classic
+//! tracepoints) into cumulative log2 histograms kept in a kernel map: one, or one per workqueue (`-W`), filtered
+//! in the kernel by workqueue name (`-w`). This front end prints what each interval added in BCC's layout
+//! (`report.rs`), as JSON lines, or serves the histograms to Prometheus (`--prometheus`).
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::features::Attach;
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
+use common::attach::maps::{c_string, hash_entries, DropCounter};
+use common::cli::IntervalCount;
+use common::output::hist::Log2Hist;
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
+
+use bpf::types::{hist, wq_key};
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Report, Unit};
+
+// SAFETY: plain C structs of integers and chars, generated from wqlat.h.
+unsafe impl plain::Plain for hist {}
+unsafe impl plain::Plain for wq_key {}
+
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// Summarize workqueue latency (work item queued to started) as histograms
+#[derive(Debug, Parser)]
+#[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+struct Args {
+    /// Include timestamp on output
+    #[arg(short = 'T', long)]
+    timestamp: bool,
+    /// Output in nanoseconds
+    #[arg(short = 'N', long, conflicts_with = "milliseconds")]
+    nanoseconds: bool,
+    /// Output in milliseconds
+    #[arg(short = 'm', long)]
+    milliseconds: bool,
+    /// Print a histogram per workqueue
+    #[arg(short = 'W', long)]
+    workqueues: bool,
+    /// Trace this workqueue only
+    #[arg(short = 'w', long, value_name = "WQNAME", value_parser = parse_wqname)]
+    wqname: Option<String>,
+    /// JSON output: one object per histogram per interval
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    export: common::cli::ExportArgs,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    #[command(flatten)]
+    every: IntervalCount,
+}
+
+/// -w WQNAME: a workqueue name as the kernel keeps it (at most 31 bytes).
+fn parse_wqname(s: &str) -> Result<String, String> {
+    let max = bpf::consts::WQ_NAME_LEN - 1;
+    match s.len() {
+        0 => Err("the name is empty".into()),
+        n if n > max => Err(format!("'{s}' is {n} bytes long; workqueue names have at most {max}")),
+        _ => Ok(s.to_string()),
+    }
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || wqlat(args))
+}
+
+fn unit(args: &Args) -> Unit {
+    if args.nanoseconds {
+        Unit::Nsecs
+    } else if args.milliseconds {
+        Unit::Msecs
+    } else {
+        Unit::Usecs
+    }
+}
+
+fn wqlat(args: Args) -> Result<()> {
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut start_full = DropCounter::new("work items", "too many queued at once for the start map");
+    let mut hists_full = DropCounter::new("work items", "too many workqueues");
+    let mut read = || -> Result<Vec<(String, Log2Hist)>> {
+        if let Some(bss) = skel.maps.bss_data.as_ref() {
+            start_full.check(&bss.start_map_full);
+            hists_full.check(&bss.hists_full);
+        }
+        let entries: Vec<(wq_key, hist)> = hash_entries(&skel.maps.hists)?;
+        Ok(entries
+            .into_iter()
+            .map(|(k, h)| (c_string(&k.name), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns }))
+            .collect())
+    };
+    let mut report = Report::new(unit(&args), args.workqueues);
+
+    if let Some(listen) = args.export.prometheus {
+        return common::output::metrics::serve("wqlat", listen, args.export.max_series, &signals, |snapshot| {
+            report.metrics(snapshot, read()?);
+            Ok(())
+        });
+    }
+    let mut out = Output::new();
+    report.write_banner(&mut out, args.json)?;
+    let mut heat = args
+        .export
+        .heatmap
+        .as_ref()
+        .map(|_| common::output::heatmap::Heatmap::new("Workqueue latency", unit(&args).label()));
+    if let Some(path) = &args.export.heatmap {
+        std::fs::write(path, "").with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    run_intervals(&signals, args.every.interval(), args.every.count, |_| {
+        let hists = read()?;
+        if let Some(heat) = heat.as_mut() {
+            heat.push_cumulative(common::output::stdout::clock_hms(), &report::total_slots(&hists));
+        }
+        report.write_interval(&mut out, hists, args.json, args.timestamp)
+    })?;
+    if let (Some(heat), Some(path)) = (&heat, &args.export.heatmap) {
+        heat.write_svg(path)?;
+    }
+    Ok(())
+}
+
+/// Opens the BPF object, sets its options, keeps the programs of one attach mechanism, loads and attaches them
+/// (execute_start first, so that no work item is timed whose start could be missed).
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let ro = rodata(&mut open.maps.rodata_data)?;
+    ro.ns_per_unit = unit(args).ns();
+    ro.per_wq = args.workqueues;
+    if let Some(name) = &args.wqname {
+        ro.filter_wq = true;
+        for (dst, src) in ro.target_wq.iter_mut().zip(name.bytes()) {
+            *dst = src as _;
+        }
+    }
+    if args.workqueues {
+        open.maps.hists.set_max_entries(bpf::consts::MAX_WQS as u32)?;
+    }
+    autoload_by_section(open.open_object_mut(), mech);
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    let links = ["workqueue_execute_start", "workqueue_queue_work"]
+        .into_iter()
+        .map(|tp| attach_loaded_tracepoint(skel.object(), "workqueue", tp))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((skel, links))
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/* wqlat: workqueue latency, from a work item being queued (workqueue:workqueue_queue_work) to a worker starting
+ * to execute it (workqueue_execute_start), as in-kernel log2 histograms: one, or one per workqueue name (-W).
+ *
+ * The tracepoints are attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoints.
+ * tp_btf/raw_tp read the workqueue's name from the pool_workqueue argument; the classic tracepoint carries it as
+ * a string (since 5.x, a __data_loc field; before, the workqueue_struct pointer). Work items are keyed by their
+ * address: a pending work item cannot be queued again until it starts. Histograms are cumulative and never
+ * cleared, so reading them at an interval loses no work item. */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "timehist.bpf.h"
+#include "maps.bpf.h"
+#include "tp_btf_raw.bpf.h"
+#include "wqlat.h"
+
+/* Nanoseconds per histogram unit: 1 (-N), 1000 (usecs) or 1000000 (-m). */
+const volatile __u64 ns_per_unit = 1000;
+/* -W: a histogram per workqueue name. */
+const volatile bool per_wq = false;
+/* -w: only this workqueue. */
+const volatile bool filter_wq = false;
+const volatile char target_wq[WQ_NAME_LEN] = {};
+
+/* Work items not timed because the start map was full; not counted because the hists map was full. */
+__u64 start_map_full = 0;
+__u64 hists_full = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_QUEUED);
+	__type(key, __u64);
+	__type(value, struct queued);
+} start SEC(".maps");
+
+/* One entry without -W; user space sizes it otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct wq_key);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+static const struct hist zero_hist;
+
+/* Make the structs visible to the skeleton's generated `types` module. */
+struct hist _hist_type = {};
+struct wq_key _wq_key_type = {};
+
+static __always_inline bool wq_wanted(const char *name)
+{
+	int i;
+
+	if (!filter_wq)
+		return true;
+	for (i = 0; i < WQ_NAME_LEN; i++) {
+		if (name[i] != target_wq[i])
+			return false;
+		if (!name[i])
+			break;
+	}
+	return true;
+}
+
+/* `q` (its name filled in) was queued now as work item `work`. */
+static __always_inline void queued(__u64 work, struct queued *q)
+{
+	if (!wq_wanted(q->wq.name))
+		return;
+	q->ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&start, &work, q, BPF_ANY))
+		__sync_fetch_and_add(&start_map_full, 1);
+}
+
+static __always_inline void started(__u64 work)
+{
+	static const struct wq_key all = {};
+	struct queued *q;
+	struct hist *hist;
+	__s64 delta;
+
+	q = bpf_map_lookup_elem(&start, &work);
+	if (!q)
+		return;
+	delta = (__s64)(bpf_ktime_get_ns() - q->ts);
+	if (delta >= 0) {
+		hist = bpf_map_lookup_or_try_init(&hists, per_wq ? &q->wq : &all, &zero_hist);
+		if (hist)
+			timehist_add(hist, (__u64)delta, ns_per_unit);
+		else
+			__sync_fetch_and_add(&hists_full, 1);
+	}
+	bpf_map_delete_elem(&start, &work);
+}
+
+TP_BTF_RAW(workqueue_queue_work, workqueue_queue_work, int req_cpu, struct pool_workqueue *pwq,
+	   struct work_struct *work)
+{
+	struct queued q = {};
+	struct workqueue_struct *wq = BPF_CORE_READ(pwq, wq);
+
+	bpf_probe_read_kernel_str(q.wq.name, sizeof(q.wq.name), wq->name);
+	queued((__u64)work, &q);
+	return 0;
+}
+
+TP_BTF_RAW(workqueue_execute_start, workqueue_execute_start, struct work_struct *work)
+{
+	started((__u64)work);
+	return 0;
+}
+
+/* The classic tracepoint's record before the name became a string (its workqueue field a pointer). */
+struct trace_event_raw_workqueue_queue_work___ptr {
+	void *workqueue;
+} __attribute__((preserve_access_index));
+
+SEC("tracepoint/workqueue/workqueue_queue_work")
+int workqueue_queue_work_tp(struct trace_event_raw_workqueue_queue_work *ctx)
+{
+	struct trace_event_raw_workqueue_queue_work___ptr *old = (void *)ctx;
+	struct queued q = {};
+	__u32 loc;
+
+	if (bpf_core_field_exists(ctx->__data_loc_workqueue)) {
+		loc = ctx->__data_loc_workqueue;
+		bpf_probe_read_kernel_str(q.wq.name, sizeof(q.wq.name), (void *)ctx + (loc & 0xffff));
+	} else {
+		struct workqueue_struct *wq = old->workqueue;
+
+		bpf_probe_read_kernel_str(q.wq.name, sizeof(q.wq.name), wq->name);
+	}
+	queued((__u64)ctx->work, &q);
+	return 0;
+}
+
+SEC("tracepoint/workqueue/workqueue_execute_start")
+int workqueue_execute_start_tp(struct trace_event_raw_workqueue_execute_start *ctx)
+{
+	started((__u64)ctx->work);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
