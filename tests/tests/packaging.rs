@@ -467,10 +467,21 @@ fn the_licence_check_fails_on_a_dependency_that_cannot_ship() {
     let check = |licences: &[&str]| {
         let file = dir.0.join("metadata.json");
         fs::write(&file, metadata_with(licences)).unwrap();
-        run(Command::new("python3").arg(root().join("scripts/license-check.py")).arg("deps").arg("--metadata").arg(&file))
+        run(Command::new("python3")
+            .arg(root().join("scripts/license-check.py"))
+            .arg("deps")
+            .arg("--metadata")
+            .arg(&file))
     };
-    let good = check(&["MIT OR Apache-2.0", "Apache-2.0 WITH LLVM-exception OR Apache-2.0 OR MIT", "MIT/Apache-2.0",
-        "(MIT OR Apache-2.0) AND Unicode-3.0", "Zlib", "BSD-3-Clause", "LGPL-2.1-only OR BSD-2-Clause"]);
+    let good = check(&[
+        "MIT OR Apache-2.0",
+        "Apache-2.0 WITH LLVM-exception OR Apache-2.0 OR MIT",
+        "MIT/Apache-2.0",
+        "(MIT OR Apache-2.0) AND Unicode-3.0",
+        "Zlib",
+        "BSD-3-Clause",
+        "LGPL-2.1-only OR BSD-2-Clause",
+    ]);
     assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
     let bad = check(&["MIT", "CDDL-1.0", "Apache-2.0", "MIT AND GPL-3.0-only"]);
     let stderr = String::from_utf8_lossy(&bad.stderr);

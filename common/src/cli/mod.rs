@@ -287,7 +287,10 @@ mod tests {
             with_invoked_name(examples, "biolatency", "bpf-biolatency"),
             "examples:\n    bpf-biolatency -m 1 10    # biolatency in ms\n    sudo bpf-biolatency -D\n    x | bpf-biolatency\n    bpf-biolatency -Q"
         );
-        assert_eq!(with_invoked_name("    ./biolatency -Q\n    biolatency", "biolatency", "biolatency"), "    biolatency -Q\n    biolatency");
+        assert_eq!(
+            with_invoked_name("    ./biolatency -Q\n    biolatency", "biolatency", "biolatency"),
+            "    biolatency -Q\n    biolatency"
+        );
     }
 
     #[test]

@@ -115,7 +115,17 @@ fn render(root: &Node, graph: &FlameGraph) -> String {
 
 /// Draws `node` at `x` and `depth` (0 is the bottom row), then its callees above it, left to right.
 #[allow(clippy::too_many_arguments)]
-fn draw(svg: &mut String, name: &str, node: &Node, total: u64, x: f64, depth: usize, scale: f64, bottom: f64, graph: &FlameGraph) {
+fn draw(
+    svg: &mut String,
+    name: &str,
+    node: &Node,
+    total: u64,
+    x: f64,
+    depth: usize,
+    scale: f64,
+    bottom: f64,
+    graph: &FlameGraph,
+) {
     let width = node.value as f64 * scale;
     if width < MIN_WIDTH {
         return;
