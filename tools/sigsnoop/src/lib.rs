@@ -2,7 +2,9 @@
 //!
 //! The BPF side (`sigsnoop.bpf.c`) sends one record per signal the kernel generates (`signal:signal_generate`,
 //! tp_btf, else raw_tp, else the classic tracepoint), or with `-k` per kill, tkill and tgkill call (syscalls
-//! tracepoints, with the call's result); sender PID, signal and failure filters run in the kernel. This front end
+//! tracepoints, with the call's result: the programs of `bpf/include/killcalls.bpf.h` and
+//! `common::domain::killcalls`, which killsnoop shares); sender PID, signal and failure filters run in the
+//! kernel. This front end
 //! prints libbpf-tools' columns (`TIME PID COMM SIG TPID TCOMM RESULT`) or JSON lines, and reports on stderr every
 //! signal the kernel side could not deliver.
 
@@ -18,17 +20,17 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{
-    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
 use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
-use common::domain::signals;
+use common::domain::killcalls::{self, SignalEvent, SignalSet};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::{Printer, Signal};
+use report::Printer;
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
@@ -49,8 +51,8 @@ struct Args {
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
     /// Show these signals only: numbers or names, separated by commas (9,TERM,SIGUSR1)
-    #[arg(short = 's', long, value_name = "SIGNAL", value_parser = parse_signals)]
-    signal: Option<u64>,
+    #[arg(short = 's', long, value_name = "SIGNAL", value_parser = |s: &str| SignalSet::parse(s, false))]
+    signal: Option<SignalSet>,
     /// JSON output: one object per signal
     #[arg(short = 'j', long)]
     json: bool,
@@ -63,14 +65,6 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach:
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
     run::bpf_main(args.verbose, || sigsnoop(args))
-}
-
-/// A comma-separated list of signals as a mask: bit `n - 1` for signal `n`.
-fn parse_signals(s: &str) -> Result<u64, String> {
-    s.split(',').try_fold(0u64, |mask, one| match signals::parse(one.trim()) {
-        Some(n) => Ok(mask | 1 << (n - 1)),
-        None => Err(format!("'{one}' is not a signal (a number from 1 to {} or a name)", signals::MAX)),
-    })
 }
 
 fn sigsnoop(args: Args) -> Result<()> {
@@ -92,7 +86,7 @@ fn sigsnoop(args: Args) -> Result<()> {
             untracked.check(&bss.inflight_full);
             false
         },
-        |out, data| Ok(printer.write(out, &Signal::from_bytes(data))?),
+        |out, data| Ok(printer.write(out, &SignalEvent::from_bytes(data))?),
     )?;
     untracked.check(&bss.inflight_full);
     Ok(())
@@ -106,32 +100,15 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
     ro.target_tgid = args.pid.unwrap_or(0);
     ro.kill_only = args.kill;
     ro.failed_only = args.failed;
-    ro.sig_mask = args.signal.unwrap_or(0);
+    ro.filter_sig = args.signal.is_some();
+    ro.sig_mask = args.signal.unwrap_or_default().mask;
     if !args.kill {
         open.maps.inflight.set_max_entries(1).context("sizing the in-flight map")?;
     }
     autoload_by_section(open.open_object_mut(), mech);
-    for mut prog in open.open_object_mut().progs_mut() {
-        if prog.section().to_string_lossy().starts_with("tracepoint/syscalls/") {
-            prog.set_autoload(args.kill);
-        }
-    }
+    killcalls::set_autoload(open.open_object_mut(), args.kill);
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
-    let mut links = Links::from(Vec::new());
-    if args.kill {
-        let p = &skel.progs;
-        // Exits first, so that no call is left in flight by an entry seen without its exit.
-        for (prog, name) in [
-            (&p.kill_exit, "sys_exit_kill"),
-            (&p.tkill_exit, "sys_exit_tkill"),
-            (&p.tgkill_exit, "sys_exit_tgkill"),
-            (&p.kill_enter, "sys_enter_kill"),
-            (&p.tkill_enter, "sys_enter_tkill"),
-            (&p.tgkill_enter, "sys_enter_tgkill"),
-        ] {
-            links.push(attach_tracepoint(prog, "syscalls", name, Attach::Tracepoint)?);
-        }
-    }
+    let mut links = Links::from(if args.kill { killcalls::attach(skel.object())? } else { Vec::new() });
     links.push(attach_loaded_tracepoint(skel.object(), "signal", "signal_generate")?);
     Ok((skel, links))
 }

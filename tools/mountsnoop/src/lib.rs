@@ -1,0 +1,137 @@
+//! mountsnoop: trace mount(2), umount(2) and the new mount API (fsopen, fsconfig, fsmount, move_mount), with the
+//! caller's mount namespace, decoded flags and result (libbpf-tools' tool, CO-RE).
+//!
+//! The BPF side follows each call from entry to return through the syscalls tracepoints (those the kernel has),
+//! filters on PID in the kernel, and sends one record per call through a ring buffer. This front end prints
+//! libbpf-tools' line (`COMM PID TID MNT_NS CALL`, the call written as in C) or its detailed mode, or JSON lines,
+//! and reports any call it could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use common::attach::events::EventStream;
+use common::attach::features::Attach;
+use common::attach::links::Links;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::maps::DropCounter;
+use common::cli::parse_pid;
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::OpenSkel;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Call, Printer, Style};
+
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// Trace mount, umount, fsopen, fsconfig, fsmount and move_mount calls
+#[derive(Debug, Parser)]
+#[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+struct Args {
+    /// Show only this process (PID)
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Print the time of day before each call
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Detailed output: one field per line, with the call's latency
+    #[arg(short = 'd', long)]
+    detailed: bool,
+    /// JSON output: one object per call, flags as names
+    #[arg(short = 'j', long, conflicts_with = "detailed")]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || mountsnoop(args))
+}
+
+fn mountsnoop(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut out = Output::new();
+    let mut printer = Printer::new(Style { json: args.json, timestamp: args.timestamp, detailed: args.detailed });
+    printer.write_header(&mut out)?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut untracked = DropCounter::new("calls", "too many in flight");
+    EventStream::new(&skel.maps.events, &bss.lost, "calls").run(
+        &signals,
+        &mut out,
+        args.json,
+        || {
+            untracked.check(&bss.inflight_full);
+            false
+        },
+        |out, data| Ok(printer.write(out, &Call::from_bytes(data))?),
+    )?;
+    untracked.check(&bss.inflight_full);
+    Ok(())
+}
+
+/// The calls by tracepoint name. mount and umount exist on every kernel; the new mount API came in 5.2 and an
+/// architecture may lack a call, so each of the others is traced where its tracepoint exists.
+const CALLS: [&str; 6] = ["mount", "umount", "fsopen", "fsconfig", "fsmount", "move_mount"];
+const REQUIRED: [&str; 2] = ["mount", "umount"];
+
+/// Opens the BPF object, sets its PID filter, loads it and attaches the tracepoints this kernel has: every exit
+/// first, then the entries, so that no entry is left without its return.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
+    let tracefs = common::attach::features::tracefs()?;
+    let present: Vec<&str> =
+        CALLS.into_iter().filter(|c| tracefs.join(format!("events/syscalls/sys_enter_{c}")).exists()).collect();
+    if let Some(missing) = REQUIRED.iter().find(|c| !present.contains(c)) {
+        bail!("this kernel has no tracepoint syscalls:sys_enter_{missing} (CONFIG_FTRACE_SYSCALLS is off?)");
+    }
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
+    {
+        let p = &mut open.progs;
+        for (call, prog) in CALLS.iter().zip([
+            &mut p.mount_enter,
+            &mut p.umount_enter,
+            &mut p.fsopen_enter,
+            &mut p.fsconfig_enter,
+            &mut p.fsmount_enter,
+            &mut p.move_mount_enter,
+        ]) {
+            prog.set_autoload(present.contains(call));
+        }
+    }
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    let p = &skel.progs;
+    let mut links = Links::default();
+    for call in &present {
+        links.push(attach_tracepoint(&p.mount_exit, "syscalls", &format!("sys_exit_{call}"), mech)?);
+    }
+    for (call, prog) in CALLS.iter().zip([
+        &p.mount_enter,
+        &p.umount_enter,
+        &p.fsopen_enter,
+        &p.fsconfig_enter,
+        &p.fsmount_enter,
+        &p.move_mount_enter,
+    ]) {
+        if present.contains(call) {
+            links.push(attach_tracepoint(prog, "syscalls", &format!("sys_enter_{call}"), mech)?);
+        } else if args.verbose.on() {
+            eprintln!(
+                "{}: no tracepoint syscalls:sys_enter_{call} on this kernel; not traced",
+                common::tool::invoked_name()
+            );
+        }
+    }
+    Ok((skel, links))
+}
