@@ -122,9 +122,12 @@ TEST_FEATURES := --workspace --features corebpf-tests/vm
 # Tests that need the machine to themselves run after the others, one at a time: profile's idle-CPU test and
 # offwaketime's idle waker (both need a CPU to go idle), runqlat's contrast of a sleeper's waits alone and among spinners (its "alone" must be a quiet CPU), and the
 # sweeps that start every tool many times (their attaches and detaches on shared tracepoints disturb the
-# scheduler tools' exact counts: .config/nextest.toml).
+# scheduler tools' exact counts: .config/nextest.toml), and tcpconnlat's and tcpstates' floods of connects that
+# overflow a stopped reader's ring buffer (tens of thousands of events that every other unfiltered socket tracer
+# running beside them must keep up with).
 ALONE := test(=idle_is_sampled_only_with_include_idle) | test(=competition_lengthens_the_waits) \
-	| test(=an_idle_waker_has_no_user_stack_and_nothing_is_lost) | binary(bad_input) | binary(conformance)
+	| test(=an_idle_waker_has_no_user_stack_and_nothing_is_lost) | binary(bad_input) | binary(conformance) \
+	| test(=connects_lost_while_the_reader_is_stopped_are_counted) | test(=changes_lost_while_the_reader_is_stopped_are_counted)
 NEXTEST_FILTER := not binary(kernel_functions)
 test: static test-build
 	@$(MAKE) --no-print-directory test-run

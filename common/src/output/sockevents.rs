@@ -1,10 +1,13 @@
-//! The socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife): what their front ends share.
+//! The socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife, tcpstates, tcpconnlat): what
+//! their front ends share.
 //!
 //! [`poll_events`] reads the BPF side's fixed-size records from its ring buffer until a stop signal, reporting
 //! the records it could not reserve (its `lost` counter) at the end; [`count_at_exit`] is the `-c` mode that counts in a
 //! BPF map and prints the map once at exit; [`family_filter`] turns `-4`/`-6` into the `AF_*` the BPF side
 //! filters on; [`Conn`] decodes a record's address family, addresses and ports, and [`SinceFirst`] is BCC's
-//! seconds-since-the-first-event column.
+//! seconds-since-the-first-event column. The tools on `sock:inet_sock_set_state` (`bpf/include/sockstate.bpf.h`)
+//! also share [`PortArgs`], the `-L`/`-D` port lists their kernel side filters on, and [`time_prefix`], BCC's
+//! `TIME` and `TIME(s)` columns.
 
 use std::net::IpAddr;
 
@@ -154,4 +157,64 @@ pub fn fill_port_filter(map: &impl MapCore, ports: Option<&Vec<u16>>) -> Result<
         map.update(&port.to_ne_bytes(), &[1], libbpf_rs::MapFlags::ANY).context("setting the port filter")?;
     }
     Ok(())
+}
+
+/// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
+pub type Ports = Vec<u16>;
+
+/// BCC's `-L` and `-D` port lists (flattened into a tool's arguments), for the `PORT_FILTERS` of
+/// `bpf/include/sockstate.bpf.h`: the `lports` and `rports` maps and their `filter_lport`/`filter_rport` switches.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PortArgs {
+    /// Comma-separated list of local ports to trace
+    #[arg(short = 'L', long = "localport", value_name = "PORTS", value_parser = crate::cli::parse_port_list)]
+    pub localport: Option<Ports>,
+    /// Comma-separated list of remote ports to trace
+    #[arg(short = 'D', long = "remoteport", value_name = "PORTS", value_parser = crate::cli::parse_port_list)]
+    pub remoteport: Option<Ports>,
+}
+
+impl PortArgs {
+    /// Refuses a list longer than the BPF side's maps hold (`max`, its MAX_PORTS).
+    pub fn check(&self, max: usize) -> Result<()> {
+        check_port_count("-L", self.localport.as_ref(), max)?;
+        check_port_count("-D", self.remoteport.as_ref(), max)
+    }
+
+    /// Whether the local and the remote list are on (the BPF side's `filter_lport`, `filter_rport`).
+    pub fn switches(&self) -> (bool, bool) {
+        (self.localport.is_some(), self.remoteport.is_some())
+    }
+
+    /// Fills the `lports` and `rports` maps, before anything is attached.
+    pub fn fill(&self, lports: &impl MapCore, rports: &impl MapCore) -> Result<()> {
+        fill_port_filter(lports, self.localport.as_ref())?;
+        fill_port_filter(rports, self.remoteport.as_ref())
+    }
+}
+
+/// BCC's `-T` (`clock`, HH:MM:SS) and `-t` (`since`, seconds) columns, printed before the others: each value
+/// padded as BCC's `%-8s ` and `%-9s `, or followed by a comma in CSV.
+pub fn time_prefix(clock: Option<&str>, since: Option<&str>, csv: bool) -> String {
+    let mut s = String::new();
+    if let Some(clock) = clock {
+        s += &if csv { format!("{clock},") } else { format!("{clock:<8} ") };
+    }
+    if let Some(since) = since {
+        s += &if csv { format!("{since},") } else { format!("{since:<9} ") };
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_columns_as_bcc() {
+        assert_eq!(time_prefix(Some("TIME"), Some("TIME(s)"), false), "TIME     TIME(s)   ");
+        assert_eq!(time_prefix(Some("12:00:00"), Some("0.000000"), true), "12:00:00,0.000000,");
+        assert_eq!(time_prefix(None, Some("1.5"), true), "1.5,");
+        assert_eq!(time_prefix(None, None, false), "");
+    }
 }

@@ -19,8 +19,8 @@ use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
 use common::attach::maps::DropCounter;
-use common::cli::{parse_pid, parse_port_list};
-use common::output::sockevents::{self, FamilyArgs};
+use common::cli::parse_pid;
+use common::output::sockevents::{FamilyArgs, PortArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -33,9 +33,6 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 /// Most ports one -L or -D list may hold (the size of the BPF port maps, MAX_PORTS in tcplife.h).
 const MAX_PORTS: usize = 1024;
-
-/// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
-type Ports = Vec<u16>;
 
 /// Trace the lifespan of TCP sessions and summarize.
 #[derive(Debug, Parser)]
@@ -56,12 +53,8 @@ struct Args {
     /// Trace this PID only
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Comma-separated list of local ports to trace
-    #[arg(short = 'L', long = "localport", value_name = "PORTS", value_parser = parse_port_list)]
-    localport: Option<Ports>,
-    /// Comma-separated list of remote ports to trace
-    #[arg(short = 'D', long = "remoteport", value_name = "PORTS", value_parser = parse_port_list)]
-    remoteport: Option<Ports>,
+    #[command(flatten)]
+    ports: PortArgs,
     #[command(flatten)]
     family: FamilyArgs,
     /// JSON output: one object per session, with exact byte counts
@@ -80,8 +73,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn tcplife(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
-    sockevents::check_port_count("-L", args.localport.as_ref(), MAX_PORTS)?;
-    sockevents::check_port_count("-D", args.remoteport.as_ref(), MAX_PORTS)?;
+    args.ports.check(MAX_PORTS)?;
     let signals = Signals::install()?;
     let ((skel, _link), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -123,15 +115,13 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
-    rodata.filter_lport = args.localport.is_some();
-    rodata.filter_rport = args.remoteport.is_some();
+    (rodata.filter_lport, rodata.filter_rport) = args.ports.switches();
 
     autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // The port maps are filled before attaching, so no session slips past an empty filter.
-    sockevents::fill_port_filter(&skel.maps.lports, args.localport.as_ref())?;
-    sockevents::fill_port_filter(&skel.maps.rports, args.remoteport.as_ref())?;
+    args.ports.fill(&skel.maps.lports, &skel.maps.rports)?;
     let link = attach_loaded_tracepoint(skel.object(), "sock", "inet_sock_set_state")?;
     Ok((skel, link))
 }

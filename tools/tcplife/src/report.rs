@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use common::output::sockevents::{Conn, JsonConn, SinceFirst};
+use common::output::sockevents::{time_prefix, Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -139,15 +139,8 @@ impl Printer {
 
     /// The `-T` and `-t` columns, as BCC prints them before the others.
     fn prefix(&self, clock: &str, since: &str) -> String {
-        let csv = self.style.layout == Layout::Csv;
-        let mut s = String::new();
-        if self.style.clock {
-            s += &if csv { format!("{clock},") } else { format!("{clock:<8} ") };
-        }
-        if self.style.since_first {
-            s += &if csv { format!("{since},") } else { format!("{since:<9} ") };
-        }
-        s
+        let style = self.style;
+        time_prefix(style.clock.then_some(clock), style.since_first.then_some(since), style.layout == Layout::Csv)
     }
 }
 

@@ -10,30 +10,27 @@
  * peer's FIN when tcp_fin() took it in order (SOCK_DONE). A reset (sent or received) leaves a FIN unacked or never
  * received, and so uncounted. The owner (PID and comm) is recorded at the first state change that only a system call
  * on the socket makes: SYN_SENT (connect), FIN_WAIT1 or LAST_ACK (close/shutdown); a socket with none (an abort) gets
- * the task current at close, as in BCC. Filters on PID, ports and family run here; records go through a ring buffer,
- * and failed reservations are counted in `lost`. Not a session: a passive open's child socket that goes from SYN_RECV
- * straight to CLOSE having carried nothing. When two CPUs complete the same handshake at once, both clone a child from
- * the request (SYN_RECV, a birth here), and the one that loses the race is closed at once in softirq
- * (tcp_v4_syn_recv_sock: tcp_done()); the real child goes on to ESTABLISHED. BCC prints the loser as a 0-byte session
- * of ksoftirqd. */
+ * the task current at close, as in BCC. The programs, the socket's family and ports, the port filters and the
+ * owner records are the state tracking tcplife shares with tcpstates and tcpconnlat (sockstate.bpf.h). Filters on
+ * PID, ports and family run here; records go through a ring buffer, and failed reservations are counted in `lost`.
+ * Not a session: a passive open's child socket that goes from SYN_RECV straight to CLOSE having carried nothing.
+ * When two CPUs complete the same handshake at once, both clone a child from the request (SYN_RECV, a birth here),
+ * and the one that loses the race is closed at once in softirq (tcp_v4_syn_recv_sock: tcp_done()); the real child
+ * goes on to ESTABLISHED. BCC prints the loser as a 0-byte session of ksoftirqd. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
-#include "tp_btf_raw.bpf.h"
+#include "tcplife.h"
 #include "filter.bpf.h"
 #include "maps.bpf.h"
 #include "ringbuf.bpf.h"
-#include "tcplife.h"
+#include "sockstate.bpf.h"
 
-#define AF_INET 2
-#define AF_INET6 10
 #define MAX_SOCKETS 16384
 
 const volatile __u16 target_family = 0;
-const volatile bool filter_lport = false;
-const volatile bool filter_rport = false;
+PORT_FILTERS;
 
 /* Sessions closed but not reported: the ring buffer was full. */
 __u64 lost = 0;
@@ -43,65 +40,19 @@ __u64 births_full = 0;
 /* Makes struct event visible to the skeleton's generated `types` module. */
 struct event _event_type = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MAX_SOCKETS);
-	__type(key, struct sock *);
-	__type(value, struct birth);
-} births SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MAX_SOCKETS);
-	__type(key, struct sock *);
-	__type(value, struct ident);
-} idents SEC(".maps");
-
-/* -L and -D: the ports to keep (value unused). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MAX_PORTS);
-	__type(key, __u16);
-	__type(value, __u8);
-} lports SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MAX_PORTS);
-	__type(key, __u16);
-	__type(value, __u8);
-} rports SEC(".maps");
+SK_HASH(births, struct birth, MAX_SOCKETS);
+/* Each socket's owner: the task of its first state change that only a system call makes. */
+SK_HASH(idents, struct sk_task, MAX_SOCKETS);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
 
-/* A port not yet known (0: a connecting socket has no local port at SYN_SENT) passes until it is. */
-static __always_inline bool port_allowed(void *ports, bool filter, __u16 port)
-{
-	return !filter || !port || bpf_map_lookup_elem(ports, &port);
-}
-
 static __always_inline void forget(struct sock *sk)
 {
 	bpf_map_delete_elem(&births, &sk);
 	bpf_map_delete_elem(&idents, &sk);
-}
-
-static __always_inline void remember_owner(struct sock *sk)
-{
-	struct ident ident = {};
-
-	if (bpf_map_lookup_elem(&idents, &sk))
-		return;
-	ident.pid = bpf_get_current_pid_tgid() >> 32;
-	bpf_get_current_comm(ident.comm, sizeof(ident.comm));
-	bpf_map_update_elem(&idents, &sk, &ident, BPF_NOEXIST);
 }
 
 /* enum sock_flags' SOCK_DONE, 1 in every kernel since 2.6 (enum sock_flags { SOCK_DEAD, SOCK_DONE, ... }): a
@@ -140,7 +91,7 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 	struct birth *birth;
-	struct ident *owner;
+	struct sk_task *owner;
 	struct event *e;
 	__u64 now;
 	__u32 pid;
@@ -171,13 +122,7 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 		__builtin_memcpy(e->comm, owner->comm, sizeof(e->comm));
 	else
 		bpf_get_current_comm(e->comm, sizeof(e->comm));
-	if (family == AF_INET) {
-		bpf_core_read(e->saddr, 4, &sk->__sk_common.skc_rcv_saddr);
-		bpf_core_read(e->daddr, 4, &sk->__sk_common.skc_daddr);
-	} else if (bpf_core_field_exists(sk->__sk_common.skc_v6_daddr)) {
-		bpf_core_read(e->saddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-		bpf_core_read(e->daddr, 16, &sk->__sk_common.skc_v6_daddr);
-	}
+	sk_addrs(sk, family, e->saddr, e->daddr);
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -206,45 +151,29 @@ static __always_inline void note_state(struct sock *sk, int newstate)
 
 static __always_inline int handle(struct sock *sk, int oldstate, int newstate)
 {
-	__u16 family, lport, rport;
+	struct sk_change c;
 
-	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
+	if (!sk_change_read(sk, target_family, &c))
 		return 0;
-	family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if (family != AF_INET && family != AF_INET6)
-		return 0;
-	if (target_family && family != target_family)
-		return 0;
-	/* Not skc_num: at TCP_CLOSE the port is already released and skc_num zeroed; inet_sport stays. */
-	lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
-	rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (!port_allowed(&lports, filter_lport, lport) || !port_allowed(&rports, filter_rport, rport)) {
+	/* A port not yet known (0: a connecting socket has no local port at SYN_SENT) passes until it is. */
+	if ((c.lport && !lport_listed(c.lport)) || (c.rport && !rport_listed(c.rport))) {
 		forget(sk);
 		return 0;
 	}
 
 	note_state(sk, newstate);
 	if (newstate == TCP_SYN_SENT || newstate == TCP_FIN_WAIT1 || newstate == TCP_LAST_ACK)
-		remember_owner(sk);
+		sk_task_note(&idents, sk, BPF_NOEXIST);
 	if (newstate == TCP_CLOSE) {
 		struct tcp_sock *tp = (struct tcp_sock *)sk;
 
 		if (oldstate != TCP_SYN_RECV || BPF_CORE_READ(tp, bytes_received) || BPF_CORE_READ(tp, bytes_acked))
-			report(sk, family, lport, rport);
+			report(sk, c.family, c.lport, c.rport);
 		forget(sk);
 	}
 	return 0;
 }
 
-TP_BTF_RAW(set_state, inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
-{
-	return handle(sk, oldstate, newstate);
-}
-
-SEC("tracepoint/sock/inet_sock_set_state")
-int set_state_tp(struct trace_event_raw_inet_sock_set_state *args)
-{
-	return handle((struct sock *)args->skaddr, args->oldstate, args->newstate);
-}
+SOCK_STATE_PROGRAMS(handle)
 
 char LICENSE[] SEC("license") = "GPL";

@@ -7,12 +7,6 @@
 /* Most ports -L or -D may list (each list is a hash map of this size). */
 #define MAX_PORTS 1024
 
-/* Who a socket belongs to: the task seen in the first state change made from a system call on it. */
-struct ident {
-	__u32 pid;
-	char comm[TASK_COMM_LEN];
-};
-
 /* What tcplife keeps per socket from its birth (the last state before FIN_WAIT1, as BCC) to its close. */
 struct birth {
 	__u64 ts_ns;		/* bpf_ktime_get_ns() at the last state change before FIN_WAIT1 */

@@ -1,0 +1,122 @@
+//! tcpconnlat: trace active TCP connects and show their latency (BCC's tool, CO-RE).
+//!
+//! The BPF side watches `sock:inet_sock_set_state` through the state tracking tcplife and tcpstates share
+//! (`bpf/include/sockstate.bpf.h`): the change CLOSE -> SYN_SENT, made inside connect(), names the connecting task
+//! and starts the clock; SYN_SENT -> ESTABLISHED stops it and sends one record through a ring buffer (the PID,
+//! family and minimum-latency filters run in the kernel). This front end prints each connect in BCC's columns or
+//! as JSON lines, and reports on stderr what the kernel side could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::events::EventStream;
+use common::attach::features::Attach;
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
+use common::attach::maps::DropCounter;
+use common::cli::parse_pid;
+use common::output::sockevents::FamilyArgs;
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Connect, Printer, Style};
+
+/// The `--help` examples, from doc.md's `## --help` part (the build helper writes them).
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// Trace TCP connects and show connection latency.
+#[derive(Debug, Parser)]
+#[command(name = "tcpconnlat", version, after_help = EXAMPLES)]
+struct Args {
+    /// Add a timestamp column (seconds since the first connect)
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Trace this PID only
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Add the local port column (LPORT)
+    #[arg(short = 'L', long)]
+    lport: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
+    /// JSON output: one object per connect, with the exact latency
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// Show only connects that took at least this many milliseconds (fractions allowed: 0.1 is 100 us)
+    #[arg(value_name = "MIN_MS", value_parser = parse_min_ms)]
+    min_ms: Option<f64>,
+}
+
+/// The threshold: a number of milliseconds, not negative (BCC's `positive_float`).
+fn parse_min_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(ms),
+        _ => Err(format!("'{s}' is not a number of milliseconds (such as 1 or 0.1)")),
+    }
+}
+
+/// What the multicall binary knows of the tool: its entry and its attach ladder.
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || tcpconnlat(args))
+}
+
+fn tcpconnlat(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    let signals = Signals::install()?;
+    let ((skel, _link), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let mut printer = Printer::new(Style { json: args.json, lport: args.lport, since_first: args.timestamp });
+    let mut out = Output::new();
+    printer.write_header(&mut out)?;
+
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut untimed = DropCounter::new("connects", "socket map full");
+    EventStream::new(&skel.maps.events, &bss.lost, "connects").run(
+        &signals,
+        &mut out,
+        args.json,
+        || {
+            untimed.check(&bss.openers_full);
+            false
+        },
+        |out, data| {
+            let event: bpf::types::event = common::attach::maps::from_bytes(data);
+            match Connect::from_event(&event) {
+                Some(connect) => Ok(printer.write(out, &connect)?),
+                None => Ok(()),
+            }
+        },
+    )?;
+    untimed.check(&bss.openers_full);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_family = args.family.af();
+    // BCC keeps whole microseconds of the threshold: int(ms * 1000).
+    rodata.min_us = (args.min_ms.unwrap_or(0.0) * 1000.0) as u64;
+
+    autoload_by_section(open.open_object_mut(), mech);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+    let link = attach_loaded_tracepoint(skel.object(), "sock", "inet_sock_set_state")?;
+    Ok((skel, link))
+}

@@ -1,0 +1,131 @@
+//! tcpstates: trace TCP state changes, with the time each socket spent in the state it left (BCC's tool, CO-RE).
+//!
+//! The BPF side watches `sock:inet_sock_set_state` through the state tracking tcplife and tcpconnlat share
+//! (`bpf/include/sockstate.bpf.h`), remembers when each socket last changed state and sends one record per change
+//! through a ring buffer; the family and port filters run in the kernel. This front end prints each change in BCC's
+//! columns (default, wide, CSV) or as JSON lines, and reports on stderr what the kernel side could not deliver.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::events::EventStream;
+use common::attach::features::Attach;
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+};
+use common::attach::maps::DropCounter;
+use common::output::sockevents::{FamilyArgs, PortArgs};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
+
+use bpf::consts::MAX_PORTS;
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Change, Layout, Printer, Style};
+
+/// The `--help` examples, from doc.md's `## --help` part (the build helper writes them).
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// Trace TCP session state changes and durations.
+#[derive(Debug, Parser)]
+#[command(name = "tcpstates", version, after_help = EXAMPLES)]
+struct Args {
+    /// Add a time column (HH:MM:SS)
+    #[arg(short = 'T', long = "time")]
+    time: bool,
+    /// Add a timestamp column (seconds since the first change)
+    #[arg(short = 't', long)]
+    timestamp: bool,
+    /// Wide columns (fit IPv6 addresses)
+    #[arg(short = 'w', long)]
+    wide: bool,
+    /// Print comma-separated values
+    #[arg(short = 's', long)]
+    csv: bool,
+    #[command(flatten)]
+    ports: PortArgs,
+    /// Log to the systemd journal (not supported: pipe the output to systemd-cat instead)
+    #[arg(short = 'Y', long)]
+    journal: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
+    /// JSON output: one object per state change, with exact durations
+    #[arg(short = 'j', long, conflicts_with_all = ["wide", "csv"])]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+/// What the multicall binary knows of the tool: its entry and its attach ladder.
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    if args.journal {
+        // BCC's -Y writes each change to the journal through Python's systemd module; this binary has no journal
+        // client, and a usage error is better than silently printing to stdout alone.
+        let tool = common::tool::invoked_name();
+        eprintln!("{tool}: -Y (systemd journal) is not supported: pipe the output to systemd-cat (see --help)");
+        return ExitCode::from(2);
+    }
+    run::bpf_main(args.verbose, || tcpstates(args))
+}
+
+fn tcpstates(args: Args) -> Result<()> {
+    args.ports.check(MAX_PORTS)?;
+    let signals = Signals::install()?;
+    let ((skel, _link), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+
+    let layout = match (args.csv, args.wide) {
+        (true, _) => Layout::Csv,
+        (false, true) => Layout::Wide,
+        _ => Layout::Default,
+    };
+    let mut printer = Printer::new(Style { layout, json: args.json, clock: args.time, since_first: args.timestamp });
+    let mut out = Output::new();
+    printer.write_header(&mut out)?;
+
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut untimed = DropCounter::new("state durations", "socket map full");
+    EventStream::new(&skel.maps.events, &bss.lost, "state changes").run(
+        &signals,
+        &mut out,
+        args.json,
+        || {
+            untimed.check(&bss.last_full);
+            false
+        },
+        |out, data| {
+            let event: bpf::types::event = common::attach::maps::from_bytes(data);
+            match Change::from_event(&event) {
+                Some(change) => Ok(printer.write(out, &change)?),
+                None => Ok(()),
+            }
+        },
+    )?;
+    untimed.check(&bss.last_full);
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
+fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.target_family = args.family.af();
+    (rodata.filter_lport, rodata.filter_rport) = args.ports.switches();
+
+    autoload_by_section(open.open_object_mut(), mech);
+    let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
+
+    // The port maps are filled before attaching, so no change slips past an empty filter.
+    args.ports.fill(&skel.maps.lports, &skel.maps.rports)?;
+    let link = attach_loaded_tracepoint(skel.object(), "sock", "inet_sock_set_state")?;
+    Ok((skel, link))
+}
