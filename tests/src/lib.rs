@@ -301,6 +301,26 @@ impl Running {
         self
     }
 
+    /// Whether a line containing `needle` has been printed, waiting up to `timeout` for it; never panics (a test
+    /// that makes an event until it is seen uses it).
+    pub fn has_line_within(&mut self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.seen.iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => self.seen.push(line),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+    }
+
     /// Waits until `n` more stdout lines have arrived than had been by the call (an interval tool's next rows, say).
     /// Panics with what the tool printed on timeout or early exit.
     pub fn wait_for_more_lines(&mut self, n: usize, timeout: Duration) -> &mut Self {
