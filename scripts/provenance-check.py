@@ -16,7 +16,8 @@ tools/*_example.txt, libbpf-tools/*.c, man/man8/*.8). Ours, the texts people rea
   - tools/*/doc.md, outside ``` fences except the `## --help` fence (a fenced sample of output holds BCC's
     banners and headers, which the tools print on purpose);
   - tools/*/tests/*.help, the --help snapshots;
-  - the `///` doc comments in tools/*/src and common/src/cli (clap's about and option texts).
+  - the `///` doc comments and `.help("...")` texts of tools/*/src, common/src/cli and the other common/src files
+    that define clap arguments (clap's about and option texts).
 Each line is cut at `#`, double spaces and quotes and into sentences, and each doc.md paragraph is also joined
 and cut into sentences, so that a sentence wrapped over lines is found too.
 
@@ -138,6 +139,7 @@ def rust_units(path):
         lines = f.read().split("\n")
     units, para = [], []
     for n, line in enumerate(lines, 1):
+        units += [(n, m.group(1)) for m in re.finditer(r'\.help\("((?:[^"\\]|\\.)*)"\)', line)]
         if line.strip().startswith("///"):
             units.append((n, line))
             para.append((n, line.strip()[3:].strip()))
@@ -150,7 +152,15 @@ def rust_units(path):
 def our_files():
     rel = lambda pattern: sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True))
     return ([(f, doc_units) for f in rel("tools/*/doc.md")] + [(f, help_units) for f in rel("tools/*/tests/*.help")]
-            + [(f, rust_units) for f in rel("tools/*/src/**/*.rs") + rel("common/src/cli/**/*.rs")])
+            + [(f, rust_units) for f in rel("tools/*/src/**/*.rs") + clap_files(rel("common/src/**/*.rs"))])
+
+
+def clap_files(paths):
+    """common/src/cli, and the other files of common that define clap arguments."""
+    def defines_args(path):
+        with open(path, encoding="utf-8") as f:
+            return "#[arg(" in f.read()
+    return [p for p in paths if "/common/src/cli/" in p or defines_args(p)]
 
 
 def main():

@@ -37,34 +37,34 @@ const MAX_PORTS: usize = 1024;
 /// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
 type Ports = Vec<u16>;
 
-/// Trace the lifespan of TCP sessions and summarize.
+/// One line per TCP connection when it closes: process, addresses, ports, bytes each way and how long it lasted.
 #[derive(Debug, Parser)]
 #[command(name = "tcplife", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include time column on output (HH:MM:SS)
+    /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 'T', long = "time")]
     time: bool,
-    /// Include timestamp on output (seconds)
+    /// Start each line with the seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Wide column output (fits IPv6 addresses)
+    /// Widen the address columns to fit IPv6 addresses
     #[arg(short = 'w', long)]
     wide: bool,
-    /// Comma separated values output
+    /// Print comma-separated values instead of aligned columns
     #[arg(short = 's', long)]
     csv: bool,
-    /// Trace this PID only
+    /// Only connections of this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Comma-separated list of local ports to trace
+    /// Only connections whose local port is one of these (separated by commas)
     #[arg(short = 'L', long = "localport", value_name = "PORTS", value_parser = parse_port_list)]
     localport: Option<Ports>,
-    /// Comma-separated list of remote ports to trace
+    /// Only connections whose remote port is one of these (separated by commas)
     #[arg(short = 'D', long = "remoteport", value_name = "PORTS", value_parser = parse_port_list)]
     remoteport: Option<Ports>,
     #[command(flatten)]
     family: FamilyArgs,
-    /// JSON output: one object per session, with exact byte counts
+    /// Print JSON lines: an object per connection, bytes exact
     #[arg(short = 'j', long, conflicts_with_all = ["wide", "csv"])]
     json: bool,
     #[command(flatten)]
