@@ -266,7 +266,8 @@ fn install_and_uninstall_into_a_destdir() {
 
 /// `man -l` of an installed page, at a fixed width: its text, after checking that it rendered without a warning.
 fn render_man(page: &Path) -> String {
-    let out = run(Command::new("man").args(["--warnings", "-l"]).arg(page).env("MANWIDTH", "100").env("LC_ALL", "C.UTF-8"));
+    let out =
+        run(Command::new("man").args(["--warnings", "-l"]).arg(page).env("MANWIDTH", "100").env("LC_ALL", "C.UTF-8"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.is_empty(), "man -l {}: {}\n{stderr}", page.display(), out.status);
     String::from_utf8(out.stdout).unwrap()
@@ -274,11 +275,7 @@ fn render_man(page: &Path) -> String {
 
 /// The text of a rendered page's section (the lines after its heading, up to the next heading).
 fn man_section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
-    text.lines()
-        .skip_while(|l| *l != heading)
-        .skip(1)
-        .take_while(|l| l.is_empty() || l.starts_with(' '))
-        .collect()
+    text.lines().skip_while(|l| *l != heading).skip(1).take_while(|l| l.is_empty() || l.starts_with(' ')).collect()
 }
 
 /// Text with the line breaks man may put after a hyphen (`bpf-` at a line's end) taken out.
@@ -334,7 +331,11 @@ fn man_pages_render_with_every_option_and_the_hand_written_sections() {
         assert!(text.contains(&format!("       {example}\n")), "{}: example {example:?} not rendered", page.display());
         // SEE ALSO names the multicall page, and this package's pages as they are installed: bpf-biosnoop(8).
         let see_also = unbroken(&man_section(&text, "SEE ALSO").join("\n"));
-        assert!(see_also.contains("corebpf-tools(8)"), "{}: SEE ALSO lacks corebpf-tools(8): {see_also}", page.display());
+        assert!(
+            see_also.contains("corebpf-tools(8)"),
+            "{}: SEE ALSO lacks corebpf-tools(8): {see_also}",
+            page.display()
+        );
         for name in tool_references(&see_also) {
             assert!(name.starts_with("bpf-"), "{}: SEE ALSO names {name}(8), not its installed name", page.display());
         }
@@ -357,7 +358,10 @@ fn man_pages_render_with_every_option_and_the_hand_written_sections() {
     let listed = man_section(&text, "TOOLS").join("\n");
     let list = run_ok(Command::new(static_bin()).arg("--list"));
     for tool in tools() {
-        assert!(listed.contains(&format!("       bpf-{tool}\n")), "corebpf-tools(8): TOOLS lacks bpf-{tool}:\n{listed}");
+        assert!(
+            listed.contains(&format!("       bpf-{tool}\n")),
+            "corebpf-tools(8): TOOLS lacks bpf-{tool}:\n{listed}"
+        );
         let about = list.lines().find_map(|l| l.trim().strip_prefix(&format!("{tool} "))).unwrap().trim();
         let first = about.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
         assert!(listed.contains(&first), "corebpf-tools(8): TOOLS lacks {tool}'s description {about:?}");
@@ -526,10 +530,21 @@ fn the_licence_check_fails_on_a_dependency_that_cannot_ship() {
     let check = |licences: &[&str]| {
         let file = dir.0.join("metadata.json");
         fs::write(&file, metadata_with(licences)).unwrap();
-        run(Command::new("python3").arg(root().join("scripts/license-check.py")).arg("deps").arg("--metadata").arg(&file))
+        run(Command::new("python3")
+            .arg(root().join("scripts/license-check.py"))
+            .arg("deps")
+            .arg("--metadata")
+            .arg(&file))
     };
-    let good = check(&["MIT OR Apache-2.0", "Apache-2.0 WITH LLVM-exception OR Apache-2.0 OR MIT", "MIT/Apache-2.0",
-        "(MIT OR Apache-2.0) AND Unicode-3.0", "Zlib", "BSD-3-Clause", "LGPL-2.1-only OR BSD-2-Clause"]);
+    let good = check(&[
+        "MIT OR Apache-2.0",
+        "Apache-2.0 WITH LLVM-exception OR Apache-2.0 OR MIT",
+        "MIT/Apache-2.0",
+        "(MIT OR Apache-2.0) AND Unicode-3.0",
+        "Zlib",
+        "BSD-3-Clause",
+        "LGPL-2.1-only OR BSD-2-Clause",
+    ]);
     assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
     let bad = check(&["MIT", "CDDL-1.0", "Apache-2.0", "MIT AND GPL-3.0-only"]);
     let stderr = String::from_utf8_lossy(&bad.stderr);

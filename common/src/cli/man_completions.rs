@@ -455,7 +455,8 @@ mod tests {
     #[test]
     fn see_also_names_this_packages_pages_with_the_prefix() {
         let mut sections =
-            parse_sections("## SEE ALSO\nbiosnoop(8), corebpf-tools(8), perf(1), xbiosnoop(8)\n\n- biotop(8)\n").unwrap();
+            parse_sections("## SEE ALSO\nbiosnoop(8), corebpf-tools(8), perf(1), xbiosnoop(8)\n\n- biotop(8)\n")
+                .unwrap();
         prefix_see_also(&mut sections, "bpf-", &["biosnoop", "biotop"]);
         assert_eq!(sections[0].blocks[0][0], "bpf-biosnoop(8), corebpf-tools(8), perf(1), xbiosnoop(8)");
         assert_eq!(sections[0].blocks[1][0], "- bpf-biotop(8)");
@@ -474,7 +475,15 @@ mod tests {
         let headings: Vec<&str> = page.lines().filter(|l| l.starts_with(".SH")).collect();
         assert_eq!(
             headings,
-            [".SH NAME", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", ".SH TOOLS", ".SH \"SEE ALSO\"", ".SH VERSION"]
+            [
+                ".SH NAME",
+                ".SH SYNOPSIS",
+                ".SH DESCRIPTION",
+                ".SH OPTIONS",
+                ".SH TOOLS",
+                ".SH \"SEE ALSO\"",
+                ".SH VERSION"
+            ]
         );
         assert!(page.contains("\\fBbpf\\-biosnoop\\fR"), "{page}");
         assert!(page.contains("Run queue waits"), "{page}");
