@@ -25,7 +25,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 tools_dir=$(cd "$here/../tools" && pwd)
 docs_dir=$(cd "$here/../docs" && pwd)
-toolset_doc=$(cd "$here/../toolset" && pwd)/doc.md
+toolset_doc=$(cd "$here/../toolset" && pwd)/man.md
 DESTDIR=${DESTDIR:-}
 PREFIX=${PREFIX:-/usr/local}
 APP_PREFIX=${APP_PREFIX:-}
@@ -53,7 +53,7 @@ generate() {
         "$BIN_SRC/$MULTICALL" "$1" < /dev/null
 }
 
-# The multicall binary's own page, corebpf-tools(8): its hand-written sections are toolset/doc.md, its list of
+# The multicall binary's own page, corebpf-tools(8): its hand-written sections are toolset/man.md, its list of
 # tools comes from the binary, named with APP_PREFIX.
 generate_multicall_page() {
     COREBPF_GENERATE=man COREBPF_GENERATE_PREFIX=$APP_PREFIX COREBPF_MAN_SECTIONS=$toolset_doc \

@@ -65,7 +65,7 @@ fn date_from_env() -> String {
 }
 
 /// If `COREBPF_GENERATE=man` is set, writes the multicall binary's own page, corebpf-tools(8), to stdout and
-/// exits: its usage, hand-written sections (`COREBPF_MAN_SECTIONS`, toolset/doc.md) and a TOOLS section listing
+/// exits: its usage, hand-written sections (`COREBPF_MAN_SECTIONS`, toolset/man.md) and a TOOLS section listing
 /// `tools` (name, one-line description) under their installed names (`COREBPF_GENERATE_PREFIX`). Exits 1 with
 /// one line on stderr for anything but `man`. Returns when the variable is not set.
 pub fn multicall_from_env(name: &'static str, version: &str, about: &str, tools: &[(&'static str, &'static str)]) {
