@@ -13,7 +13,7 @@ A phrase is normalised as: lower-case, runs of white space made one space, a tra
 of four or more words count. BCC's phrases are its argparse `help=` and `description=` strings, the comments of
 its examples blocks and *_example.txt files, its quoted strings, and the sentences of its man pages (tools/*.py,
 tools/*_example.txt, libbpf-tools/*.c, man/man8/*.8). Ours, the texts people read as documentation:
-  - tools/*/doc.md, outside ``` fences except the `## --help` fence (a fenced sample of output holds BCC's
+  - tools/*/doc.md and toolset/man.md (corebpf-tools(8)), outside ``` fences except the `## --help` fence (a fenced sample of output holds BCC's
     banners and headers, which the tools print on purpose);
   - tools/*/tests/*.help, the --help snapshots;
   - the `///` doc comments and `.help("...")` texts of tools/*/src, common/src/cli and the other common/src files
@@ -151,7 +151,7 @@ def rust_units(path):
 
 def our_files():
     rel = lambda pattern: sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True))
-    return ([(f, doc_units) for f in rel("tools/*/doc.md")] + [(f, help_units) for f in rel("tools/*/tests/*.help")]
+    return ([(f, doc_units) for f in rel("tools/*/doc.md") + rel("toolset/man.md")] + [(f, help_units) for f in rel("tools/*/tests/*.help")]
             + [(f, rust_units) for f in rel("tools/*/src/**/*.rs") + clap_files(rel("common/src/**/*.rs"))])
 
 
