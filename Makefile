@@ -21,6 +21,7 @@
 #   make license-check  SPDX lines, dependency licences, debian/copyright (CI); make copyright rewrites it
 #   make docs         write docs/tools/TOOL.md and the README's tool table from each tools/TOOL/doc.md
 #   make docs-check   fail, one line per problem, if those are stale or a tool lacks a part (doc, test, snapshot...)
+#   make provenance-check  fail, one `file:line: phrase` per hit, if help or doc text repeats BCC's words (NOTICE)
 #   make soak         every tool at once under load and faults for SOAK_SECONDS (default 600); writes docs/soak.md
 
 CARGO ?= cargo
@@ -57,7 +58,7 @@ INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' AP
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
 
 .PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
-	clean tools template-check new-tool test-build test-run bin-links docs docs-check license-check copyright deb-source
+	clean tools template-check new-tool test-build test-run bin-links docs docs-check provenance-check license-check copyright deb-source
 
 all: build
 
@@ -175,6 +176,11 @@ docs:
 
 docs-check:
 	@python3 scripts/gen-docs.py --check
+
+# The tools' help, man and web texts are the project's own words: no phrase of BCC's tools (held as hashes in
+# scripts/bcc-phrases.sha256) may appear in tools/*/doc.md, the --help snapshots or the clap doc comments.
+provenance-check:
+	@python3 scripts/provenance-check.py
 
 # Licences (scripts/license-check.py): every source file's SPDX line, every shipped crate's and C library's
 # licence against the policy, and debian/copyright current. `make copyright` rewrites debian/copyright.

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Installs the multicall binary corebpf-tools with a link per tool, each tool's man page and bash, zsh and fish
-# completions (what `make install` and `make deb` do), or lists or removes exactly those files.
+# Installs the multicall binary corebpf-tools with its man page corebpf-tools(8), a link per tool, each tool's man
+# page and bash, zsh and fish completions (what `make install` and `make deb` do), or lists or removes exactly those files.
 #
 #   packaging/install-tools.sh install|list|uninstall TOOL...
 #
@@ -25,6 +25,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 tools_dir=$(cd "$here/../tools" && pwd)
 docs_dir=$(cd "$here/../docs" && pwd)
+toolset_doc=$(cd "$here/../toolset" && pwd)/man.md
 DESTDIR=${DESTDIR:-}
 PREFIX=${PREFIX:-/usr/local}
 APP_PREFIX=${APP_PREFIX:-}
@@ -52,9 +53,17 @@ generate() {
         "$BIN_SRC/$MULTICALL" "$1" < /dev/null
 }
 
+# The multicall binary's own page, corebpf-tools(8): its hand-written sections are toolset/man.md, its list of
+# tools comes from the binary, named with APP_PREFIX.
+generate_multicall_page() {
+    COREBPF_GENERATE=man COREBPF_GENERATE_PREFIX=$APP_PREFIX COREBPF_MAN_SECTIONS=$toolset_doc \
+        "$BIN_SRC/$MULTICALL" < /dev/null
+}
+
 # Every installed file, one per line, without DESTDIR.
 all_files() {
     echo "$BINDIR/$MULTICALL"
+    echo "$MANDIR/$MULTICALL.8.gz"
     for t in "$@"; do files_of "$t"; done
 }
 
@@ -83,6 +92,9 @@ install)
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     install -m 0755 "$BIN_SRC/$MULTICALL" "$DESTDIR$BINDIR/$MULTICALL"
+    generate_multicall_page > "$tmp/$MULTICALL.8"
+    gzip -9 -n -c "$tmp/$MULTICALL.8" > "$tmp/$MULTICALL.8.gz"
+    install -m 0644 "$tmp/$MULTICALL.8.gz" "$DESTDIR$MANDIR/$MULTICALL.8.gz"
     for t in "$@"; do
         name=$APP_PREFIX$t
         ln -sfn "$MULTICALL" "$DESTDIR$BINDIR/$name"

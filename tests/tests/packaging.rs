@@ -109,11 +109,12 @@ fn files_under(dir: &Path) -> BTreeSet<String> {
     out
 }
 
-/// The files `make install` must install, under `prefix` (no leading slash): corebpf-tools, and for every tool
-/// its link, man page and completions.
+/// The files `make install` must install, under `prefix` (no leading slash): corebpf-tools and its man page, and
+/// for every tool its link, man page and completions.
 fn expected_install(prefix: &str, app_prefix: &str, zsh_dir: &str) -> BTreeSet<String> {
     let mut files = BTreeSet::new();
     files.insert(format!("{prefix}/sbin/corebpf-tools"));
+    files.insert(format!("{prefix}/share/man/man8/corebpf-tools.8.gz"));
     for tool in tools() {
         let name = format!("{app_prefix}{tool}");
         files.insert(format!("{prefix}/sbin/{name}"));
@@ -267,41 +268,112 @@ fn install_and_uninstall_into_a_destdir() {
     }
 }
 
+/// `man -l` of an installed page, at a fixed width: its text, after checking that it rendered without a warning.
+fn render_man(page: &Path) -> String {
+    let out =
+        run(Command::new("man").args(["--warnings", "-l"]).arg(page).env("MANWIDTH", "100").env("LC_ALL", "C.UTF-8"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.is_empty(), "man -l {}: {}\n{stderr}", page.display(), out.status);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The text of a rendered page's section (the lines after its heading, up to the next heading).
+fn man_section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    text.lines().skip_while(|l| *l != heading).skip(1).take_while(|l| l.is_empty() || l.starts_with(' ')).collect()
+}
+
+/// Text with the line breaks man may put after a hyphen (`bpf-` at a line's end) taken out.
+fn unbroken(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("-\n") {
+        out.push_str(&rest[..=at]);
+        rest = rest[at + 2..].trim_start_matches(' ');
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The `name(8)` references of a text whose name is one of this package's tools, with any prefix before it.
+fn tool_references(text: &str) -> Vec<String> {
+    let tools = tools();
+    let mut found = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || c == ',' || c == ';') {
+        if let Some(name) = word.strip_suffix("(8)") {
+            if tools.iter().any(|t| name == t || name.ends_with(&format!("-{t}"))) {
+                found.push(name.to_owned());
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn man_pages_render_with_every_option_and_the_hand_written_sections() {
     let dest = TempDir::new("man");
-    make(&["install-files", &format!("DESTDIR={}", dest.0.display()), "PREFIX=/usr"]);
+    make(&["install-files", &format!("DESTDIR={}", dest.0.display()), "PREFIX=/usr", "APP_PREFIX=bpf-"]);
     for tool in tools() {
         let sections = root().join("tools").join(&tool).join("doc.md");
         let hand = fs::read_to_string(&sections)
             .unwrap_or_else(|_| panic!("{} is missing: write {tool}'s DESCRIPTION and EXAMPLES", sections.display()));
-        let page = dest.0.join(format!("usr/share/man/man8/{tool}.8.gz"));
-        let out = run(Command::new("man")
-            .args(["--warnings", "-l"])
-            .arg(&page)
-            .env("MANWIDTH", "100")
-            .env("LC_ALL", "C.UTF-8"));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && stderr.is_empty(), "man -l {}: {}\n{stderr}", page.display(), out.status);
-        let text = String::from_utf8(out.stdout).unwrap();
+        let page = dest.0.join(format!("usr/share/man/man8/bpf-{tool}.8.gz"));
+        let text = render_man(&page);
         let headings: Vec<&str> = text.lines().filter(|l| !l.is_empty() && !l.starts_with(' ')).collect();
-        for want in ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXAMPLES", "VERSION"] {
+        for want in
+            ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXAMPLES", "FIELDS", "OVERHEAD", "SEE ALSO", "VERSION"]
+        {
             assert!(headings.contains(&want), "{}: no {want} section; headings {headings:?}", page.display());
         }
-        assert!(headings[0].starts_with(&format!("{}(8)", tool.to_uppercase())), "{}", headings[0]);
-        // The hand-written text is there: its first example command, as written.
+        assert!(headings[0].starts_with(&format!("BPF-{}(8)", tool.to_uppercase())), "{}", headings[0]);
+        // The hand-written text is there: its first example command, with the installed name.
         let examples = hand.split("\n## EXAMPLES\n").nth(1).unwrap_or_default();
         let example = examples
             .lines()
             .find(|l| !l.trim().is_empty())
             .unwrap_or_else(|| panic!("{}: EXAMPLES section must start with an example command", sections.display()));
+        let example = format!("bpf-{example}");
         assert!(text.contains(&format!("       {example}\n")), "{}: example {example:?} not rendered", page.display());
+        // SEE ALSO names the multicall page, and this package's pages as they are installed: bpf-biosnoop(8).
+        let see_also = unbroken(&man_section(&text, "SEE ALSO").join("\n"));
+        assert!(
+            see_also.contains("corebpf-tools(8)"),
+            "{}: SEE ALSO lacks corebpf-tools(8): {see_also}",
+            page.display()
+        );
+        for name in tool_references(&see_also) {
+            assert!(name.starts_with("bpf-"), "{}: SEE ALSO names {name}(8), not its installed name", page.display());
+        }
         // The clap definition is there: every long option of --help.
         let help = run_ok(Command::new(bin(&tool)).arg("--help"));
         for opt in long_options(&help) {
             assert!(text.contains(&opt), "{}: option {opt} of --help missing:\n{text}", page.display());
         }
         assert!(text.contains(&format!("v{VERSION}")), "{}: no version", page.display());
+    }
+
+    // corebpf-tools(8): usage, its commands, every tool under its installed name with its description, and the
+    // environment.
+    let text = unbroken(&render_man(&dest.0.join("usr/share/man/man8/corebpf-tools.8.gz")));
+    let headings: Vec<&str> = text.lines().filter(|l| !l.is_empty() && !l.starts_with(' ')).collect();
+    assert!(headings[0].starts_with("COREBPF-TOOLS(8)"), "{}", headings[0]);
+    for want in ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "TOOLS", "COMMANDS", "ENVIRONMENT", "SEE ALSO"] {
+        assert!(headings.contains(&want), "corebpf-tools(8): no {want} section; headings {headings:?}");
+    }
+    let listed = man_section(&text, "TOOLS").join("\n");
+    // man justifies lines (more than one space between words): compare the words.
+    let words = listed.split_whitespace().collect::<Vec<_>>().join(" ");
+    let list = run_ok(Command::new(static_bin()).arg("--list"));
+    for tool in tools() {
+        assert!(
+            listed.contains(&format!("       bpf-{tool}\n")),
+            "corebpf-tools(8): TOOLS lacks bpf-{tool}:\n{listed}"
+        );
+        let about = list.lines().find_map(|l| l.trim().strip_prefix(&format!("{tool} "))).unwrap().trim();
+        let first = about.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+        assert!(words.contains(&first), "corebpf-tools(8): TOOLS lacks {tool}'s description {about:?}");
+    }
+    for want in ["--list", "features", "COREBPF_ATTACH", "bpf-biolatency(8)"] {
+        assert!(text.contains(want), "corebpf-tools(8) does not mention {want}:\n{text}");
     }
 }
 

@@ -18,6 +18,8 @@ use common::tool::Tool;
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
 const NAME: &str = "corebpf-tools";
+/// The one line of the man page's NAME section.
+const ABOUT: &str = "CO-RE BPF tracing tools in one binary, with BCC's options and output";
 
 const USAGE: &str = "\
 Usage: corebpf-tools TOOL [ARGS]...
@@ -30,12 +32,19 @@ options.";
 
 fn main() -> ExitCode {
     common::tool::set_build_commit(env!("COREBPF_COMMIT"));
+    // A tool's man page names the pages installed beside it with their prefix (SEE ALSO).
+    common::cli::man_completions::set_package_tools(TOOLS.iter().map(|t| t.name).collect());
     let mut argv: Vec<OsString> = std::env::args_os().collect();
     let invoked = argv.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().into_owned());
     if let Some(tool) = invoked.as_deref().and_then(tool_for_link) {
         return (tool.main)(argv);
     }
     argv.remove(0);
+    if argv.is_empty() {
+        // COREBPF_GENERATE=man: this binary's own page, corebpf-tools(8) (packaging/install-tools.sh).
+        let tools: Vec<(&'static str, &'static str)> = TOOLS.iter().map(|t| (t.name, t.about)).collect();
+        common::cli::man_completions::multicall_from_env(NAME, &common::tool::version_line(), ABOUT, &tools);
+    }
     let Some(first) = argv.first().map(|a| a.to_string_lossy().into_owned()) else {
         eprintln!("{USAGE}");
         return ExitCode::from(2);

@@ -6,11 +6,19 @@
 //! `APP_PREFIX` applied, e.g. `bpf-biolatency`); `COREBPF_MAN_SECTIONS` names the tool's documentation source
 //! (tools/<tool>/doc.md), whose sections in capitals replace clap's DESCRIPTION and follow OPTIONS. The man
 //! page is dated from `SOURCE_DATE_EPOCH` (or undated), so the same commit always gives the same bytes.
+//!
+//! A page's SEE ALSO names the pages this package installs as they are installed: `biosnoop(8)` becomes
+//! `bpf-biosnoop(8)` when the tool's installed name carries the prefix `bpf-`. Which names are this package's
+//! is known to the binary that generates the page: the multicall binary records its list of tools
+//! ([`set_package_tools`]) before running one, so a page names exactly the tools installed beside it; pages of
+//! other packages (`perf(1)`, `bpftrace(8)`) and `corebpf-tools(8)` keep their names. The multicall binary's own
+//! page, corebpf-tools(8), comes from [`multicall_from_env`].
 
 use std::io::Write;
 use std::process::exit;
+use std::sync::OnceLock;
 
-use clap::{Command, CommandFactory};
+use clap::{Arg, ArgAction, Command, CommandFactory};
 use clap_complete::shells::{Bash, Fish, Zsh};
 use clap_mangen::roff::{bold, roman, Roff};
 use clap_mangen::Man;
@@ -21,6 +29,143 @@ pub const GENERATE_VAR: &str = "COREBPF_GENERATE";
 pub const NAME_VAR: &str = "COREBPF_GENERATE_NAME";
 /// Environment variable with the path of the tool's documentation source (`tools/<tool>/doc.md`).
 pub const SECTIONS_VAR: &str = "COREBPF_MAN_SECTIONS";
+/// Environment variable with the install prefix of the tools' names (the Makefile's `APP_PREFIX`), read for the
+/// multicall binary's own page, whose name carries no prefix.
+pub const PREFIX_VAR: &str = "COREBPF_GENERATE_PREFIX";
+
+static PACKAGE_TOOLS: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// Records the names of the tools this binary holds (the multicall binary calls it first): the pages of these
+/// tools are installed with the same prefix as the page being generated, so SEE ALSO names them so.
+pub fn set_package_tools(names: Vec<&'static str>) {
+    let _ = PACKAGE_TOOLS.set(names);
+}
+
+/// The tools of this package; empty for a tool's own binary run alone (its SEE ALSO then stays as written).
+fn package_tools() -> &'static [&'static str] {
+    PACKAGE_TOOLS.get().map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// The hand-written sections named by `COREBPF_MAN_SECTIONS`, or none.
+fn sections_from_env() -> Result<Vec<Section>, String> {
+    match std::env::var_os(SECTIONS_VAR) {
+        Some(path) => {
+            let path = std::path::PathBuf::from(path);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("reading man page sections {}: {e}", path.display()))?;
+            parse_sections(&text)
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The man page's date: `SOURCE_DATE_EPOCH`'s day, or none.
+fn date_from_env() -> String {
+    std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| date_of_epoch(&s)).unwrap_or_default()
+}
+
+/// If `COREBPF_GENERATE=man` is set, writes the multicall binary's own page, corebpf-tools(8), to stdout and
+/// exits: its usage, hand-written sections (`COREBPF_MAN_SECTIONS`, toolset/man.md) and a TOOLS section listing
+/// `tools` (name, one-line description) under their installed names (`COREBPF_GENERATE_PREFIX`). Exits 1 with
+/// one line on stderr for anything but `man`. Returns when the variable is not set.
+pub fn multicall_from_env(name: &'static str, version: &str, about: &str, tools: &[(&'static str, &'static str)]) {
+    let Some(what) = std::env::var_os(GENERATE_VAR) else {
+        return;
+    };
+    let prefix = std::env::var(PREFIX_VAR).unwrap_or_default();
+    let result = if what != "man" {
+        Err(format!("{GENERATE_VAR}={:?}: {name} itself has a man page only (man)", what.to_string_lossy()))
+    } else {
+        sections_from_env().and_then(|sections| {
+            let names: Vec<&str> = tools.iter().map(|(n, _)| *n).collect();
+            let sections = multicall_sections(sections, &prefix, tools, &names);
+            let cmd = multicall_command(name, version, about);
+            man_page(cmd, &sections, &date_from_env()).map_err(|e| format!("rendering the man page: {e}"))
+        })
+    };
+    let result = result.and_then(|bytes| {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(&bytes).and_then(|()| stdout.flush()).map_err(|e| format!("writing to stdout: {e}"))
+    });
+    match result {
+        Ok(()) => exit(0),
+        Err(msg) => {
+            eprintln!("{name}: {msg}");
+            exit(1);
+        }
+    }
+}
+
+/// The multicall binary's command line as clap describes it, for the page's SYNOPSIS and OPTIONS.
+fn multicall_command(name: &'static str, version: &str, about: &str) -> Command {
+    let version: &'static str = Box::leak(version.to_owned().into_boxed_str());
+    let about: &'static str = Box::leak(about.to_owned().into_boxed_str());
+    Command::new(name)
+        .version(version)
+        .about(about)
+        .arg(
+            Arg::new("list")
+                .long("list")
+                .action(ArgAction::SetTrue)
+                .help("Print the name and one-line description of every tool in this binary, then exit"),
+        )
+        .arg(Arg::new("TOOL").help("The tool to run (see TOOLS), or the command features"))
+        .arg(
+            Arg::new("ARGS")
+                .num_args(0..)
+                .trailing_var_arg(true)
+                .allow_hyphen_values(true)
+                .help("Passed to the tool: its own options and arguments, as its page describes them"),
+        )
+}
+
+/// The hand-written sections with a generated TOOLS section after DESCRIPTION and SEE ALSO's tools prefixed.
+fn multicall_sections(
+    mut sections: Vec<Section>,
+    prefix: &str,
+    tools: &[(&str, &str)],
+    names: &[&str],
+) -> Vec<Section> {
+    let list = Section {
+        heading: "TOOLS".to_owned(),
+        blocks: tools.iter().map(|(n, about)| vec![format!("{prefix}{n}"), format!("    {about}")]).collect(),
+    };
+    let at = sections.iter().position(|s| s.heading == "DESCRIPTION").map_or(0, |i| i + 1);
+    sections.insert(at, list);
+    prefix_see_also(&mut sections, prefix, names);
+    sections
+}
+
+/// Writes `prefix` before every `name(8)` of SEE ALSO whose name is one of `tools` (this package's pages).
+fn prefix_see_also(sections: &mut [Section], prefix: &str, tools: &[&str]) {
+    if prefix.is_empty() {
+        return;
+    }
+    for section in sections.iter_mut().filter(|s| s.heading == "SEE ALSO") {
+        for line in section.blocks.iter_mut().flatten() {
+            *line = prefix_line(line, prefix, tools);
+        }
+    }
+}
+
+fn prefix_line(line: &str, prefix: &str, tools: &[&str]) -> String {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(at) = rest.find("(8)") {
+        let head = &rest[..at];
+        let start = head.rfind(|c: char| !is_name(c)).map_or(0, |i| i + 1);
+        out.push_str(&head[..start]);
+        if tools.contains(&&head[start..]) {
+            out.push_str(prefix);
+        }
+        out.push_str(&head[start..]);
+        out.push_str("(8)");
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    out
+}
 
 /// If `COREBPF_GENERATE` is set, writes the man page or completion script of `T` to stdout and exits: 0 on
 /// success, 1 with one line on stderr on a bad value or unreadable sections file. Returns when it is not set.
@@ -54,19 +199,10 @@ fn generate(cmd: Command, name: &str, what: &str) -> Result<Vec<u8>, String> {
     // The shells' own types rather than `Shell`, which would link the elvish and PowerShell generators too.
     match what {
         "man" => {
-            let sections = match std::env::var_os(SECTIONS_VAR) {
-                Some(path) => {
-                    let path = std::path::PathBuf::from(path);
-                    let text = std::fs::read_to_string(&path)
-                        .map_err(|e| format!("reading man page sections {}: {e}", path.display()))?;
-                    let mut sections = parse_sections(&text)?;
-                    rename_examples(&mut sections, &tool, name);
-                    sections
-                }
-                None => Vec::new(),
-            };
-            let date = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| date_of_epoch(&s)).unwrap_or_default();
-            return man_page(cmd, &sections, &date).map_err(|e| format!("rendering the man page: {e}"));
+            let mut sections = sections_from_env()?;
+            rename_examples(&mut sections, &tool, name);
+            prefix_see_also(&mut sections, name.strip_suffix(tool.as_str()).unwrap_or(""), package_tools());
+            return man_page(cmd, &sections, &date_from_env()).map_err(|e| format!("rendering the man page: {e}"));
         }
         "bash" => clap_complete::generate(Bash, &mut cmd, name, &mut out),
         "zsh" => clap_complete::generate(Zsh, &mut cmd, name, &mut out),
@@ -239,7 +375,6 @@ pub fn man_page(cmd: Command, sections: &[Section], date: &str) -> std::io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{Arg, ArgAction};
 
     fn cmd() -> Command {
         Command::new("demo")
@@ -315,6 +450,45 @@ mod tests {
         rename_examples(&mut sections, "demo", "bpf-demo");
         assert_eq!(sections[0].blocks[0][0], "bpf-demo -x");
         assert_eq!(sections[0].blocks[1][0], "demox");
+    }
+
+    #[test]
+    fn see_also_names_this_packages_pages_with_the_prefix() {
+        let mut sections =
+            parse_sections("## SEE ALSO\nbiosnoop(8), corebpf-tools(8), perf(1), xbiosnoop(8)\n\n- biotop(8)\n")
+                .unwrap();
+        prefix_see_also(&mut sections, "bpf-", &["biosnoop", "biotop"]);
+        assert_eq!(sections[0].blocks[0][0], "bpf-biosnoop(8), corebpf-tools(8), perf(1), xbiosnoop(8)");
+        assert_eq!(sections[0].blocks[1][0], "- bpf-biotop(8)");
+        let mut plain = parse_sections("## SEE ALSO\nbiosnoop(8)\n").unwrap();
+        prefix_see_also(&mut plain, "", &["biosnoop"]);
+        assert_eq!(plain[0].blocks[0][0], "biosnoop(8)");
+    }
+
+    #[test]
+    fn the_multicall_page_lists_the_tools_after_its_description() {
+        let sections = parse_sections("## DESCRIPTION\nAll tools.\n\n## SEE ALSO\nbiosnoop(8)\n").unwrap();
+        let tools = [("biosnoop", "Block I/O, one line each"), ("runqlat", "Run queue waits")];
+        let sections = multicall_sections(sections, "bpf-", &tools, &["biosnoop", "runqlat"]);
+        let cmd = multicall_command("corebpf-tools", "1.2.3", "Tools");
+        let page = String::from_utf8(man_page(cmd, &sections, "").unwrap()).unwrap();
+        let headings: Vec<&str> = page.lines().filter(|l| l.starts_with(".SH")).collect();
+        assert_eq!(
+            headings,
+            [
+                ".SH NAME",
+                ".SH SYNOPSIS",
+                ".SH DESCRIPTION",
+                ".SH OPTIONS",
+                ".SH TOOLS",
+                ".SH \"SEE ALSO\"",
+                ".SH VERSION"
+            ]
+        );
+        assert!(page.contains("\\fBbpf\\-biosnoop\\fR"), "{page}");
+        assert!(page.contains("Run queue waits"), "{page}");
+        assert!(page.contains("bpf\\-biosnoop(8)"), "{page}");
+        assert!(page.contains("\\-\\-list"), "{page}");
     }
 
     #[test]

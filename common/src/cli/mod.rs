@@ -18,10 +18,10 @@ pub mod numbers;
 /// BCC's trailing `[interval] [count]` arguments.
 #[derive(Debug, Clone, Args)]
 pub struct IntervalCount {
-    /// Output interval, in seconds (default: one report at Ctrl-C)
+    /// Seconds between reports (by default, a single report at Ctrl-C)
     #[arg(value_parser = parse_interval_secs)]
     pub interval: Option<u64>,
-    /// Number of outputs (default: unlimited)
+    /// Stop after this many reports (by default, run until Ctrl-C)
     #[arg(value_parser = parse_positive_u64, requires = "interval")]
     pub count: Option<u64>,
 }
@@ -143,7 +143,7 @@ pub struct ExportArgs {
 /// libbpf's debug messages.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct Verbose {
-    /// Verbose debug output (repeat for libbpf's debug messages)
+    /// Say on stderr which attach path was taken and why others failed (twice: libbpf's debug messages too)
     #[arg(id = "verbose", short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub level: u8,
 }

@@ -105,12 +105,13 @@ pub fn flamegraph_file(path: Option<&Path>) -> Result<Option<(File, PathBuf)>> {
 /// then [`ReportArgs`] (`#[command(flatten)]`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StackToolArgs {
-    /// The number of unique stack traces that can be stored and displayed
+    /// Size of the stack trace map (entries); stacks beyond it are shown as missed
     #[arg(long, value_name = "N", default_value_t = 16384, value_parser = sched::parse_stack_storage_size)]
     pub stack_storage_size: u32,
     #[command(flatten)]
     pub block_time: BlockTimeArgs,
-    /// Filter on this thread state bitmask (eg, 2 == TASK_UNINTERRUPTIBLE) see include/linux/sched.h
+    /// Only blocks that began in one of these task states, a bitmask of include/linux/sched.h's values (1:
+    /// interruptible sleep, 2: uninterruptible); 0 selects preempted threads that were still runnable
     #[arg(long, value_name = "STATE", value_parser = clap::value_parser!(u32))]
     pub state: Option<u32>,
     #[command(flatten)]
@@ -142,15 +143,15 @@ pub fn start(
 /// (`#[command(flatten)]`; `#[command(mut_arg("flamegraph", ...))]` rewords one for a tool).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
-    /// Print JSON lines: one object per unique stack, with its total_us
+    /// Print JSON lines: an object per distinct stack, with its total_us
     #[arg(short = 'j', long, conflicts_with = "folded")]
     pub json: bool,
-    /// Also write an SVG flame graph to FILE
+    /// Also draw the stacks as an SVG flame graph in FILE
     #[arg(long, value_name = "FILE")]
     pub flamegraph: Option<PathBuf>,
     #[command(flatten)]
     pub verbose: crate::cli::Verbose,
-    /// Duration of trace, in seconds
+    /// Stop after this many seconds (by default, at Ctrl-C)
     #[arg(value_parser = crate::cli::parse_interval_secs)]
     pub duration: Option<u64>,
 }

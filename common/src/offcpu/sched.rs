@@ -24,18 +24,18 @@ use crate::attach::features::KernelBtf;
 /// `#[command(mut_arg("pids", ...))]` rewords one for another tool).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ThreadArgs {
-    /// Trace these PIDs only, comma separated list
+    /// Only threads of these processes: PIDs separated by commas
     #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',', value_parser = crate::cli::parse_pid,
           group = "threads")]
     pub pids: Option<Vec<u32>>,
-    /// Trace these TIDs only, comma separated list
+    /// Only these threads: TIDs separated by commas
     #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',', value_parser = crate::cli::parse_pid,
           group = "threads")]
     pub tids: Option<Vec<u32>>,
-    /// User threads only (no kernel threads)
+    /// Leave out kernel threads
     #[arg(short = 'u', long = "user-threads-only", group = "threads")]
     pub user_threads_only: bool,
-    /// Kernel threads only (no user threads)
+    /// Only kernel threads
     #[arg(short = 'k', long = "kernel-threads-only", group = "threads")]
     pub kernel_threads_only: bool,
 }
@@ -68,16 +68,16 @@ impl ThreadArgs {
 /// `-U`, `-K`, `-d` and `-f`, as BCC's offcputime and offwaketime word them.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StackArgs {
-    /// Show stacks from user space only (no kernel space stacks)
+    /// Record only the user-space part of each stack
     #[arg(short = 'U', long = "user-stacks-only", conflicts_with = "kernel_stacks_only")]
     pub user_stacks_only: bool,
-    /// Show stacks from kernel space only (no user space stacks)
+    /// Record only the kernel part of each stack
     #[arg(short = 'K', long = "kernel-stacks-only")]
     pub kernel_stacks_only: bool,
-    /// Insert delimiter between kernel/user stacks
+    /// Mark where the kernel part of a stack ends and the user part begins ("-" folded, "--" otherwise)
     #[arg(short = 'd', long)]
     pub delimited: bool,
-    /// Output folded format
+    /// Print one line per stack, frames joined by ";" and the time last (the input of flame graph tools)
     #[arg(short = 'f', long)]
     pub folded: bool,
 }
@@ -115,11 +115,11 @@ pub fn parse_stack_storage_size(s: &str) -> Result<u32, String> {
 /// `-m` and `-M`, as BCC's off-CPU tools word them (`#[command(flatten)]` in a tool's arguments).
 #[derive(Debug, Clone, clap::Args)]
 pub struct BlockTimeArgs {
-    /// The amount of time in microseconds over which we store traces (default 1)
+    /// Leave out blocks shorter than this many microseconds (default 1)
     #[arg(short = 'm', long, value_name = "MIN_BLOCK_TIME", default_value_t = 1,
           value_parser = crate::cli::parse_positive_u64, hide_default_value = true)]
     pub min_block_time: u64,
-    /// The amount of time in microseconds under which we store traces (default U64_MAX)
+    /// Leave out blocks longer than this many microseconds (default: no limit)
     #[arg(short = 'M', long, value_name = "MAX_BLOCK_TIME", value_parser = crate::cli::parse_positive_u64)]
     pub max_block_time: Option<u64>,
 }

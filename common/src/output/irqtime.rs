@@ -25,22 +25,22 @@ use crate::run::{run_intervals, Signals};
 /// which is the `[COUNT]` of [`IntervalCount`]).
 #[derive(Debug, Clone, Args)]
 pub struct IrqArgs {
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     pub timestamp: bool,
-    /// Output in nanoseconds
+    /// Print times in nanoseconds instead of microseconds
     #[arg(short = 'N', long)]
     pub nanoseconds: bool,
-    /// Show event counts instead of timing
+    /// Count the interrupts instead of timing them
     #[arg(id = "count_events", short = 'C', long = "count", conflicts_with_all = ["dist", "nanoseconds"])]
     pub count: bool,
-    /// Show distributions as histograms
+    /// Print a log2 histogram of the handler times for each interrupt instead of totals
     #[arg(short = 'd', long)]
     pub dist: bool,
-    /// Trace this CPU only
+    /// Only interrupts handled on this CPU
     #[arg(short = 'c', long, value_name = "CPU")]
     pub cpu: Option<u32>,
-    /// JSON output: one object per interval
+    /// Print JSON lines: an object per report
     #[arg(short = 'j', long)]
     pub json: bool,
     #[command(flatten)]

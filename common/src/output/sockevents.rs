@@ -53,14 +53,13 @@ pub fn count_at_exit<K: Plain + Default, V: Plain + Default>(
     Ok(())
 }
 
-/// BCC's `-4`/`-6` flags (flattened into a tool's arguments). BCC's tcpdrop and tcpretrans print the help in
-/// lower case: `#[command(mut_arg("ipv4", |a| a.help("trace IPv4 family only")))]` (and `ipv6`) on the tool.
+/// BCC's `-4`/`-6` flags (flattened into a tool's arguments).
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct FamilyArgs {
-    /// Trace IPv4 family only
+    /// Only IPv4 connections and packets
     #[arg(short = '4', long, conflicts_with = "ipv6")]
     pub ipv4: bool,
-    /// Trace IPv6 family only
+    /// Only IPv6 connections and packets
     #[arg(short = '6', long)]
     pub ipv6: bool,
 }

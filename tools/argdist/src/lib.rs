@@ -31,46 +31,46 @@ use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_KEYS, STR_MAX};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace a function and display a summary of its parameter values.
+/// Histograms or counts of function arguments, return values and tracepoint fields.
 #[derive(Debug, Parser)]
 #[command(name = "argdist", version, after_help = EXAMPLES)]
 struct Args {
-    /// id of the process to trace (optional)
+    /// Only events of this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// id of the thread to trace (optional)
+    /// Only events of this thread (TID)
     #[arg(short = 't', long, value_parser = parse_pid)]
     tid: Option<u32>,
-    /// maximum string size to read from char* arguments
+    /// Bytes read from a char* argument before it is cut
     #[arg(short = 'z', long = "string-size", default_value_t = 80,
           value_parser = clap::value_parser!(u32).range(1..=STR_MAX as i64))]
     string_size: u32,
-    /// output interval, in seconds (default 1 second)
+    /// Seconds between reports
     #[arg(short = 'i', long, default_value_t = 1, value_parser = parse_interval_secs)]
     interval: u64,
-    /// total duration of trace, in seconds
+    /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = parse_interval_secs)]
     duration: Option<u64>,
-    /// number of outputs
+    /// Stop after this many reports
     #[arg(short = 'n', long = "number", value_parser = clap::value_parser!(u64).range(1..))]
     count: Option<u64>,
-    /// do not clear histograms and freq counts at each interval
+    /// Let histograms and counts accumulate across reports instead of starting each report from zero
     #[arg(short = 'c', long)]
     cumulative: bool,
-    /// number of top results to show (not applicable to histograms)
+    /// Show only the N largest counts (histograms are always shown whole)
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u32).range(1..))]
     top: Option<u32>,
-    /// probe specifier to capture histogram of (see examples below)
+    /// A probe spec whose expression is gathered into a log2 histogram (syntax in the examples below)
     #[arg(short = 'H', long = "histogram", value_name = "specifier")]
     histogram: Vec<String>,
-    /// probe specifier to capture count of (see examples below)
+    /// A probe spec whose expression values are counted, one row per value (syntax in the examples below)
     #[arg(short = 'C', long = "count", value_name = "specifier")]
     count_spec: Vec<String>,
-    /// additional header files (accepted for BCC compatibility and not needed: field types come from tracefs
-    /// and the spec's signature, so nothing is compiled)
+    /// Header files to include: accepted so that BCC command lines work, and ignored, since field types come from
+    /// tracefs and the spec's signature and nothing is compiled
     #[arg(short = 'I', long = "include", value_name = "header")]
     include: Vec<String>,
-    /// JSON output: one object per probe per interval
+    /// Print JSON lines: an object per probe per report
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

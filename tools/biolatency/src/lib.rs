@@ -30,35 +30,35 @@ use report::{Report, Units};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize block device I/O latency as a histogram.
+/// Block I/O latency as log2 histograms, per disk or request flags on demand.
 #[derive(Debug, Parser)]
 #[command(name = "biolatency", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Include OS queued time in I/O time
+    /// Start the clock when a request is queued to the I/O scheduler, not when it is issued to the device
     #[arg(short = 'Q', long)]
     queued: bool,
-    /// Millisecond histogram
+    /// Use milliseconds for the histogram buckets instead of microseconds
     #[arg(short = 'm', long)]
     milliseconds: bool,
-    /// Print a histogram per disk device
+    /// One histogram for each disk
     #[arg(short = 'D', long)]
     disks: bool,
-    /// Print a histogram per set of I/O flags
+    /// One histogram for each combination of request flags (e.g. Sync-Write)
     #[arg(short = 'F', long)]
     flags: bool,
-    /// Summarize average/total value
+    /// Under each histogram, also print the mean latency, the summed latency and the request count
     #[arg(short = 'e', long)]
     extension: bool,
-    /// JSON output: one object per histogram per interval
+    /// Print JSON lines: an object per histogram per report
     #[arg(short = 'j', long)]
     json: bool,
-    /// Trace this disk only
+    /// Only requests to this disk (a whole disk such as sda, not a partition)
     #[arg(short = 'd', long, value_name = "DISK")]
     disk: Option<String>,
-    /// Trace I/O issued by tasks in this cgroup only
+    /// Only I/O submitted by tasks of this cgroup (a cgroup directory)
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
     #[command(flatten)]

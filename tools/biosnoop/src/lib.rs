@@ -33,35 +33,35 @@ use report::{Io, Printer, Style};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace block I/O.
+/// One line per completed block I/O request: process, disk, sector, size and latency.
 #[derive(Debug, Parser)]
 #[command(name = "biosnoop", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include OS queued time
+    /// Add the time a request waited in the I/O scheduler (column QUE) and count it in the latency
     #[arg(short = 'Q', long = "queue")]
     queue: bool,
-    /// Trace this disk only
+    /// Only requests to this disk (a whole disk such as sda, not a partition)
     #[arg(short = 'd', long, value_name = "DISK")]
     disk: Option<String>,
-    /// Display block I/O pattern (sequential or random)
+    /// Add a column saying whether each request starts where the disk's previous one ended (S) or elsewhere (R)
     #[arg(short = 'P', long)]
     pattern: bool,
-    /// Show extended fields: the request flags (e.g. Sync-Write)
+    /// Add a column with each request's flags (e.g. Sync-Write)
     #[arg(short = 'e', long = "extended_fields")]
     extended_fields: bool,
-    /// Trace I/O issued by tasks in this cgroup only
+    /// Only I/O submitted by tasks of this cgroup (a cgroup directory)
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
-    /// Trace I/O slower than this only, in ms
+    /// Hide requests that took less than this many milliseconds
     #[arg(short = 'm', long = "min", value_name = "MIN")]
     min: Option<u64>,
-    /// Include timestamp on output (HH:MM:SS.mmm instead of TIME(s))
+    /// Show the time of day (HH:MM:SS.mmm) in the first column instead of seconds since the start
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// JSON output: one object per I/O, with exact nanoseconds
+    /// Print JSON lines: an object per request, times in nanoseconds
     #[arg(short = 'j', long)]
     json: bool,
-    /// Total duration of trace, in seconds
+    /// Stop after this many seconds
     #[arg(value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
     #[command(flatten)]

@@ -39,20 +39,20 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 const LAYOUT: Layout = Layout { what: "block I/O", header: "Process Name", field: "comm", unit: "Kbytes" };
 
-/// Summarize block device I/O size as a histogram per process name.
+/// Block I/O request sizes as a log2 histogram for each process name.
 #[derive(Debug, Parser)]
 #[command(name = "bitesize", version, after_help = EXAMPLES)]
 struct Args {
-    /// Trace the I/O issued by tasks of this name only
+    /// Only requests issued by tasks with this command name
     #[arg(short = 'c', long, value_name = "COMM", value_parser = comm_filter)]
     comm: Option<[i8; bpf::consts::NAME_LEN]>,
-    /// Trace this disk only
+    /// Only requests to this disk (a whole disk such as sda, not a partition)
     #[arg(short = 'd', long, value_name = "DISK")]
     disk: Option<String>,
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// JSON output: one object per process name per interval
+    /// Print JSON lines: an object per process name per report
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -31,35 +31,35 @@ unsafe impl plain::Plain for hist {}
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize on- and off-CPU time per task as a histogram.
+/// How long tasks run on a CPU before leaving it (or, with -O, stay off it), as log2 histograms.
 #[derive(Debug, Parser)]
 #[command(name = "cpudist", version, after_help = EXAMPLES)]
 struct Args {
-    /// Measure off-CPU time
+    /// Measure the time tasks spend switched out (off-CPU) instead of on a CPU
     #[arg(short = 'O', long)]
     offcpu: bool,
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Millisecond histogram
+    /// Use milliseconds for the histogram buckets instead of microseconds
     #[arg(short = 'm', long)]
     milliseconds: bool,
-    /// Print a histogram per process ID
+    /// One histogram for each process (PID)
     #[arg(short = 'P', long, conflicts_with = "tids")]
     pids: bool,
-    /// Print a histogram per thread ID
+    /// One histogram for each thread (TID)
     #[arg(short = 'L', long)]
     tids: bool,
-    /// Trace this PID only
+    /// Only this process (PID)
     #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
     pid: Option<u32>,
-    /// Include CPU idle time
+    /// Count the idle task's time on the CPUs too (left out by default)
     #[arg(short = 'I', long)]
     include_idle: bool,
-    /// Show extension summary (average/total/count)
+    /// Under each histogram, also print the mean, the summed time and the number of slices
     #[arg(short = 'e', long)]
     extension: bool,
-    /// JSON output: one object per histogram per interval
+    /// Print JSON lines: an object per histogram per report
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -31,50 +31,50 @@ use report::{Exec, Printer, Style};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace exec() syscalls.
+/// One line per program started with execve() or execveat(): command, PIDs, return value and arguments.
 #[derive(Debug, Parser)]
 #[command(name = "execsnoop", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include time column on output (HH:MM:SS)
+    /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 'T', long)]
     time: bool,
-    /// Include timestamp on output
+    /// Start each line with the seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Include failed exec()s
+    /// Show calls that failed as well (they print a negative return value)
     #[arg(short = 'x', long)]
     fails: bool,
-    /// Trace this UID only (a number or a user name)
+    /// Only programs started by this user (a UID or a user name)
     #[arg(short = 'u', long, value_name = "USER", value_parser = common::cli::parse_uid)]
     uid: Option<u32>,
-    /// Add quotemarks (") around arguments.
+    /// Print each argument in double quotes
     #[arg(short = 'q', long)]
     quote: bool,
-    /// Only print commands matching this name (regex), any arg
+    /// Only print calls whose command name matches this regular expression
     #[arg(short = 'n', long, value_parser = parse_regex)]
     name: Option<Regex>,
-    /// Only print commands where arg contains this line (regex)
+    /// Only print calls where some argument matches this regular expression
     #[arg(short = 'l', long, value_parser = parse_regex)]
     line: Option<Regex>,
-    /// Print UID column
+    /// Add a UID column
     #[arg(short = 'U', long = "print-uid")]
     print_uid: bool,
-    /// Print CPU column
+    /// Add a column with the CPU the call ran on
     #[arg(short = 'C', long = "print-cpu")]
     print_cpu: bool,
-    /// Print the parent's command (column PARENT)
+    /// Add a PARENT column: the command name of the caller's parent
     #[arg(short = 'M', long = "print-pcomm")]
     print_pcomm: bool,
-    /// Maximum number of arguments parsed and displayed, defaults to 20
+    /// Print at most this many arguments per call (default 20); more are shown as "..."
     #[arg(long = "max-args", value_name = "MAX_ARGS", default_value = "20", value_parser = parse_max_args)]
     max_args: u32,
-    /// Trace this parent PID only
+    /// Only programs started by children of this process (PPID)
     #[arg(short = 'P', long, value_name = "PPID", value_parser = parse_pid)]
     ppid: Option<u32>,
-    /// Trace processes in this cgroup only
+    /// Only programs started by tasks of this cgroup (a cgroup directory)
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
-    /// JSON output: one object per exec, arguments as a list
+    /// Print JSON lines: an object per call, with its arguments as an array
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

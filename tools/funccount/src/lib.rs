@@ -33,45 +33,45 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// `--prometheus`: `corebpf_funccount_calls_total{function="..."}`, one series per match.
 const CALLS_HELP: &str = "Calls of each matched function, tracepoint or probe";
 
-/// Count functions, tracepoints, and USDT probes.
+/// How many times kernel or user functions, tracepoints or USDT probes fire, one count per probe.
 #[derive(Debug, Parser)]
 #[command(name = "funccount", version, after_help = EXAMPLES)]
 struct Args {
-    /// Trace this PID only
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Summary interval, seconds
+    /// Print and reset the counts every this many seconds
     #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
-    /// Total duration of trace, seconds
+    /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = parse_interval_secs)]
     duration: Option<u64>,
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Use regular expressions. Default is "*" wildcards only.
+    /// Read the pattern as a regular expression (by default, only * is special and matches any text)
     #[arg(short = 'r', long)]
     regexp: bool,
-    /// Print what would be attached, and how, then exit without attaching
+    /// List the probes the pattern matches and how each would be attached, then exit without tracing
     #[arg(short = 'D', long)]
     debug: bool,
-    /// Trace this CPU only
+    /// Only calls made on this CPU
     #[arg(short = 'c', long)]
     cpu: Option<u32>,
-    /// JSON output: one object per interval
+    /// Print JSON lines: an object per report
     #[arg(short = 'j', long)]
     json: bool,
-    /// Serve the counts as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given) instead of
-    /// printing them
+    /// Serve the counts on ADDR:PORT as Prometheus metrics (on 127.0.0.1 when only a port is given) and print
+    /// nothing
     #[arg(long, value_name = "ADDR:PORT", value_parser = common::output::metrics::parse_listen, conflicts_with = "json")]
     prometheus: Option<std::net::SocketAddr>,
-    /// With --prometheus: the most label sets per metric; later ones are summed into one series labelled "other"
+    /// With --prometheus: the most label sets a metric may have; the rest add up in one series labelled "other"
     #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES)]
     max_series: usize,
     #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Search expression for events: func, p::func, t:category:event, lib:func, p:lib:func, /path:func,
-    /// u:lib:probe
+    /// What to count: func, p::func, t:category:event, lib:func, p:lib:func, /path:func or u:lib:probe, with * in
+    /// names (or a regular expression with -r)
     pattern: String,
 }
 

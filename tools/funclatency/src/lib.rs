@@ -27,45 +27,45 @@ use report::{Report, Unit};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Time functions and print latency as a histogram.
+/// How long calls to kernel or user functions take, as a log2 histogram.
 #[derive(Debug, Parser)]
 #[command(name = "funclatency", version, after_help = EXAMPLES)]
 struct Args {
-    /// Trace this PID only
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Summary interval, in seconds
+    /// Print and reset the histogram every this many seconds
     #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
-    /// Total duration of trace, in seconds
+    /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = parse_interval_secs)]
     duration: Option<u64>,
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Microsecond histogram
+    /// Use microseconds for the histogram buckets (the default is nanoseconds)
     #[arg(short = 'u', long = "microseconds", conflicts_with = "milliseconds")]
     microseconds: bool,
-    /// Millisecond histogram
+    /// Use milliseconds for the histogram buckets (the default is nanoseconds)
     #[arg(short = 'm', long = "milliseconds")]
     milliseconds: bool,
-    /// Show a separate histogram per function
+    /// One histogram for each matched function instead of one for all
     #[arg(short = 'F', long = "function")]
     per_function: bool,
-    /// Use regular expressions. Default is "*" wildcards only.
+    /// Read the pattern as a regular expression (by default, only * is special and matches any text)
     #[arg(short = 'r', long = "regexp")]
     regexp: bool,
-    /// Set the level of nested or recursive functions (default: only the innermost calls are timed)
+    /// Time calls nested up to this depth inside calls of the same functions (default: only the innermost)
     #[arg(short = 'l', long, value_parser = clap::value_parser!(u32).range(1..=64))]
     level: Option<u32>,
-    /// JSON output: one object per histogram per interval
+    /// Print JSON lines: an object per histogram per report
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
     export: common::cli::ExportArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Search expression for functions
+    /// Which functions to time: func, lib:func or /path:func, with * in names (or a regular expression with -r)
     pattern: String,
 }
 

@@ -34,18 +34,18 @@ use report::{Report, FUNCS};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Show latency for getaddrinfo/gethostbyname[2] calls.
+/// One line per host name lookup through libc (getaddrinfo, gethostbyname, gethostbyname2) with its latency.
 #[derive(Debug, Parser)]
 #[command(name = "gethostlatency", version, after_help = EXAMPLES)]
 struct Args {
-    /// Trace this PID only
+    /// Only lookups made by this process (PID)
     #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
     pid: Option<u32>,
-    /// Specify which libc.so to use: a path (absolute or relative to the current directory) or a library name
-    /// on the loader's search path; any library or executable with these functions will do
+    /// The C library to probe: a path (absolute, or relative to the current directory) or a name the loader can
+    /// find; any library or program that defines the lookup functions works
     #[arg(short = 'l', long, value_name = "LIBC")]
     libc: Option<PathBuf>,
-    /// JSON output: one object per call, latency in nanoseconds
+    /// Print JSON lines: an object per lookup, latency in nanoseconds
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -32,7 +32,7 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 const KIND: Kind = Kind { words: "hard irq", field: "hardirq", array: "hardirqs", column: "HARDIRQ", width: 26 };
 
-/// Summarize hard irq event time as histograms.
+/// Time spent in each hardware interrupt handler, as totals or log2 histograms.
 #[derive(Debug, Parser)]
 #[command(name = "hardirqs", version, after_help = EXAMPLES)]
 struct Args {

@@ -25,17 +25,17 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize off-CPU time by stack trace.
+/// Time threads spend blocked (switched out), added up for each distinct stack trace.
 #[derive(Debug, Parser)]
 #[command(name = "offcputime", version, after_help = EXAMPLES,
           mut_arg("json", |a| a.conflicts_with("offset")),
-          mut_arg("flamegraph", |a| a.help("Also write an SVG off-CPU flame graph to FILE")))]
+          mut_arg("flamegraph", |a| a.help("Also draw the off-CPU stacks as an SVG flame graph in FILE")))]
 struct Args {
     #[command(flatten)]
     threads: ThreadArgs,
     #[command(flatten)]
     stacks: StackArgs,
-    /// Show address offsets
+    /// Print each symbol with its offset (symbol+0x1f)
     #[arg(short = 's', long, conflicts_with = "folded")]
     offset: bool,
     #[command(flatten)]

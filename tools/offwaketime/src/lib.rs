@@ -26,12 +26,12 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize blocked time by kernel off-CPU stack and waker stack.
+/// Time threads spend blocked, added up per pair of stacks: the blocked thread's and the stack that woke it.
 #[derive(Debug, Parser)]
 #[command(name = "offwaketime", version, after_help = EXAMPLES,
-          mut_arg("pids", |a| a.value_name("PIDS").help("Trace these PIDS only. Can be a comma separated list of PIDS")),
-          mut_arg("tids", |a| a.value_name("TIDS").help("Trace these TIDS only. Can be a comma separated list of TIDS")),
-          mut_arg("flamegraph", |a| a.help("Also write an SVG off-wake flame graph to FILE (wakers on top of the blocked stacks)")))]
+          mut_arg("pids", |a| a.value_name("PIDS")),
+          mut_arg("tids", |a| a.value_name("TIDS")),
+          mut_arg("flamegraph", |a| a.help("Also draw an SVG flame graph in FILE, wakers above the blocked stacks")))]
 struct Args {
     #[command(flatten)]
     threads: ThreadArgs,

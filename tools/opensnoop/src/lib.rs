@@ -30,47 +30,47 @@ use report::{Open, Printer, Style};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace open() syscalls.
+/// One line per open(), openat() or openat2() call: process, file descriptor or error, and path.
 #[derive(Debug, Parser)]
 #[command(name = "opensnoop", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include timestamp on output
+    /// Add a first column with the seconds since tracing began
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Print UID column
+    /// Add a UID column
     #[arg(short = 'U', long = "print-uid")]
     print_uid: bool,
-    /// Only show failed opens
+    /// Show only the calls that failed
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Trace this PID only
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Trace this TID only
+    /// Only calls made by this thread (TID)
     #[arg(short = 't', long, value_parser = parse_pid)]
     tid: Option<u32>,
-    /// Trace this UID only
+    /// Only calls made by this user (UID)
     #[arg(short = 'u', long, value_parser = clap::value_parser!(u32).range(0..u32::MAX as i64))]
     uid: Option<u32>,
-    /// Total duration of trace in seconds
+    /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
-    /// Only print process names containing this name
+    /// Only calls from tasks whose command name contains this text
     #[arg(short = 'n', long)]
     name: Option<String>,
-    /// Show extended fields
+    /// Add a FLAGS column with the open flags, in octal
     #[arg(short = 'e', long = "extended_fields")]
     extended_fields: bool,
-    /// Filter on flags argument (e.g., O_WRONLY)
+    /// Only calls whose flags include this one (a name such as O_WRONLY or O_CREAT)
     #[arg(short = 'f', long = "flag_filter", value_name = "FLAG_FILTER", value_parser = report::parse_flag)]
     flag_filter: Vec<u64>,
-    /// Show full path for an open file with relative path
+    /// Print relative paths joined to the caller's working directory, so that every path is absolute
     #[arg(short = 'F', long = "full-path")]
     full_path: bool,
-    /// Trace processes in this cgroup only
+    /// Only calls made by tasks of this cgroup (a cgroup directory)
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
-    /// JSON output: one object per call, with the errno's name
+    /// Print JSON lines: an object per call, with the error's name when it failed
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -24,11 +24,11 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Print how many new processes (forks and clones) each second brings.
+/// Print how many new tasks (forks and clones) were created in each second.
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// JSON output: one object per second, with the exact count
+    /// Print JSON lines: an object per second, with the exact count
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -30,71 +30,71 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Profile CPU usage by sampling stack traces at a timed interval.
+/// Sample the stacks of running threads on every CPU at a fixed rate, and count each distinct stack.
 #[derive(Debug, Parser)]
 #[command(name = "profile", version, after_help = EXAMPLES)]
 struct Args {
-    /// Profile processes with one or more comma-separated PIDs only
+    /// Only these processes: PIDs separated by commas
     #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',', value_parser = common::cli::parse_pid,
           conflicts_with = "tids")]
     pids: Option<Vec<u32>>,
-    /// Profile threads with one or more comma-separated TIDs only
+    /// Only these threads: TIDs separated by commas
     #[arg(short = 'L', long = "tid", value_name = "TIDS", value_delimiter = ',', value_parser = common::cli::parse_pid)]
     tids: Option<Vec<u32>>,
-    /// Show stacks from user space only (no kernel space stacks)
+    /// Record only the user-space part of each stack
     #[arg(short = 'U', long = "user-stacks-only", conflicts_with = "kernel_stacks_only")]
     user_stacks_only: bool,
-    /// Show stacks from kernel space only (no user space stacks)
+    /// Record only the kernel part of each stack
     #[arg(short = 'K', long = "kernel-stacks-only")]
     kernel_stacks_only: bool,
-    /// Sample frequency, Hertz (default 49)
+    /// Samples per second on each CPU (default 49)
     #[arg(short = 'F', long, value_name = "HZ", value_parser = common::cli::parse_positive_u64, conflicts_with = "count")]
     frequency: Option<u64>,
-    /// Sample period, number of events
+    /// Instead of a rate, take one sample every this many CPU clock events
     #[arg(short = 'c', long, value_name = "COUNT", value_parser = common::cli::parse_positive_u64)]
     count: Option<u64>,
-    /// Insert delimiter between kernel/user stacks
+    /// Mark where the kernel part of a stack ends and the user part begins ("-" folded, "--" otherwise)
     #[arg(short = 'd', long)]
     delimited: bool,
-    /// Add _[k] annotations to kernel frames
+    /// Mark kernel frames with the suffix _[k] (folded output)
     #[arg(short = 'a', long)]
     annotations: bool,
-    /// Include CPU idle stacks
+    /// Also sample CPUs while they are idle (the idle task's stacks)
     #[arg(short = 'I', long = "include-idle")]
     include_idle: bool,
-    /// Output folded format, one line per stack (for flame graphs)
+    /// Print one line per stack, frames joined by ";" and the count last (the input of flame graph tools)
     #[arg(short = 'f', long)]
     folded: bool,
-    /// The number of hash keys that can be stored
+    /// Size of the map of distinct stacks and tasks (entries); samples beyond it are lost and counted
     #[arg(long, value_name = "N", default_value_t = 40960, value_parser = parse_map_size)]
     hash_storage_size: u32,
-    /// The number of unique stack traces that can be stored and displayed
+    /// Size of the stack trace map (entries); stacks beyond it are shown as missed
     #[arg(long, value_name = "N", default_value_t = 16384, value_parser = parse_map_size)]
     stack_storage_size: u32,
-    /// CPU number to run profile on (-1: all CPUs, the default)
+    /// Sample this CPU only (-1, the default, samples all)
     #[arg(short = 'C', long, value_name = "CPU", allow_negative_numbers = true, value_parser = parse_cpu)]
     cpu: Option<i32>,
-    /// Trace cgroups in this BPF map only (BCC's pinned hash of cgroup ids)
+    /// Only tasks whose cgroup ID is a key of this pinned BPF hash map (as BCC's --cgroupmap)
     #[arg(long, value_name = "MAPPATH")]
     cgroupmap: Option<PathBuf>,
-    /// Trace mount namespaces in this BPF map only (BCC's pinned hash of mount namespace ids)
+    /// Only tasks whose mount namespace ID is a key of this pinned BPF hash map (as BCC's --mntnsmap)
     #[arg(long, value_name = "MAPPATH")]
     mntnsmap: Option<PathBuf>,
-    /// Profile tasks in this cgroup v2 directory (or below it) only
+    /// Only tasks in this cgroup v2 directory or below it
     #[arg(long, value_name = "PATH")]
     cgroup: Option<PathBuf>,
-    /// Show raw addresses
+    /// Print each frame's address beside its symbol
     #[arg(short = 'A', long)]
     address: bool,
-    /// Print JSON lines: one object per unique stack
+    /// Print JSON lines: an object per distinct stack
     #[arg(short = 'j', long, conflicts_with = "folded")]
     json: bool,
-    /// Also write an SVG flame graph to FILE
+    /// Also draw the stacks as an SVG flame graph in FILE
     #[arg(long, value_name = "FILE")]
     flamegraph: Option<PathBuf>,
     #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Duration of trace, in seconds (default: until Ctrl-C)
+    /// Stop after this many seconds (by default, at Ctrl-C)
     #[arg(value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
 }

@@ -32,29 +32,29 @@ unsafe impl plain::Plain for hist {}
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize run queue (scheduler) latency as a histogram.
+/// How long runnable tasks wait on a CPU's run queue before they run, as log2 histograms.
 #[derive(Debug, Parser)]
 #[command(name = "runqlat", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Millisecond histogram
+    /// Use milliseconds for the histogram buckets instead of microseconds
     #[arg(short = 'm', long)]
     milliseconds: bool,
-    /// Print a histogram per process ID
+    /// One histogram for each process (PID)
     #[arg(short = 'P', long, conflicts_with_all = ["tids", "pidnss"])]
     pids: bool,
-    /// Print a histogram per PID namespace
+    /// One histogram for each PID namespace
     #[arg(long, conflicts_with = "tids")]
     pidnss: bool,
-    /// Print a histogram per thread ID
+    /// One histogram for each thread (TID)
     #[arg(short = 'L', long)]
     tids: bool,
-    /// Trace this PID only
+    /// Only this process (PID)
     #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
     pid: Option<u32>,
-    /// JSON output: one object per histogram per interval
+    /// Print JSON lines: an object per histogram per report
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

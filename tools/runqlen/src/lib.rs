@@ -30,20 +30,20 @@ const FREQUENCY: u64 = 99;
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize scheduler run queue length as a histogram.
+/// Run queue lengths sampled 99 times a second on every CPU, as a histogram.
 #[derive(Debug, Parser)]
 #[command(name = "runqlen", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Report run queue occupancy
+    /// Instead of the histogram, print the share of samples in which tasks were waiting (runqocc, a percentage)
     #[arg(short = 'O', long)]
     runqocc: bool,
-    /// Print output for each CPU separately
+    /// One histogram (or share) for each CPU
     #[arg(short = 'C', long)]
     cpus: bool,
-    /// JSON output: one object per interval
+    /// Print JSON lines: an object per report
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -34,26 +34,27 @@ use report::Printer;
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace signals as they are sent: every signal the kernel generates, or the kill system calls
+/// One line per signal sent: sender, target, signal and result; either every signal the kernel generates, or
+/// the kill system calls
 #[derive(Debug, Parser)]
 #[command(name = "sigsnoop", version, after_help = EXAMPLES)]
 struct Args {
-    /// Show failed signals only (not delivered; with -k, calls that returned an error)
+    /// Show only signals that were not delivered (with -k, calls that returned an error)
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Trace the kill, tkill and tgkill system calls only, with their return values
+    /// Trace the kill, tkill and tgkill system calls instead, with what each returned
     #[arg(short = 'k', long)]
     kill: bool,
-    /// Show signal names (SIGKILL) instead of numbers
+    /// Print signal names (SIGKILL) rather than numbers
     #[arg(short = 'n', long)]
     name: bool,
-    /// Show the signals this process sends only
+    /// Only signals sent by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Show these signals only: numbers or names, separated by commas (9,TERM,SIGUSR1)
+    /// Only these signals: numbers or names separated by commas (9,TERM,SIGUSR1)
     #[arg(short = 's', long, value_name = "SIGNAL", value_parser = |s: &str| SignalSet::parse(s, false))]
     signal: Option<SignalSet>,
-    /// JSON output: one object per signal
+    /// Print JSON lines: an object per signal
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

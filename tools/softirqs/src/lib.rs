@@ -30,10 +30,10 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
 const KIND: Kind = Kind { words: "soft irq", field: "softirq", array: "softirqs", column: "SOFTIRQ", width: 16 };
 
-/// Summarize soft irq event time as histograms.
+/// Time spent in each kind of software interrupt (softirq), as totals or log2 histograms.
 #[derive(Debug, Parser)]
 #[command(name = "softirqs", version, after_help = EXAMPLES)]
-#[command(mut_arg("count_events", |a| a.long("events").help("Show the number of soft irq events")))]
+#[command(mut_arg("count_events", |a| a.long("events").help("Count the softirqs instead of timing them")))]
 struct Args {
     #[command(flatten)]
     irq: IrqArgs,

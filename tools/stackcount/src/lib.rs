@@ -31,62 +31,63 @@ use report::{Layout, Report};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Count events and their stack traces.
+/// Count the stack traces that lead to kernel or user functions, tracepoints or USDT probes.
 #[derive(Debug, Parser)]
 #[command(name = "stackcount", version, after_help = EXAMPLES)]
 struct Args {
-    /// Trace this PID only
+    /// Only events in this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Trace this CPU only
+    /// Only events on this CPU
     #[arg(short = 'c', long, value_parser = clap::value_parser!(u32).range(0..4096))]
     cpu: Option<u32>,
-    /// Summary interval, seconds
+    /// Print and reset the counts every this many seconds
     #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
-    /// Total duration of trace, seconds
+    /// Stop after this many seconds
     #[arg(short = 'D', long, value_parser = parse_interval_secs)]
     duration: Option<u64>,
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Use regular expressions. Default is "*" wildcards only.
+    /// Read the pattern as a regular expression (by default, only * is special and matches any text)
     #[arg(short = 'r', long = "regexp")]
     regexp: bool,
-    /// Show address offsets
+    /// Print each symbol with its offset (symbol+0x1f)
     #[arg(short = 's', long = "offset")]
     offset: bool,
-    /// Display stacks separately for each process
+    /// Keep separate stacks for each process (the process is printed with its stacks)
     #[arg(short = 'P', long = "perpid")]
     per_pid: bool,
-    /// Kernel stack only
+    /// Record only the kernel part of each stack
     #[arg(short = 'K', long = "kernel-stacks-only", conflicts_with = "user_stacks_only")]
     kernel_stacks_only: bool,
-    /// User stack only
+    /// Record only the user-space part of each stack
     #[arg(short = 'U', long = "user-stacks-only")]
     user_stacks_only: bool,
-    /// Show raw addresses (repeat for libbpf's debug messages)
+    /// Print each frame's address beside its symbol (repeat for libbpf's debug messages)
     #[arg(id = "verbose", short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     verbose: u8,
-    /// Insert delimiter between kernel/user stacks
+    /// Mark where the kernel part of a stack ends and the user part begins ("-" folded, "--" otherwise)
     #[arg(short = 'd', long = "delimited")]
     delimited: bool,
-    /// Output folded format
+    /// Print one line per stack, frames joined by ";" and the count last (the input of flame graph tools)
     #[arg(short = 'f', long = "folded")]
     folded: bool,
-    /// JSON output: one object per stack per interval
+    /// Print JSON lines: an object per stack per report
     #[arg(short = 'j', long, conflicts_with = "folded")]
     json: bool,
-    /// Also write an SVG flame graph of the counted stacks to FILE
+    /// Also draw the counted stacks as an SVG flame graph in FILE
     #[arg(long, value_name = "FILE")]
     flamegraph: Option<PathBuf>,
-    /// Stack traces kept at once (BPF stack-trace map entries)
+    /// Size of the stack trace map (entries); stacks beyond it are shown as missed
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
     stack_storage_size: u32,
-    /// Distinct stacks counted at once (BPF hash map entries)
+    /// Size of the map of distinct stacks counted at once (entries)
     #[arg(long, default_value_t = 10240, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
     hash_storage_size: u32,
-    /// Search expression for events
+    /// What to count stacks of: func, p::func, t:category:event, lib:func, /path:func or u:lib:probe, with * in
+    /// names (or a regular expression with -r)
     pattern: String,
 }
 

@@ -28,23 +28,23 @@ use report::{Printer, Stat, Style};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Show stat-family syscalls with their path and result.
+/// One line per stat-family system call: process, result and path.
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Print the seconds since the first call shown
+    /// Start each line with the seconds since the first call shown
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Print the syscall's kernel name
+    /// Add the system call's kernel name (newfstatat, statx...)
     #[arg(short = 's', long)]
     sysname: bool,
-    /// Show failed calls only
+    /// Show only the calls that failed
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Show only this process (PID)
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// JSON output: one object per call, with the errno's name
+    /// Print JSON lines: an object per call, with the error's name when it failed
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -34,14 +34,15 @@ unsafe impl plain::Plain for event {}
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Show the syscalls that flush file data to storage.
+/// One line per system call that flushes file data to storage: sync, syncfs, fsync, fdatasync, msync or
+/// sync_file_range.
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Show only this process (PID)
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// JSON output: one object per call, with its file descriptor
+    /// Print JSON lines: an object per call, with its file descriptor
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

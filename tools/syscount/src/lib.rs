@@ -35,54 +35,54 @@ use report::Report;
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize syscall counts and latencies.
+/// System calls counted per call or per process, with their total latency on demand.
 #[derive(Debug, Parser)]
 #[command(name = "syscount", version, after_help = EXAMPLES)]
 struct Args {
-    /// Trace only this pid
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid, conflicts_with = "exec")]
     pid: Option<u32>,
-    /// Trace only this tid
+    /// Only calls made by this thread (TID)
     #[arg(short = 't', long, value_parser = parse_pid)]
     tid: Option<u32>,
-    /// Trace only child of this pid
+    /// Only calls made by the children of this process (their parent's PID)
     #[arg(short = 'c', long, value_parser = parse_pid)]
     ppid: Option<u32>,
-    /// Trace only tasks in this cgroup (v2 directory)
+    /// Only calls made by tasks of this cgroup (a cgroup v2 directory)
     #[arg(long, value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
-    /// Print summary at this interval (seconds)
+    /// Print and reset the table every this many seconds
     #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
-    /// Total duration of trace, in seconds
+    /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = parse_interval_secs)]
     duration: Option<u64>,
-    /// Print only the top syscalls by count or latency
+    /// Print this many rows, the largest first (by count, or by time with -L)
     #[arg(short = 'T', long, default_value_t = 10, value_parser = parse_positive_u64)]
     top: u64,
-    /// Trace only failed syscalls (return < 0)
+    /// Count only calls that returned an error (a negative value)
     #[arg(short = 'x', long)]
     failures: bool,
-    /// Trace only syscalls that return this error (numeric or EPERM, etc.)
+    /// Count only calls that failed with this error (a number, or a name such as ENOENT)
     #[arg(short = 'e', long, value_parser = parse_errno)]
     errno: Option<i32>,
-    /// Collect syscall latency
+    /// Also time the calls and sort by total time
     #[arg(short = 'L', long)]
     latency: bool,
-    /// Display latency in milliseconds (default: microseconds)
+    /// With -L, print the times in milliseconds instead of microseconds
     #[arg(short = 'm', long)]
     milliseconds: bool,
-    /// Count by process and not by syscall
+    /// One row per process instead of one per system call
     #[arg(short = 'P', long)]
     process: bool,
-    /// Print list of recognized syscalls and exit
+    /// Print the system call names this tool knows, then exit
     #[arg(short = 'l', long)]
     list: bool,
-    /// Trace this syscall only (use option -l to get all recognized syscalls)
+    /// Count only this system call (-l lists the names)
     #[arg(long, value_name = "SYSCALL", value_parser = parse_syscall)]
     syscall: Option<u32>,
-    /// Execute command (as the last parameter, supports multiple parameters, for example: --exec ls -l /tmp)
-    /// and trace its syscalls until it exits
+    /// Run this command (everything after --exec is its command line, e.g. --exec ls -l /tmp) and count its
+    /// system calls until it exits
     #[arg(long, value_name = "CMD", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     exec: Option<Vec<OsString>>,
     /// JSON output: one object per interval, the top entries with exact counts and nanoseconds

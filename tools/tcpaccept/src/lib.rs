@@ -32,25 +32,25 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
 type Ports = Vec<u16>;
 
-/// Trace TCP accepts
+/// One line per TCP connection accepted by a local listener: process, addresses and ports.
 #[derive(Debug, Parser)]
 #[command(name = "tcpaccept", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include time column on output (HH:MM:SS)
+    /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 'T', long = "time")]
     time: bool,
-    /// Include timestamp on output
+    /// Start each line with the seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Trace this PID only
+    /// Only connections accepted by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Comma-separated list of local ports to trace
+    /// Only connections accepted on these local ports (separated by commas)
     #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
     port: Option<Ports>,
     #[command(flatten)]
     family: FamilyArgs,
-    /// JSON output: one object per accepted connection
+    /// Print JSON lines: an object per accepted connection
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

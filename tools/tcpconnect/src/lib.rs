@@ -35,37 +35,37 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// A port list; an alias so that clap takes it as one value, not as repeated occurrences.
 type Ports = Vec<u16>;
 
-/// Trace TCP connects
+/// One line per outgoing TCP connection attempt (connect()): process, addresses and port.
 #[derive(Debug, Parser)]
 #[command(name = "tcpconnect", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include timestamp on output
+    /// Start each line with the seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Trace this PID only
+    /// Only connections made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Comma-separated list of destination ports to trace.
+    /// Only connections to these remote ports (separated by commas)
     #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
     port: Option<Ports>,
     #[command(flatten)]
     family: FamilyArgs,
-    /// Include LPORT on output
+    /// Add a column with the local port
     #[arg(short = 'L', long = "lport")]
     lport: bool,
-    /// Include UID on output
+    /// Add a UID column
     #[arg(short = 'U', long = "print-uid")]
     print_uid: bool,
-    /// Trace this UID only
+    /// Only connections made by this user (UID)
     #[arg(short = 'u', long, value_parser = clap::value_parser!(u32))]
     uid: Option<u32>,
-    /// Count connects per src ip and dest ip/port
+    /// Count attempts per source address, destination address and port, and print the counts at the end
     #[arg(short = 'c', long)]
     count: bool,
-    /// Trace connects from tasks in this cgroup only (a cgroup v2 directory)
+    /// Only connections made by tasks of this cgroup (a cgroup v2 directory)
     #[arg(long = "cgroup", value_name = "PATH")]
     cgroup: Option<PathBuf>,
-    /// JSON output: one object per connect (per flow with -c)
+    /// Print JSON lines: an object per attempt (per source, destination and port with -c)
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

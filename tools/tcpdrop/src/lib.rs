@@ -33,31 +33,29 @@ use report::{Printer, Reasons};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace TCP drops by the kernel
+/// One line per TCP packet the kernel drops, with the connection, its state, the reason and the kernel stack.
 #[derive(Debug, Parser)]
 #[command(name = "tcpdrop", version, after_help = EXAMPLES)]
-#[command(mut_arg("ipv4", |a| a.help("trace IPv4 family only")))]
-#[command(mut_arg("ipv6", |a| a.help("trace IPv6 family only")))]
 struct Args {
     #[command(flatten)]
     family: FamilyArgs,
-    /// the netns id to filter by
+    /// Only drops in the network namespace with this inode number (as in /proc/PID/ns/net)
     #[arg(long = "netns-id", value_name = "NETNS_ID", conflicts_with = "pid_netns",
           value_parser = clap::value_parser!(u32).range(1..))]
     netns_id: Option<u32>,
-    /// the pid whose netns to filter by
+    /// Only drops in the network namespace of this process (PID)
     #[arg(long = "pid-netns", value_name = "PID_NETNS", value_parser = common::cli::parse_pid)]
     pid_netns: Option<u32>,
-    /// trace drops of every IP protocol, not only TCP
+    /// Show dropped packets of every IP protocol, not TCP alone
     #[arg(long = "all-protocols")]
     all_protocols: bool,
-    /// comma-separated drop reasons to trace (e.g. NO_SOCKET,NETFILTER_DROP), as the kernel names them
+    /// Only these drop reasons, as the kernel names them, separated by commas (NO_SOCKET,NETFILTER_DROP)
     #[arg(long, value_name = "REASONS")]
     reasons: Option<String>,
-    /// count drops per reason and kernel location instead, and print the counts at the end
+    /// Instead of a line per drop, count drops per reason and kernel location and print the counts at the end
     #[arg(short = 's', long)]
     summary: bool,
-    /// JSON output: one object per drop (or per reason and location with -s)
+    /// Print JSON lines: an object per drop (per reason and location with -s)
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

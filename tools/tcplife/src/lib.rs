@@ -34,30 +34,30 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// Most ports one -L or -D list may hold (the size of the BPF port maps, MAX_PORTS in tcplife.h).
 const MAX_PORTS: usize = 1024;
 
-/// Trace the lifespan of TCP sessions and summarize.
+/// One line per TCP connection when it closes: process, addresses, ports, bytes each way and how long it lasted.
 #[derive(Debug, Parser)]
 #[command(name = "tcplife", version, after_help = EXAMPLES)]
 struct Args {
-    /// Include time column on output (HH:MM:SS)
+    /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 'T', long = "time")]
     time: bool,
-    /// Include timestamp on output (seconds)
+    /// Start each line with the seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Wide column output (fits IPv6 addresses)
+    /// Widen the address columns to fit IPv6 addresses
     #[arg(short = 'w', long)]
     wide: bool,
-    /// Comma separated values output
+    /// Print comma-separated values instead of aligned columns
     #[arg(short = 's', long)]
     csv: bool,
-    /// Trace this PID only
+    /// Only connections of this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
     #[command(flatten)]
     ports: PortArgs,
     #[command(flatten)]
     family: FamilyArgs,
-    /// JSON output: one object per session, with exact byte counts
+    /// Print JSON lines: an object per connection, bytes exact
     #[arg(short = 'j', long, conflicts_with_all = ["wide", "csv"])]
     json: bool,
     #[command(flatten)]

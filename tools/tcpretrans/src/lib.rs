@@ -28,24 +28,22 @@ use report::{Printer, Retransmit};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace TCP retransmits
+/// One line per retransmitted TCP segment: addresses, ports and the connection's state.
 #[derive(Debug, Parser)]
 #[command(name = "tcpretrans", version, after_help = EXAMPLES)]
-#[command(mut_arg("ipv4", |a| a.help("trace IPv4 family only")))]
-#[command(mut_arg("ipv6", |a| a.help("trace IPv6 family only")))]
 struct Args {
-    /// display TCP sequence numbers
+    /// Add the segment's sequence number
     #[arg(short = 's', long)]
     sequence: bool,
-    /// include tail loss probe attempts
+    /// Also show tail loss probes (TLP), the kernel's probing sends at the tail of a flight
     #[arg(short = 'l', long)]
     lossprobe: bool,
-    /// count occurred retransmits per flow
+    /// Instead of a line per retransmission, count retransmissions per connection and print the counts at the end
     #[arg(short = 'c', long)]
     count: bool,
     #[command(flatten)]
     family: FamilyArgs,
-    /// JSON output: one object per retransmit (per flow with -c)
+    /// Print JSON lines: an object per retransmission (per connection with -c)
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -41,48 +41,48 @@ pub enum Sort {
     Received,
 }
 
-/// Summarize TCP send/recv throughput by host
+/// TCP throughput per connection, refreshed every interval like top: kilobytes sent and received.
 #[derive(Debug, Parser)]
 #[command(name = "tcptop", version, after_help = EXAMPLES)]
 struct Args {
-    /// don't clear the screen
+    /// Print each report below the previous one instead of clearing the screen
     #[arg(short = 'C', long)]
     noclear: bool,
-    /// skip system summary line
+    /// Leave out the first line (the load averages)
     #[arg(short = 'S', long)]
     nosummary: bool,
-    /// trace this PID only
+    /// Only connections of this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// trace processes in this cgroup only (a cgroup v2 directory)
+    /// Only connections of tasks in this cgroup (a cgroup v2 directory)
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
-    /// trace IPv4 family only
+    /// Only IPv4 connections
     #[arg(short = '4', long, conflicts_with = "ipv6")]
     ipv4: bool,
-    /// trace IPv6 family only
+    /// Only IPv6 connections
     #[arg(short = '6', long)]
     ipv6: bool,
-    /// sort rows by bytes sent + received (all), sent or received
+    /// Order rows by bytes sent plus received (all), by bytes sent or by bytes received
     #[arg(short = 's', long, value_enum, default_value = "all")]
     sort: Sort,
-    /// maximum rows to print
+    /// Print at most this many rows per report
     #[arg(short = 'r', long, default_value = "20", value_parser = parse_positive_u64)]
     rows: u64,
-    /// most connections counted at once, 1 to 1048576: the kernel's connection map sets aside 16 bytes a slot
-    /// (N rounded up to a power of two) up front, and about 120 bytes for each connection in use
+    /// How many connections can be counted at once (1 to 1048576): the kernel map reserves 16 bytes per slot (N
+    /// rounded up to a power of two) at start, and about 120 more bytes for each connection it holds
     #[arg(long, value_name = "N", default_value_t = bpf::consts::DEFAULT_CONNECTIONS as u32,
           value_parser = parse_max_connections)]
     max_connections: u32,
-    /// JSON output: one object per connection per interval, with exact byte counts
+    /// Print JSON lines: an object per connection per report, bytes exact
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// output interval, in seconds
+    /// Seconds between reports
     #[arg(default_value = "1", value_parser = parse_interval_secs)]
     interval: u64,
-    /// number of outputs
+    /// Stop after this many reports
     #[arg(value_parser = parse_positive_u64)]
     count: Option<u64>,
 }

@@ -35,81 +35,82 @@ use crate::bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Attach to functions and print trace messages.
+/// Print a line for each hit of the probes given (function entries, returns or tracepoints) with a printf-style
+/// message.
 #[derive(Debug, Parser)]
 #[command(name = "trace", version, after_help = EXAMPLES)]
 struct Args {
-    /// number of pages to use for the ring buffer, per CPU
+    /// Ring buffer size in pages per CPU (the buffer holds events not yet printed)
     #[arg(short = 'b', long = "buffer-pages", default_value_t = 64,
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     buffer_pages: u32,
-    /// id of the process to trace (optional)
+    /// Only events of this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid, conflicts_with = "tid")]
     pid: Option<u32>,
-    /// id of the thread to trace (optional)
+    /// Only events of this thread (TID)
     #[arg(short = 'L', long, value_parser = parse_pid)]
     tid: Option<u32>,
-    /// id of the user to trace (optional)
+    /// Only events of this user (UID)
     #[arg(long, value_parser = clap::value_parser!(u32))]
     uid: Option<u32>,
-    /// maximum size to read from strings
+    /// Bytes read from each string argument before it is cut
     #[arg(short = 'Z', long = "string-size", default_value_t = 80,
           value_parser = clap::value_parser!(u32).range(1..=STR_MAX as i64))]
     string_size: u32,
-    /// do not filter trace's own pid from the trace
+    /// Also trace this trace process itself (left out by default)
     #[arg(short = 'S', long = "include-self")]
     include_self: bool,
-    /// number of events to print before quitting
+    /// Exit once this many events have been printed
     #[arg(short = 'M', long = "max-events", value_parser = clap::value_parser!(u64).range(1..))]
     max_events: Option<u64>,
-    /// print timestamp column (offset from trace start)
+    /// Add a TIME column: seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// print UNIX timestamp instead of offset from trace start, requires -t
+    /// With -t, print the time as seconds since the Unix epoch instead
     #[arg(short = 'u', long = "unix-timestamp", requires = "timestamp")]
     unix_timestamp: bool,
-    /// print time column
+    /// Add a TIME column with the time of day (HH:MM:SS)
     #[arg(short = 'T', long)]
     time: bool,
-    /// print CPU id
+    /// Add a CPU column
     #[arg(short = 'C', long = "print_cpu")]
     print_cpu: bool,
-    /// cgroup path (not supported by this prebuilt trace: refused)
+    /// A cgroup path to filter on: refused, this trace has no cgroup filter
     #[arg(short = 'c', long = "cgroup-path", value_name = "CGROUP_PATH")]
     cgroup_path: Option<String>,
-    /// only print process names containing this name
+    /// Only events of tasks whose command name contains this text
     #[arg(short = 'n', long)]
     name: Option<String>,
-    /// only print the msg of event containing this string
+    /// Only events whose message contains this text
     #[arg(short = 'f', long = "msg-filter")]
     msg_filter: Option<String>,
-    /// allow to use STRCMP with binary values (no effect: string comparisons are not supported)
+    /// Accepted for BCC command lines; has no effect, since string comparisons are not supported
     #[arg(short = 'B', long = "bin_cmp")]
     bin_cmp: bool,
-    /// comma separated list of symbol files to use for symbol resolution (not supported: refused)
+    /// Symbol files for symbol resolution: refused, not supported here
     #[arg(short = 's', long = "sym_file_list", value_name = "SYM_FILE_LIST")]
     sym_file_list: Option<String>,
-    /// output kernel stack trace (not supported by this prebuilt trace: refused)
+    /// Kernel stack traces: refused, not supported by this trace
     #[arg(short = 'K', long = "kernel-stack")]
     kernel_stack: bool,
-    /// output user stack trace (not supported by this prebuilt trace: refused)
+    /// User stack traces: refused, not supported by this trace
     #[arg(short = 'U', long = "user-stack")]
     user_stack: bool,
-    /// print virtual address in stacks (no effect without stacks)
+    /// Print addresses in stacks: no effect, since there are no stacks
     #[arg(short = 'a', long)]
     address: bool,
-    /// additional header files (accepted for BCC compatibility and not needed: nothing is compiled)
+    /// Header files to include: accepted so that BCC command lines work, and ignored, since nothing is compiled
     #[arg(short = 'I', long = "include", value_name = "header")]
     include: Vec<String>,
-    /// aggregate amount of each trace
+    /// Instead of printing each event, count identical lines and print each with its count at the end
     #[arg(short = 'A', long)]
     aggregate: bool,
-    /// JSON output: one object per event
+    /// Print JSON lines: an object per event
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// probe specifier (see examples)
+    /// One or more probes with an optional filter and message (the syntax is in the examples below)
     #[arg(value_name = "probe", required = true)]
     probes: Vec<String>,
 }

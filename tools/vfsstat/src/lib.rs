@@ -32,22 +32,22 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Count some VFS calls.
+/// Calls per second of the main VFS operations: read, write, fsync, open, create, unlink, mkdir, rmdir.
 #[derive(Debug, Parser)]
 #[command(name = "vfsstat", version, after_help = EXAMPLES)]
 struct Args {
-    /// trace this PID only
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// JSON output: one object per interval, with the exact counts and the rates
+    /// Print JSON lines: an object per report, with the exact counts and the rates
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// output interval, in seconds
+    /// Seconds between reports
     #[arg(default_value = "1", value_parser = parse_interval_secs)]
     interval: u64,
-    /// number of outputs
+    /// Stop after this many reports
     #[arg(value_parser = parse_positive_u64)]
     count: Option<u64>,
 }

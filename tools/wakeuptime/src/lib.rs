@@ -27,35 +27,35 @@ use bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize sleep to wakeup time by waker kernel stack
+/// Time threads spend asleep, added up per stack of the thread that woke them.
 #[derive(Debug, Parser)]
 #[command(name = "wakeuptime", version, after_help = EXAMPLES)]
 struct Args {
-    /// User threads only (no kernel threads)
+    /// Leave out kernel threads
     #[arg(short = 'u', long = "useronly", conflicts_with = "pid")]
     useronly: bool,
-    /// Trace this PID only
+    /// Only threads of this process (PID)
     #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
     pid: Option<u32>,
-    /// Show raw addresses (symbol offsets too) and verbose debug output (repeat for libbpf's debug messages)
+    /// Print each frame's address and offset and say which attach path was taken (repeat for libbpf's debug messages)
     #[arg(short = 'v', long, action = clap::ArgAction::Count)]
     verbose: u8,
-    /// Output folded format
+    /// Print one line per stack, frames joined by ";" and the time last (the input of flame graph tools)
     #[arg(short = 'f', long)]
     folded: bool,
-    /// The number of unique stack traces that can be stored and displayed (default 16384)
+    /// Size of the stack trace map (entries, default 16384); stacks beyond it are shown as missed
     #[arg(long, value_name = "STACK_STORAGE_SIZE", default_value_t = 16384, value_parser = sched::parse_stack_storage_size,
           hide_default_value = true)]
     stack_storage_size: u32,
     #[command(flatten)]
     block_time: BlockTimeArgs,
-    /// Print JSON lines: one object per unique waker stack, with its total_us
+    /// Print JSON lines: an object per distinct waker stack, with its total_us
     #[arg(short = 'j', long, conflicts_with = "folded")]
     json: bool,
-    /// Also write an SVG wakeup flame graph to FILE (waker at the bottom, the woken thread on top)
+    /// Also draw an SVG flame graph of the wakeups in FILE (waker at the bottom, the woken thread above)
     #[arg(long, value_name = "FILE")]
     flamegraph: Option<PathBuf>,
-    /// Duration of trace, in seconds
+    /// Stop after this many seconds
     #[arg(value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
 }
