@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # corebpf-tools: build, test, install and package the tools. Every target works over tools/* (each folder with a
 # Cargo.toml), so a new tool needs no change here.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 19: the cost per write of argdist's generic, prebuilt histogram program (the seeds' first example:
 `map[log2(count)]++` on every write) against bpftrace's `hist(args->count)` on the same tracepoint. Measured as
 figure 8 is (snoop.measure): the workload's CPU time traced and untraced, extra per write = (median traced -

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Benchmarks corebpf-tools against libbpf-tools and bpftrace and writes docs/benchmarks.md (see `make bench`).
 
 Run as root after a release build (bench/run.sh does both). Settings come from the environment:

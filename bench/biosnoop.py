@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 21: biosnoop's cost per traced block I/O, against libbpf-tools' biosnoop (where it loads) and a bpftrace
 one-liner doing the same work (the issuing process kept per request, one line printed per completion), over n
 O_DIRECT 4 KiB writes by dd to a preallocated file on the root disk."""

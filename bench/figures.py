@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """The six benchmark figures: each takes the settings and returns a plain dict of raw samples and medians.
 
 Every figure repeats its measurement `repeat` times and alternates the order of the contenders on each round

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 13: the cost per traced call of funclatency and stackcount on a tight user function, against
 libbpf-tools' funclatency and bpftrace one-liners doing the same work (an entry and a return probe timing each
 call into a histogram; a stack per call counted in a map). Measured as figure 8 is (snoop.measure): the

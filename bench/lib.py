@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Process handling, workloads and statistics for the benchmark driver (bench/bench.py).
 
 A `Tracer` is a tool started in its own process group whose output is read by a thread, so the time its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 12: the cost of tcplife and tcpdrop per traced network event, against bpftrace one-liners on the same
 tracepoints: tcplife per loopback TCP connection and per MB sent over one connection (tcplife's programs run
 only on state changes, so a bulk transfer should cost it nothing), tcptop per MB (its programs run on every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 10: the cost per TCP connection of the network event tools (tcpconnect first), against a bpftrace
 one-liner on the same tracepoint. The workload is a child process making n loopback TCP connections (connect,
 accept, close); its CPU time (from wait4) is measured untraced and under each tracer; extra per connection =

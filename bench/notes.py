@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """The prose of docs/benchmarks.md: how each figure is measured, and why a missed target is missed.
 
 Kept apart from the numbers (report.py) so the method can be read and reviewed as text. METHOD strings are

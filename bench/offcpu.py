@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 11: the cost per context switch of offcputime (a stamp and two stack lookups at every switch-out, a sum
 at every switch-in) and of wakeuptime (a stamp at every switch-out, a kernel stack and a sum at every wakeup),
 each against libbpf-tools' port and a bpftrace one-liner doing the same work, on perf's pipe ping-pong pinned to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Renders the benchmark results as docs/benchmarks.md: machine and versions, the targets, one table per figure.
 
 Numbers are medians over the rounds; ratios are ours / theirs (below 1 means ours is faster, smaller or cheaper).

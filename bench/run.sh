@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # bench/run.sh: what `make bench` does. Installs the anchors (libbpf-tools, bpftrace) and build dependencies,
 # builds the shipped binary (`make static`: corebpf-tools, static, fat LTO) and lays out a link per tool in
 # target/bench/bin as `make install` would, then runs bench/bench.py, which writes docs/benchmarks.md.

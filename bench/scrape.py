@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """The cost of a Prometheus scrape of `biolatency -DF --prometheus`: wall time per GET /metrics (one map read,
 the exposition encoded, the response written) and the tool's CPU time per scrape, over N scrapes, while
 O_DIRECT writes keep the histograms busy. Run as root from the repository: python3 bench/scrape.py [N]."""

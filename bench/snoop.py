@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 8: the cost per traced event of the event tools (execsnoop, opensnoop, syscount), each against
 libbpf-tools' tool of the same name and a bpftrace one-liner doing the same work, over a workload of a known
 number of events. The workload's CPU time (its own and its waited-for children's, from wait4) is measured traced

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Each tool's bench entry: `tools/<tool>/bench.toml`, read here so that nothing in bench/ names a tool by hand.
 
 The entry says how to start the tool for the start-up and memory figures (its arguments and the line that says it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Figure 17: the cost of vfsstat per counted VFS call (a read of /dev/zero or a write to /dev/null) and per
 system call it does not count (getppid), against libbpf-tools' vfsstat where it loads and a bpftrace one-liner
 counting the same calls on the same tracepoint. Measured as figure 8 is (snoop.measure): the workload's CPU time

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # Builds the Debian package from the static binaries (what `make deb` does):
 #
 #   packaging/build-deb.sh OUT_DIR TOOL...

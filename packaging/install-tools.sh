@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # Installs the multicall binary corebpf-tools with its man page corebpf-tools(8), a link per tool, each tool's man
 # page and bash, zsh and fish completions (what `make install` and `make deb` do), or lists or removes exactly those files.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # Reproducibility check (what `make repro-check` does): builds the static corebpf-tools twice from the same commit (HEAD),
 # in two copies of the source at different paths with separate target folders and separate cargo homes' paths
 # remapped, then compares the binaries' and the .debs' sha256 and looks for build-machine paths in the binaries.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # CI's phase clock (.ci/run uses it):
 #   ci-phases.sh run FILE NAME CMD...   runs CMD, appends "NAME SECONDS EXIT" to FILE, exits as CMD did
 #   ci-phases.sh report FILE            the table of phases with their minutes, the budget, and the marginal

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # Installs what building and testing corebpf-tools needs on Debian/Ubuntu (run as root).
 # Build: clang (BPF compiler), libelf, zlib, pkg-config, make, gcc. Tests and benchmarks: bpftool, the anchors
 # (libbpf-tools, bpftrace), and the tools test helpers use. Rust itself comes from rustup (1.88 or newer).

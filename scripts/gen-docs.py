@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """Documentation generated from the tool folders (what `make docs` and `make docs-check` run).
 
 Each tool documents itself once, in tools/<tool>/doc.md (the format is in docs/tool-doc.md). From it:

@@ -66,8 +66,9 @@ def expected_license(path):
     if not (name.endswith(SOURCE_SUFFIXES) or name in SOURCE_NAMES or path in (".ci/run",)):
         return None
     kernel = (
-        path.startswith("bpf/include/")
-        or re.match(r"^(tools/[^/]+|template)/src/[^/]+\.(bpf\.c|h)$", path) is not None
+        path.endswith(".bpf.c")
+        or path.startswith("bpf/include/")
+        or re.match(r"^(tools/[^/]+|template|toolset)/src/[^/]+\.h$", path) is not None
     )
     return KERNEL_SIDE if kernel else USER_SPACE
 
@@ -242,6 +243,7 @@ def copyright_text(metadata):
         "License: Apache-2.0 or MIT",
         "",
         "Files: bpf/include/* tools/*/src/*.bpf.c tools/*/src/*.h template/src/*.bpf.c template/src/*.h",
+        " toolset/src/*.bpf.c",
         "Copyright: 2026 The corebpf-tools authors",
         "License: GPL-2.0-only or BSD-2-Clause",
         "",

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # Starts a new tool from the template (what `make new-tool NAME=mytool` runs): copies template/ to tools/NAME,
 # names every file and every mention after the tool (`template` -> NAME, `TEMPLATE` -> the name in capitals for C
 # header guards), then runs `make docs`, which adds the tool to toolset/Cargo.toml, the README's table and

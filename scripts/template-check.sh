@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # The template promise (what `make template-check` does, and CI with it): `make new-tool NAME=x` gives a tool that
 # builds, lints clean, joins the multicall binary, documents itself, passes every check `make docs-check` makes of
 # a tool, and passes its own tests against the kernel, with nothing edited by hand.

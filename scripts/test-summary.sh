@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # The host tests' closing line, over both nextest passes (their JUnit reports in DIR/<profile>/junit.xml):
 #   tests: N passed, N failed
 # and, with -v, the seconds spent per test binary (what each tool's tests cost).

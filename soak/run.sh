@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # soak/run.sh: what `make soak` does (after `make static`): runs soak/soak.py, which starts every tool at once,
 # as the shipped binary (corebpf-tools and a link per tool in $COREBPF_BIN_DIR, default target/bin), under a mixed
 # workload with faults for SOAK_SECONDS (default 600) and writes docs/soak.md (SOAK_REPORT elsewhere). As root.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 """soak/soak.py: the soak and fault test (`make soak`, issue 22).
 
 Starts every tool in tools/* at once (JSON output to files in SOAK_OUT, default target/soak/), runs a mixed,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Generates the multicall binary's list of tools from the workspace: every `tools/NAME` folder with a
 //! Cargo.toml is a tool, and must be a dependency of this crate (one line in Cargo.toml, which `make docs` writes);
 //! the build fails with that advice if one is missing, so the list can never go stale. `COREBPF_TOOLSET_WITHOUT=a,b` leaves

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # Fetches one Debian cloud kernel for the VM kernel matrix into the cache and prints the path of its vmlinuz.
 #
 #   vm/fetch-kernel.sh 5.10|6.1|6.12

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # Checks that the kernel matrix catches a broken fallback and says why: runs vm/vmtest.sh on vm/selfcheck.scenarios
 # (scenarios that force an attach mechanism the tool cannot use) and passes only if the matrix fails, marks each
 # of those scenarios FAIL in its table, and prints the tool's own one-line reason.

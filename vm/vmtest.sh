@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
 # The kernel matrix: runs the tools' integration tests on other kernels, in QEMU (software emulation).
 #
 #   vm/vmtest.sh                      # KERNELS=5.10,6.1,6.12,host  TOOLS=<every tool>  VM_TIER=ci

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Power-of-two bucketing for in-kernel histograms. Slot 0 holds 0 and 1, slot i holds [2^i, 2^(i+1)); the
  * Rust side (common::hist) prints the same slots as BCC's star bars. */
 #ifndef __COREBPF_BITS_BPF_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The block request tracepoints shared by biolatency and biosnoop: block_rq_insert, block_rq_issue and
  * block_rq_complete, as tp_btf programs and as raw_tp programs (user space loads one set or the other, from the
  * attach ladder, by section). BLOCK_RQ_TRACEPOINTS(on_insert, on_issue, on_complete) defines the six programs

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The task that submitted a block request, which is not always the task that issues it to the device: a busy
  * I/O scheduler dispatches every queued request from whichever task runs the queue (or a kblockd worker), so
  * the current task at block_rq_issue can be anyone. BCC's tools name that current task; attributing each request

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* CO-RE accessors for kernel fields that moved or were renamed between kernel versions. Each helper reads the
  * field where the running kernel has it, decided at load time by libbpf from the kernel's BTF. */
 #ifndef __COREBPF_CORE_FIXES_BPF_H

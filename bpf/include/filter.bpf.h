@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The task filters every tool shares, in one convention: the process (-p, a TGID), the thread (-t/--tid, a TID)
  * and the parent process (--ppid, a TGID) are each one __u32 in .rodata, set by user space before load, and
  * 0 means off (no task but the idle one has ID 0). The user (-u) is the one exception, because UID 0 is root, a

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The cumulative log2 histogram of the time-summing tools (biolatency, cpudist, funclatency, hardirqs, runqlat,
  * softirqs), declared once: each event adds one to `count`, its nanoseconds to `sum_ns` and one to its log2
  * slot (timehist.bpf.h's timehist_add()). It is never cleared: user space reads it through the skeleton's

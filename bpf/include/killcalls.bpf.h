@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The kill, tkill and tgkill system calls, followed from entry to return through the syscalls tracepoints: the
  * one implementation behind killsnoop and sigsnoop -k (common::domain::signals is its user-space half).
  *

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Map helpers shared by the tools' BPF programs. */
 #ifndef __COREBPF_MAPS_BPF_H
 #define __COREBPF_MAPS_BPF_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The scheduler side shared by the off-CPU tools (offcputime, offwaketime, wakeuptime).
  *
  * Each tool stamps a thread when sched_switch takes it off a CPU, if it passes the filters below (the flags'

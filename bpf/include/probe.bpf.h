@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The generic probe of argdist and trace: what to fetch on each event and which events to keep, described in
  * rodata by the Rust side (common::probe turns a BCC probe spec into these arrays), so that one verified program
  * serves every spec and no compiler runs at run time.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Limits and codes of the generic probe (probe.bpf.h) of argdist and trace. Each tool links this file into its
  * src/ (src/probe.h), so the build helper turns its #defines into the tool's bpf::consts, which
  * common::probe::probe_rodata! uses to fill the rodata: the numbers live only here. */

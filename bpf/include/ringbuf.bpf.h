@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Event records on a BPF ring buffer, the one way every tool sends them: a record the ring buffer has no room for
  * is counted in a __u64 of the program's .bss (the tool's `lost`, by convention), which user space reads and
  * reports at the end of the run (common::attach::events::EventStream). */

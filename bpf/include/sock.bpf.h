@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Socket fields the network tools read, with CO-RE: family, ports and addresses of a struct sock.
  *
  * Addresses go into 16-byte arrays in network order (IPv4 in the first 4 bytes), which is what

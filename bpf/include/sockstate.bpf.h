@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* TCP state tracking on sock:inet_sock_set_state, the part tcplife, tcpstates and tcpconnlat share.
  *
  *	static __always_inline int on_change(struct sock *sk, int oldstate, int newstate) { ... }

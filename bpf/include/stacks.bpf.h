@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Stack helpers shared by the stack tools (profile, offcputime, stackcount, ...).
  *
  * STACK_TRACE_MAP declares a BPF_MAP_TYPE_STACK_TRACE map of MAX_STACK_DEPTH frames; user space sizes it

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The context of the syscalls:sys_enter_* and sys_exit_* tracepoints, and struct open_how, declared without CO-RE.
  *
  * Every syscall tracepoint has the same layout (see any events/syscalls/.../format file): the 8-byte common

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Cumulative time histograms as the time-summing tools keep them (hardirqs, softirqs, cpudist, runqlat): the
  * tool's `struct hist` (in its header, shared with Rust) has `count`, `sum_ns` and `slots[MAX_SLOTS]`, and is
  * never cleared; each event is added with atomic adds, so user space reads the map while it grows and prints

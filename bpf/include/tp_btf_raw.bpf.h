@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* One tracepoint handler, written once, as the pair of programs the attach ladder `tp_btf` > `raw_tp` needs.
  *
  *	TP_BTF_RAW(sched_switch, sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)

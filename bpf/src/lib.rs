@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Build helper shared by every tool's `build.rs`.
 //!
 //! A tool crate keeps its BPF program in `src/<crate name>.bpf.c` (or, in a freshly copied folder, the one

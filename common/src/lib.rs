@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Shared code of the corebpf-tools, in a few rooms by what they serve.
 //!
 //! - [`tool`]: what every tool is to the multicall binary (name, one-line description, entry point) and the

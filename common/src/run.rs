@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The life of a tool: start, wait for intervals or events, stop on a signal, exit with one clear line.
 //!
 //! [`main`] wraps a tool's body: it reports an error as one line `tool: message` on stderr with exit status 1,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! What a tool is to the multicall binary `corebpf-tools` and to its own `main.rs`.
 //!
 //! Every tool crate's library exports `pub const TOOL: common::tool::Tool = common::tool!(main, [ladder]);` where

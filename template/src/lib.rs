@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! template: the sizes read() returns, as a log2 histogram per process name. It is the canonical shape of a tool,
 //! small enough to read in one sitting: copy this folder to start a new tool (the README's "Adding a tool").
 //!

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* template: a log2 histogram of the bytes each read() returned, per process name.
  *
  * One classic tracepoint, syscalls:sys_exit_read, read through the plain context struct of syscall_tp.bpf.h (no
@@ -48,4 +48,4 @@ int read_exit(struct syscall_exit_ctx *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What template.bpf.c and the Rust side share: every `#define NAME <integer>` here reaches Rust as
  * bpf::consts::NAME, and every struct as bpf::types::NAME (one home for each fact shared by C and Rust). */
 #ifndef __TEMPLATE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The test helper of template: once a byte arrives on stdin, reads /dev/zero 100 times 4096 bytes and 30 times
  * 100 bytes, then waits for stdin to close. Its reads are the ground truth: 1 read of one byte (the go), 100 in
  * the 4096-8191 slot, 30 in the 64-127 slot. */

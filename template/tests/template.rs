@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! template against a helper whose reads are known (tests/reader.c): with -p, the histogram of its process name
 //! holds exactly its reads, in text and in JSON; and a PID that does not exist is one line and exit 1.
 

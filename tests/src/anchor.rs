@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! An anchor run side by side with our tool: one of Debian's libbpf-tools (BCC's tools rewritten in C over
 //! libbpf), started on the same workload as ground truth. [`Anchor::start`] returns once the anchor says it is
 //! tracing; [`Anchor::finish`] stops it with SIGINT (its final report) and returns what it printed.

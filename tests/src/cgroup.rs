@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! cgroup v2 directories for tests: [`cgroup2_root`] finds the unified hierarchy (`/sys/fs/cgroup/unified` on a
 //! hybrid host, else `/sys/fs/cgroup`), and [`TestCgroup`] is a directory made under it for one test, unique to
 //! the test process and tag, removed when dropped. Tests that filter by cgroup put their workload in one and pass

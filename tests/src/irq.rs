@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Helpers for the IRQ time tools' tests (hardirqs, softirqs): run the tool around a workload while the
 //! kernel's own per-CPU counts (/proc/interrupts, /proc/softirqs) are read around it, and read the counts the
 //! tool printed (its text table or its JSON lines).

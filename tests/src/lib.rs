@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Helpers for the integration tests: run a real tool binary as root, wait until it has attached, make a known
 //! workload, stop the tool and read what it printed.
 //!

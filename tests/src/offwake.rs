@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The helper of the off-CPU wakeup tests (offwaketime, wakeuptime), whose blocking and waking are known: after a
 //! "go" byte on stdin, a thread named "reader" blocks K times reading a pipe in `main -> reader_loop ->
 //! reader_wait`, and a thread named "writer" wakes it each time by writing the pipe from `writer_loop ->

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! A tool's output into a pipe that closes early: `tool ARGS | head -1`.
 
 use crate::bin;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Scenarios shared by the host tests and the VM kernel matrix (vm/vmtest.sh): workloads with exact ground truth
 //! and the checks on a tool's output, written once so that host and VM runs cannot drift apart.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Helpers for the socket tools' tests (tcpaccept, tcpconnect, tcpdrop, tcplife, tcpretrans, tcptop): loopback
 //! addresses and connections, waiting for a tool's BPF links, stopping it, and reading BCC's `PID COMM ...` rows.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Bad input: what every tool must do with it.
 
 use crate::run_tool;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of argdist's and trace's tests, whose events are known: after a line on stdin it calls work(n) 10, 20
  * and 30 times with n = 1, 2, 3 (returning n*10-25, sleeping n*100 us), opens MISSING missing files
  * /nonexistent/TAG-PID-I (I from 0: each fails with ENOENT) and /dev/null NULL_OPENS times, and writes 7 bytes of 1

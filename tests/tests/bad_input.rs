@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Bad input, every tool, every option: a table of hostile values (empty, very long, negative, beyond 64 bits,
 //! unknown names) for each option that takes a value and each positional argument, read from the tool's own
 //! `--help`, so a new tool and a new flag are covered with no change here. Each run must end one of two ways:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Conformance: what every tool in tools/* must do, with nothing written here per tool, so a new tool is covered
 //! with no change to this file. For each tool:
 //! - signals: started with `-v`, once tracing (its programs loaded and attached, [`wait_attached`]), SIGINT,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `biolatency --heatmap FILE.svg`: the picture of a run checked against the same run's JSON (one column per
 //! interval, every cell's count), parsed as XML, and rendered by headless Chromium into a screenshot that is not
 //! blank.

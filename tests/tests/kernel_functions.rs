@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Kernel-function tracing, which this host cannot do (no kprobes; fentry loads are refused): built only with
 //! `--features vm` and run by the VM kernel matrix (vm/vmtest.sh) on kernels that have both, once with each
 //! mechanism forced through COREBPF_ATTACH by the tools' scenario files (tools/*/scenarios) and once with the tool's own choice.

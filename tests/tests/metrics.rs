@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--prometheus`: a real Prometheus server (Debian's package, its own config and data directory, a free port,
 //! scraping every second) scrapes biolatency and funccount; its HTTP API must agree with the ground truth and
 //! with the tools' own JSON, and `promtool check metrics` must accept both exposition formats.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of the metrics test: `helper N`, after a byte on stdin, calls metrics_tick N times, then waits for
  * stdin to close. The tests expect exactly N calls in funccount's counter. */
 #include <stdlib.h>

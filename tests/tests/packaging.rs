@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Packaging: `--help` snapshots and `--version` of every tool, the static multicall binary (`make static`),
 //! `make install`/`uninstall` into a temporary DESTDIR (one binary, a link per tool), the man pages (rendered with
 //! `man -l`) and completions, and the .deb (`make deb`): its control fields and contents, and a real `dpkg -i`

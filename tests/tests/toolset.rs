@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The multicall binary `corebpf-tools`: dispatch by link name (with an install prefix) and by first argument,
 //! `--list`, unknown names, and `features` agreeing with what the tools themselves manage on this kernel (the
 //! kernel matrix runs `features_agree_with_the_tools` on 5.10, 6.1 and 6.12, where fentry and kprobes work).

@@ -1,11 +1,11 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Trial programs for `corebpf-tools features`: one tiny program per attach mechanism, each loaded and attached
 // on its own to a target every kernel has, then detached. Whether the kernel takes it is the answer.
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 __u64 cookie_seen = 0;
 

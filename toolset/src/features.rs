@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `corebpf-tools features`: what this kernel offers the tools, and the attach path each tool would take here.
 //!
 //! Every attach mechanism is decided the way the tools decide it: by loading and attaching a tiny program

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `corebpf-tools --list`: every tool with its one-line description, as a table.
 
 use std::io::Write;

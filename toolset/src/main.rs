@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `corebpf-tools`: every tool of the kit in one binary, like busybox.
 //!
 //! Invoked through a link named after a tool (`biolatency`, or `bpf-biolatency` with an install prefix), it runs

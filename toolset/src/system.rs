@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The facts about the system a bug report needs beside the feature trials: this build (version and commit), the
 //! kernel release and architecture, and the settings that decide what BPF may do here (lockdown, unprivileged
 //! BPF, perf_event_paranoid). Each is read as it is; one that cannot be read says why in its value.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Enumerators of the kernel's anonymous enums, read from its BTF.
 //!
 //! Some kernel enums have no name (`enum { HI_SOFTIRQ = 0, TIMER_SOFTIRQ, ..., NR_SOFTIRQS };`), so

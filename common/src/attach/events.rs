@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The event stream: one poll loop over a tool's BPF ring buffer, and one way to count and report lost records.
 //!
 //! The BPF side sends records with the helpers of `bpf/include/ringbuf.bpf.h` (`ringbuf_reserve`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! What this kernel and this process can do, decided from BTF, capabilities and trial loads, never from the
 //! kernel version string.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Kernel functions that a tracing tool may attach to (fentry, kprobe), found as BCC finds them.
 //!
 //! [`traceable_functions`] reads the text symbols of `/proc/kallsyms` and keeps those ftrace lists in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! A tool's links, detached in parallel when dropped.
 //!
 //! Detaching a classic tracepoint or a uprobe link waits in the kernel for an RCU grace period (tens of

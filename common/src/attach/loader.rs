@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Opening, loading and attaching skeletons, with fallbacks between attach mechanisms.
 //!
 //! A tool lists the mechanisms it can use, cheapest first (`tp_btf` before `raw_tp`, say), and

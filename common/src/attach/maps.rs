@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Reading BPF maps and records into plain Rust values.
 //!
 //! Keys and values cross the kernel boundary as bytes; the skeleton generates `#[repr(C)]` types for them, and

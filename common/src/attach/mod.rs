@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Attaching to the kernel, and what the kernel offers.
 //!
 //! [`features`] answers questions from BTF, capabilities and trial loads (never the version string);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Sampling perf events for BPF programs: one `perf_event_open` per CPU, and the CPUs that are online.
 //!
 //! [`SamplingEvents::open`] opens a sampling event on each CPU asked for (all online CPUs, or one with `-C`),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Man pages and shell completions generated from a tool's own clap definition, for packaging.
 //!
 //! `cli::parse()` calls [`from_env`] before parsing: when `COREBPF_GENERATE` is `man`, `bash`, `zsh` or `fish`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Command-line pieces every tool shares, with BCC's names and semantics.
 //!
 //! `IntervalCount` is the `[interval] [count]` pair of the histogram tools (no interval: one report at Ctrl-C);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Usage errors about numbers, in the tool's words rather than Rust's.
 //!
 //! An option read by one of clap's own number parsers (`Option<u64>`, `value_parser!(u32).range(1..=64)`, ...)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Block devices: names to device numbers and back, and names for request flags.
 //!
 //! BPF programs see a disk as the kernel's `dev_t` (`major << 20 | minor`, from `gendisk->major` and

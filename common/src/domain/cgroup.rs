@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Cgroup filters (`-c CGROUP_PATH`, as in libbpf-tools).
 //!
 //! A tool's BPF program checks `bpf_current_task_under_cgroup()` against a one-slot `BPF_MAP_TYPE_CGROUP_ARRAY`;

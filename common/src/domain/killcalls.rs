@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The user-space half of `bpf/include/killcalls.bpf.h`, shared by killsnoop and sigsnoop: the signal record
 //! ([`SignalRecord`], decoded into [`SignalEvent`]), the signal-set filter (`-s`, [`SignalSet`]) written into the
 //! BPF side's `.rodata`, and the six kill/tkill/tgkill syscall tracepoint programs: turned on or off before load

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Socket addresses as BPF programs hand them over: an address family number and 16 raw bytes.
 //!
 //! Network tools copy `skc_rcv_saddr`/`skc_daddr` (IPv4, in the first 4 bytes) or the IPv6 addresses of a socket

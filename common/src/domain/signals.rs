@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Signal numbers and their names, as Linux numbers them on x86-64 and arm64 (`kill -l`): the names the
 //! signal tools print (exitsnoop's `signal 9 (KILL)`, sigsnoop's and killsnoop's `-n` and `-s`).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! System call names and numbers of the architecture the tools are built for, and errno names, from the
 //! `syscalls` crate (its tables are generated from the kernel's own syscall tables and `errno` headers, and kept
 //! current there), so no tool keeps a hand-written table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! TCP states and header flags as BCC's tools print them (`bcc/tcp.py`: `state2str`, `flags2str`).
 
 /// The name of TCP state `state` (include/net/tcp_states.h), or its number when unknown, as BCC's `state2str`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! User names to UIDs from the password file. Not through glibc's `getpwnam`: the shipped binary is static, and a
 //! static glibc loads NSS modules with dlopen, which crashed (SIGSEGV) on a Debian host asked for an unknown name.
 //! Local users (/etc/passwd) are what tracing tools are asked about; a name only a directory service knows is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Attaching a tool's BPF programs to every match of a function-target pattern, by the cheapest mechanism.
 //!
 //! The ladder of each kind of target ([`family_ladder`]): kernel functions by fentry, else kprobe_multi (one

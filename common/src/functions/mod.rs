@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The function-target family: what funccount, funclatency and stackcount share.
 //!
 //! Each of them takes one of BCC's probe patterns (`vfs_*`, `t:sched:*`, `c:malloc`, `u:lib:probe`), resolves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! What a probe pattern names (funccount's, funclatency's, stackcount's): BCC's pattern forms, resolved to the
 //! list of places to attach.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The off-CPU family: what offcputime, offwaketime and wakeuptime share, on both sides of the kernel boundary.
 //!
 //! [`sched`] is the scheduler side, the user-space half of `bpf/include/offcpu.bpf.h`: the thread and block-time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The run and the report of the off-CPU tools (offcputime, offwaketime, wakeuptime), over [`crate::stacks`]: BCC's
 //! header line ([`header`]), tracing until Ctrl-C or the duration while saving the memory maps of each process as
 //! its first stack is taken ([`collect`]), then naming the stacks and writing them in the form the flags chose

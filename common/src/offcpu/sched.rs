@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The scheduler side of the off-CPU tools (offcputime, offwaketime, wakeuptime), the user-space half of
 //! `bpf/include/offcpu.bpf.h`.
 //!

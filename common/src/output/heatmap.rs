@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--heatmap FILE.svg`: interval log2 histograms drawn as a latency heat map.
 //!
 //! Time runs along x (one column per interval), BCC's log2 buckets up y (the bucket's range in the tool's unit),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Histograms as BCC prints them.
 //!
 //! BPF programs count values into power-of-two slots (`log2l(v)`, slot 0 holding 0 and 1, slot `i` holding

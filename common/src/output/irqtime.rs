@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The IRQ time tools (hardirqs, softirqs): their shared flags ([`IrqArgs`]), the choice and attachment of their
 //! entry/exit tracepoint pair ([`attach_pair`]), and the run and report ([`run`], [`Report`]).
 //!

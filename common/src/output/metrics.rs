@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--prometheus ADDR:PORT`: a tool's cumulative kernel maps served as Prometheus metrics.
 //!
 //! Instead of printing intervals, a tool hands [`serve`] a closure that reads its maps into a [`Snapshot`]; the

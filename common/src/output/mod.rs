@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! What tools print: [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).

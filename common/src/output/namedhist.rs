@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The report of tools that keep one log2 histogram per name, such as bitesize's histogram of I/O sizes per
 //! process name: a section `Process Name = dd` for each name seen in the interval, in BCC's layout, or one JSON
 //! line per name.

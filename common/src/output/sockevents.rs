@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife, tcpstates, tcpconnlat): what
 //! their front ends share.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Where tool output goes: stdout, flushed per record or interval, with a quiet exit on a closed pipe.
 //!
 //! Tools write through [`Output`], which buffers stdout and is flushed by the tool after each event line or

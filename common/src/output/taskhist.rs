@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The report of the scheduler latency histogram tools (cpudist, runqlat): log2 histograms kept by the BPF side
 //! in one histogram or per process (`-P`), thread (`-L`) or PID namespace (`--pidnss`) ([`Per`]), each with the
 //! comm of the first task seen in it, and the run that prints them every interval ([`run`]).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Where a spec attaches and how: the tracepoint (classic, through tracefs: fields are read at the offsets of its
 //! format file), a user function (uprobe or uretprobe at its file offset, plus an entry uprobe for `$latency`),
 //! or a kernel function: fentry or fexit (a BTF trampoline; arguments are read from its context) where the kernel

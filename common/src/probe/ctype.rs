@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The C types a spec may name (`u64`, `int`, `size_t`, `char*`, pointers), as size, signedness and string-ness.
 
 use super::SpecResult;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! What the names of an expression refer to: tracepoint fields (from the tracefs `format` file: offset, size,
 //! signedness, and whether it is a string), function parameters by position, and the special values.
 

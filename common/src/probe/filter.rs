@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The filter grammar: comparisons (`==, !=, <, <=, >, >=`) of a name with a constant or another name, joined by
 //! `&&` and `||` (`&&` binds tighter; no parentheses).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Kernel function parameters from the kernel's BTF: names and C types by position, so that a kernel function
 //! spec can name its arguments without a signature (`p::vfs_write():size_t:count`).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Probe specifications of the multi-tools (argdist, trace), parsed in Rust into the parameters of generic,
 //! prebuilt BPF programs (`bpf/include/probe.bpf.h`): no compiler at run time.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! A spec turned into what the generic BPF program needs: the values to fetch (deduplicated), the key
 //! expressions over them, and the filter's comparisons.
 

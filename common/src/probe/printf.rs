@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! trace's printf-style formats: the conversions BCC's trace takes (`%d %u %x %c %s` with the `h`, `l` and `ll`
 //! length modifiers, a `-` or `0` flag and a width), each giving the C type its argument is read as, and the
 //! rendering of the fetched values.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Function symbols and USDT probes of an ELF executable or shared library, ready for uprobes.
 //!
 //! [`ElfSymbols::read`] collects the defined functions of a file from both `.symtab` and `.dynsym`, with symbol

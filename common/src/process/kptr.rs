@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Hidden kernel addresses: /proc/kallsyms lists every symbol at address 0 to a process the kernel does not trust
 //! with kernel pointers (`kernel.kptr_restrict`, CAP_SYSLOG, `kernel.perf_event_paranoid`), and then no kernel
 //! frame can be named. [`warn_if_hidden`] says so once per run, with what would fix it, instead of a silent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Processes, ELF files and symbols: what runs, where its code is mapped, and the names of its addresses.
 //!
 //! [`procmaps`] reads a process's (or the system's) libraries, also across mount namespaces; [`elf`] lists an

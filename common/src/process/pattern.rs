@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Name patterns exactly as BCC's tools take them: globs by default, regular expressions on request.
 //!
 //! A [`Pattern`] is built once from the user's text ([`Pattern::glob`] or [`Pattern::regex`]) and then tested

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Finding the shared libraries a uprobe tool attaches to: a library mapped by a running process, or the system's
 //! copy as the dynamic loader would choose it.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Addresses to function names with blazesym, for the stack tools (profile, offcputime, stackcount, ...).
 //!
 //! One [`Symbolizer`] serves a whole run. Kernel addresses resolve through `/proc/kallsyms`; user addresses through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--flamegraph FILE`: an SVG flame graph of the folded stacks ([`write_flamegraph`]).
 //!
 //! The graph is drawn here, without a flame graph library: the stacks are merged into a tree (a frame's children

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Folded stacks (`-f`, and the lines a flame graph is drawn from): `comm;outer;...;leaf value`, one line per
 //! unique stack, a waker's stack folded on top ([`folded_stack`]).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--json` for stacks: one object per unique stack with its frames (address, name, offset, module), innermost
 //! first, and its value under the tool's name for it ([`write_json`]).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Modules of frames: kernel frames in a kernel module or a BPF program, from the text symbols of
 //! /proc/kallsyms, and unnamed user frames from the executable mappings of a running process ([`add_modules`]).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Reading a tool's BPF stack-trace map: [`StackTraces`] turns the stack ids of a key into a [`Task`]'s stacks
 //! (each id read once), and [`missing`] counts, as BCC does, the stacks that were lost to a full or colliding map.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Adding up samples that print the same: the merge key of a sample is its task (process, shown id, command) and
 //! its frames as they print, names only ([`MergeBy::Names`]), with offset and module ([`MergeBy::Frames`]) or
 //! with their addresses too ([`MergeBy::Addresses`]);

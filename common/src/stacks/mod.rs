@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Stack traces, the family of the stack tools (profile, stackcount, offcputime, offwaketime, wakeuptime,
 //! tcpdrop's kernel stacks): from the kernel's stack-trace map to named frames, and out in BCC's forms.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! BCC's default output: one block of frames per unique stack, the command and the value below
 //! ([`write_multiline`]), each frame as the tool's BCC original writes it ([`FrameFormat`]).
 

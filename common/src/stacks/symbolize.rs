@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Naming the frames of raw stacks: [`symbolize`] resolves every address of every sample in one batch through the
 //! run's [`Symbolizer`] (kernel and user), then adds up the samples that print the same ([`super::merge`]).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The tracing machinery's own kernel frames (the BPF program, `bpf_trace_run*`, `__traceiter_*`), which a stack
 //! taken in a tracepoint program has innermost: [`drop_tracing_frames`] removes them from named samples.
 

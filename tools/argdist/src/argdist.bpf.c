@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* argdist: one object per probe spec. The generic probe (probe.bpf.h) fetches the values the spec names and
  * applies its filter; this program then counts the first expression into a log2 histogram (-H, in .bss) or the
  * whole key (up to MAX_KEYS integers and strings) into a hash of counts (-C). The maps are cumulative; the Rust
@@ -13,7 +13,7 @@
 #include "argdist.h"
 #include "probe.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 mode = MODE_HIST;
 const volatile __u32 n_keys = 1;

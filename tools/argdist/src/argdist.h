@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Limits and codes of argdist's object, shared with the Rust side; the generic probe's own (fetch sources,
  * operators) are in probe.h (a link to bpf/include/probe.h, so that they reach the Rust side too). */
 #ifndef __ARGDIST_H

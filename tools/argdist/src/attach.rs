@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! One object per spec: its rodata filled from the spec's plan (common::probe), loaded, and attached to a
 //! tracepoint (classic, through tracefs: fields are read at the format file's offsets), a user function
 //! (uprobe or uretprobe, with a uprobe at entry for `$latency`) or a kernel function (fentry or fexit where the

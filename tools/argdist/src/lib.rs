@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! argdist: trace a function or tracepoint and display a summary of its parameter values (BCC's tool, CO-RE,
 //! with no compiler at run time).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! argdist's output, as BCC prints it: per interval a `[HH:MM:SS]` line, then per spec (counts first, as BCC
 //! creates them) either its title and `COUNT EVENT` rows (ascending, the top -T), or a log2 histogram labelled
 //! with the expression (or the spec's label). The maps are cumulative; without -c each interval shows its own

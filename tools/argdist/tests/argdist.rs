@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! argdist against a helper whose events are known (tests/src/work.c): after a `go` line on stdin it calls
 //! `work(n)` 10, 20 and 30 times with n = 1, 2, 3 (returning n*10-25, sleeping n*100 us), writes N bytes of 1 and
 //! M of 4096 to /dev/null, and opens a missing file. Every run filters by the helper's PID (-p), so concurrent

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* biolatency: block I/O latency from issue (or, with -Q, insert) to completion, as in-kernel log2 histograms.
  *
  * The three block_rq_* tracepoints (block.bpf.h, shared with biosnoop) are attached as tp_btf where the kernel
@@ -154,4 +154,4 @@ TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! biolatency: summarize block device I/O latency as a histogram (BCC's tool, CO-RE).
 //!
 //! Times each block request from issue (or insert, with `-Q`) to completion in BPF and keeps log2 histograms in

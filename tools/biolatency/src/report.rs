@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! biolatency's output: per-interval histograms in BCC's text layout or as JSON lines.
 //!
 //! The BPF side keeps cumulative histograms keyed by (disk, flags); [`Report`] subtracts the previous read to get

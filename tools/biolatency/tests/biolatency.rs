@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! biolatency against real block I/O: O_DIRECT writes to a file on the root disk, counted by the tool and by
 //! /proc/diskstats (and by libbpf-tools' biolatency, the anchor). Tests that make disk I/O take DISK so that
 //! their windows do not overlap.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* biosnoop: one record per block I/O request, with the process that issued it, from the block tracepoints.
  *
  * A request is first seen in the issuing task's context: at block_io_start (6.5+, in the submitter's
@@ -164,4 +164,4 @@ TP_BTF_RAW(block_rq_merge, block_rq_merge, struct request *rq)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

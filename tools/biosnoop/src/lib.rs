@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! biosnoop: trace block I/O, one line per request with the process that issued it (BCC's tool, CO-RE).
 //!
 //! The BPF side follows each block request from the moment it is first seen in the issuing task's context

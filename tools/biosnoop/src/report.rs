@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! biosnoop's output: BCC's columns (the format strings of BCC's `tools/biosnoop.py`: `TIME(s) COMM PID DISK T
 //! SECTOR BYTES [P] [QUE(ms)] LAT(ms)`), libbpf-tools' `-t` timestamp, the request flags with `-e`, or JSON lines.
 

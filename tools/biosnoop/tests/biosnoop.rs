@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! biosnoop against real block I/O: `dd oflag=direct` writes K 4 KiB blocks to a scratch file on the root disk,
 //! and every request of that dd (known by its PID: dd is started directly, so its PID is the child's) must be
 //! reported with dd's PID and comm, the root disk, `W` and its bytes. Other tests' and the system's I/O run at the

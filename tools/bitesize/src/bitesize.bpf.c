@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* bitesize: a log2 histogram of the size of each block I/O request issued to a device, in KiB, per process name.
  *
  * The name is the request's submitter (block_issuer.bpf.h: noted at block_io_start, else at block_rq_insert,
@@ -101,4 +101,4 @@ TP_BTF_RAW(block_rq_complete, block_rq_complete)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What bitesize.bpf.c and the Rust side share (bpf::consts and bpf::types). */
 #ifndef __BITESIZE_H
 #define __BITESIZE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! bitesize: summarize block device I/O size as a histogram per process name (BCC's tool, CO-RE, with
 //! libbpf-tools' flags).
 //!

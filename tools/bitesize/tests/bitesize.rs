@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! bitesize against a helper whose block I/O is known (tests/writer.c: 40 O_DIRECT writes of 64 KiB and 30 of
 //! 4 KiB), on the root disk (the tests named root_disk_*, which the test runner keeps apart from the other tools'
 //! disk counts) and on a loop device of its own, where libbpf-tools' bitesize sees the same requests: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The test helper of bitesize: opens argv[1] with O_DIRECT, and once a byte arrives on stdin writes 40 times
  * 64 KiB and 30 times 4 KiB to it (one write at a time, each waiting for its request, so none merge), prints
  * "done" and waits for stdin to close. The file is written and synced beforehand by the test, so these writes

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* cpudist: the time tasks spend on a CPU per slice (from being switched in to being switched out), or with -O
  * off it (from switched out to switched in again), as in-kernel log2 histograms, from sched_switch alone.
  *
@@ -127,4 +127,4 @@ TP_BTF_RAW(sched_switch, sched_switch)
 	return on_switch(ctx);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by cpudist.bpf.c and the Rust side (through the skeleton's generated `types`). */
 #ifndef __CPUDIST_H
 #define __CPUDIST_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! cpudist: summarize on- and off-CPU time per task as a histogram (BCC's tool, CO-RE).
 //!
 //! Times each slice a task spends on a CPU (or with `-O` off it) from sched_switch alone, in BPF, into log2

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of cpudist's tests. `cpdworker K`: waits for a line on stdin, then K times runs 5 ms and sleeps
  * 10 ms, and prints the change over the loop of its schedstat runs and on-CPU ns and of its involuntary context
  * switches (the ground truth the histograms are checked against); then waits for EOF. */

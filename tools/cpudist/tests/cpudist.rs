@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! cpudist against the kernel's own account of a helper that runs 5 ms then sleeps 10 ms, K times:
 //! `/proc/self/schedstat` (times run, on-CPU ns) and its involuntary context switches bound what the tool counts.
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* execsnoop: one record per exec, from the syscalls tracepoints of execve AND execveat (fexecve goes through
  * execveat, and BCC/libbpf-tools, tracing execve only, miss it).
  *
@@ -186,4 +186,4 @@ int execveat_exit(struct syscall_exit_ctx *ctx)
 	return leave(ctx->ret);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

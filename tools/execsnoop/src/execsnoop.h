@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types and limits shared by execsnoop.bpf.c and the Rust front end (through the skeleton's `types`/`consts`). */
 #ifndef __EXECSNOOP_H
 #define __EXECSNOOP_H

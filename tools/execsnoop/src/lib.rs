@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! execsnoop: trace new processes via exec() syscalls (BCC's tool, CO-RE).
 //!
 //! The BPF side follows execve and execveat from entry to return in the calling thread, copies the file name and

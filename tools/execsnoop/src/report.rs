@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! execsnoop's output: BCC's columns (`[TIME] [TIME(s)] [UID] PCOMM PID [PARENT] PPID [CPU] RET ARGS`, the format
 //! strings of BCC's `tools/execsnoop.py`, where PCOMM is the process's command; -M's PARENT column is the parent's)
 //! or JSON lines with the arguments as a list.

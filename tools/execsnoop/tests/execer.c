@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of execsnoop's tests. `helper TAG K MAXARG UID`: after a line on stdin, (as UID unless it is -1)
  * forks K children that exec `/bin/true TAG <i> <even|odd> x1..xMAXARG`, one child that execs a missing file
  * (ENOENT) and one that fexecve()s /bin/true (an execveat), waiting for each; exits 0. */

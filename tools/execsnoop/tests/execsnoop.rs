@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! execsnoop against a helper that execs `/bin/true` with argument lists unique to the test, a failing exec and
 //! an fexecve (execveat), all children of the helper, so `-P <helper>` keeps every test to its own workload while
 //! the tests of all tools run concurrently. The helper waits for a line on stdin, so it execs only once the tool

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* A helper of execsnoop's tests: after a line on stdin, forks a child that execs SCRIPT (a -D define: the path of
  * a shell script) with the arguments "one" and "two", all string literals whose pages the child has not touched;
  * exits 0 if the script did. */

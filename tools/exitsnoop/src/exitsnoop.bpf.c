@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* exitsnoop: one record per process exit, from sched:sched_process_exit (tp_btf, else raw_tp, else the classic
  * tracepoint), which runs in the exiting task once do_exit() has set task->exit_code.
  *
@@ -71,4 +71,4 @@ int sched_process_exit_tp(void *ctx)
 	return on_exit();
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

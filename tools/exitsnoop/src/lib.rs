@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! exitsnoop: trace process exits, with their age and exit code or fatal signal (BCC's tool, CO-RE).
 //!
 //! The BPF side (`exitsnoop.bpf.c`) sends one record per exit from `sched:sched_process_exit` (tp_btf, else

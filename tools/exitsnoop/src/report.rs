@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! exitsnoop's output: BCC's columns (`[TIME-TZ] [LABEL] PCOMM PID PPID TID AGE(s) EXIT_CODE`, the layout of BCC's
 //! `tools/exitsnoop.py`; EXIT_CODE is `0`, `code N` or `signal N (NAME)`, with `, core dumped`) or JSON lines.
 

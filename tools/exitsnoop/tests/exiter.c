@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* exitsnoop's test helper: `exiter MODE MS` waits for a line on stdin, sleeps MS milliseconds, then ends as MODE
  * says: `code3` exit(3); `zero` exit(0); `segv` a write through a null pointer (SIGSEGV, no core: RLIMIT_CORE 0);
  * `wait` waits to be killed; `thread` starts a thread that ends with pthread_exit() after MS ms, joins it and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! exitsnoop against helpers (tests/exiter.c) whose ends are known: one exits with code 3 after 200 ms, one is
 //! killed with SIGKILL after 200 ms, one dies of SIGSEGV (no core: its RLIMIT_CORE is 0), one exits 0, one ends a
 //! thread before it exits. Each record must carry the helper's PID, TID, parent (this test), exit code or signal,

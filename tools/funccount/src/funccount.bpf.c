@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* funccount: count calls of kernel functions, tracepoints, user functions and USDT probes.
  *
  * Every match of the user's pattern gets an index; each hit adds one to counts[index], a per-CPU array that user
@@ -153,4 +153,4 @@ SLOTS_OF(kprobe, "kprobe")
 SLOTS_OF(tracepoint, "tracepoint")
 SLOTS_OF(uprobe, "uprobe")
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

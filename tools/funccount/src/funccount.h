@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Shared between funccount.bpf.c and main.rs. */
 #ifndef __FUNCCOUNT_H
 #define __FUNCCOUNT_H

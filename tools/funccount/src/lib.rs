@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funccount: count calls of kernel functions, tracepoints, user functions and USDT probes (BCC's tool, CO-RE).
 //!
 //! The pattern is resolved to a list of matches and attached to by the function-target family

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funccount's BPF object as the function-target family loads it (`common::functions::attach`): one counting
 //! program per mechanism (the match's index as BPF cookie) with FUNCCOUNT_SLOTS slot copies for fentry and for
 //! kernels without cookies, the filters, and the counts.

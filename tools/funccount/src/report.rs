@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funccount's output: per-interval counts in BCC's `FUNC COUNT` layout, or as JSON lines.
 //!
 //! The BPF side keeps cumulative counts; [`Report`] subtracts the previous read, so no call made between two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The main helper of funccount's tests. `helper HOT COLD WRITES`: after a byte on stdin, calls hot_fn HOT times,
  * each time firing the USDT probe fchelper:tick and calling getpid(); writes WRITES bytes to /dev/null one at a
  * time; after a 100 ms pause calls cold_fn COLD times; exits 0. The counts the tests expect are these arguments. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funccount against real programs with known call counts: a C helper, built here, that waits for a go byte on
 //! stdin and then calls `hot_fn` HOT times, fires a USDT probe HOT times, calls getpid() HOT times and write()
 //! WRITES times, and after a pause calls `cold_fn` COLD times. Every run filters on the helper's PID, so tests

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* A helper of funccount's tests: twenty functions, fn_NN called NN+1 times after a byte on stdin: more matches
  * than one object's slot programs. */
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* funclatency: time each call of the matched functions from entry to return, into log2 histograms.
  *
  * One entry program and one return program serve every mechanism (fentry/fexit, kprobe_multi, kprobes,
@@ -14,7 +14,7 @@
 #include "bits.bpf.h"
 #include "funclatency.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 max_depth = 0;
 const volatile bool per_function = false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funclatency: time kernel or user functions and print their latency as a histogram (BCC's tool, CO-RE).
 //!
 //! The pattern is resolved and attached to by the function-target family (`common::functions`): kernel

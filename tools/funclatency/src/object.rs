@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funclatency's BPF object as the function-target family loads it (`common::functions::attach`): an entry and a
 //! return program per mechanism, the options of the command line, and reading its histograms.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funclatency's output: each interval's histograms in BCC's layout (`Function = name` sections with -F, then
 //! BCC's `avg = ..., total: ..., count: ...` line over all of them), or JSON lines; `Detaching...` at the end.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! funclatency against a helper whose calls are known: NAPS_1MS calls of a function that sleeps 1 ms and
 //! NAPS_20MS of one that sleeps 20 ms, timed by the helper itself (CLOCK_MONOTONIC around each call), and a
 //! recursive function called WALKS times with depth 4. The helper waits for a line on stdin, so the tool is

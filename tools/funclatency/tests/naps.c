@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of funclatency's tests: after a line on stdin, calls nap_1ms (sleeps 1 ms) 40 times and nap_20ms
  * (sleeps 20 ms) 8 times, timing each call itself with CLOCK_MONOTONIC, and walk(3) (recursing down to walk(0),
  * which sleeps 2 ms) 5 times; then prints "nap_1ms NS" and "nap_20ms NS", the total time it measured in each. */

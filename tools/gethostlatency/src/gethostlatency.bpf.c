@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* gethostlatency: latency of the resolver calls getaddrinfo, gethostbyname, gethostbyname2 (and their _r forms),
  * from uprobes on entry and uretprobes on return, one ring-buffer record per completed call.
  *
@@ -184,4 +184,4 @@ int BPF_KRETPROBE(resolver_return_multi)
 	return on_return(ctx);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

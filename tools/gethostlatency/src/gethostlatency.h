@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by gethostlatency.bpf.c and main.rs (through the skeleton's generated `types`). */
 #ifndef __GETHOSTLATENCY_H
 #define __GETHOSTLATENCY_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! gethostlatency: show the latency of getaddrinfo/gethostbyname[2] calls (BCC's tool, CO-RE).
 //!
 //! Uprobes on entry and uretprobes on return of the resolver functions of the C library time each call in BPF and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! gethostlatency's output: one line per completed resolver call, in BCC's `TIME PID COMM LATms HOST` columns or
 //! as a JSON object with the exact latency in nanoseconds, the function and the host.
 //!

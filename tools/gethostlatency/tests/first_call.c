@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* A helper of gethostlatency's tests: a process whose first action is one lookup of a constant name in its
  * read-only data, on a 64 KiB boundary of its own (beyond the kernel's fault-around of the pages the start-up code
  * touches): the name's page is not in memory when the entry probe fires. `first-call N` calls resolver function N

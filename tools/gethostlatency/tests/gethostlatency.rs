@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! gethostlatency against real resolver calls: a C helper resolves known names N times each through getaddrinfo
 //! and gethostbyname, and the tool must report exactly those calls, with the helper's PID, COMM and host.
 //!

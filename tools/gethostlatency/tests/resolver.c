@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The main helper of gethostlatency's tests: resolves two warm-up names in a loop until a byte arrives on stdin,
  * then resolves each NAME COUNT times through getaddrinfo and gethostbyname, printing each call's outcome (the
  * calls the tool must report, exactly), and ends with the sentinel name corebpf-done-PID.invalid. */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* hardirqs: time in each hard IRQ handler, from irq_handler_entry to irq_handler_exit on the same CPU, as
  * in-kernel totals, counts and log2 histograms per handler name (irqaction->name, as BCC keys them).
  *
@@ -100,4 +100,4 @@ TP_BTF_RAW(irq_handler_exit, irq_handler_exit, int irq)
 	return exit_(irq);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! hardirqs: summarize hard IRQ event time (BCC's tool, CO-RE).
 //!
 //! Times each hard IRQ handler from `irq_handler_entry` to `irq_handler_exit` in BPF and keeps, per handler name

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! hardirqs against the kernel's own count: `/proc/interrupts` read around the run bounds what the tool must count
 //! per handler name, while O_DIRECT writes make the disk interrupt. The names are the handlers /proc/interrupts
 //! lists.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! killsnoop: trace signals sent by the kill, tkill and tgkill system calls, with the call's result (BCC's tool,
 //! CO-RE).
 //!

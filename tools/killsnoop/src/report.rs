@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! killsnoop's output: BCC's columns (`TIME PID COMM SIG TPID RESULT`, the PID columns as wide as the largest
 //! PID plus one; SIG a number, or a name with -n) or JSON lines.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* killsnoop's test helper: waits for a line on stdin, then makes known kill, tkill and tgkill calls at a child of
  * its own (which ignores SIGUSR1 and SIGUSR2) and at a PID already reaped, checks each result, and prints
  * "CHILD DEAD" (the two PIDs) once done:

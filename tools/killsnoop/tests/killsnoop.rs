@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! killsnoop against a helper (tests/killer.c) that makes known calls at a child of its own and at a PID already
 //! reaped: kill with signal 0 (the existence probe), SIGUSR1 and SIGUSR2 (both ignored by the child, so it lives
 //! on), SIGTERM to the reaped PID (ESRCH), signal 65 (EINVAL), tkill SIGUSR1, tgkill SIGUSR2, then SIGKILL; the

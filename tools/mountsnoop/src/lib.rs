@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! mountsnoop: trace mount(2), umount(2) and the new mount API (fsopen, fsconfig, fsmount, move_mount), with the
 //! caller's mount namespace, decoded flags and result (libbpf-tools' tool, CO-RE).
 //!

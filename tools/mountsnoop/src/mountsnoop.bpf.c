@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* mountsnoop: one record per mount, umount, fsopen, fsconfig, fsmount or move_mount call, from the syscalls
  * tracepoints (those the kernel has: the new mount API came in 5.2).
  *
@@ -190,4 +190,4 @@ int mount_exit(struct syscall_exit_ctx *ctx)
 	return leave(ctx);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

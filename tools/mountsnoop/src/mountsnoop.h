@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by mountsnoop.bpf.c and the Rust front end (through the skeleton's `types` and `consts`). */
 #ifndef __MOUNTSNOOP_H
 #define __MOUNTSNOOP_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! mountsnoop's output: libbpf-tools' line (`COMM PID TID MNT_NS CALL`, with `TIME` first under -t), the call
 //! written as C (`mount("src", "/mnt", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m") = 0`), its detailed mode (-d,
 //! one field per line), or JSON lines. Flags are decoded into their names; a result is 0, a descriptor, or

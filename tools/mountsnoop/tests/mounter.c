@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* mountsnoop's test helper. It moves into a mount namespace of its own and makes every mount private there, so
  * nothing it mounts reaches the host; makes a directory DIR; prints "ready DIR" and waits for a line on stdin;
  * then makes these calls, checking each result, and prints "FSFD MFD" (the two descriptors it got):

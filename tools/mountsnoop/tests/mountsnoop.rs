@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! mountsnoop against a helper (tests/mounter.c) that works in a mount namespace of its own (every mount private,
 //! so the host never sees them): it mounts a tmpfs on its own directory with known flags and data, unmounts it,
 //! makes a mount that fails (ENOENT), then mounts a tmpfs again with the new API (fsopen, two fsconfig, fsmount,

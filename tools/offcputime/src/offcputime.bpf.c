@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* offcputime: sum the time threads spend off CPU, per thread and stack where they blocked.
  *
  * On sched_switch the thread switched out (prev, still current) is stamped with the time and its user and kernel
@@ -57,4 +57,4 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

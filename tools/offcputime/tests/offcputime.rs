@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! offcputime against a helper whose blocking is known: after a "go" byte on stdin it blocks K times for T ms in
 //! `main -> helper_sleep_outer -> helper_sleep` (a raw nanosleep system call made from helper_sleep itself, so the
 //! user stack's innermost frame is helper_sleep whatever the C library's frame pointers). The tests check the total

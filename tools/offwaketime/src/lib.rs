@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! offwaketime: summarize blocked time by off-CPU stack and waker stack (BCC's tool, CO-RE).
 //!
 //! On every `sched_switch` the BPF program stamps the thread switched out with the time and the stacks where it

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* offwaketime: sum the time threads spend blocked, per thread and stack where they blocked and per waker stack.
  *
  * On sched_switch the thread switched out (prev, still current) is stamped with the time and its user and kernel
@@ -100,4 +100,4 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! offwaketime against the helper of `offwake` (a "reader" thread blocked on a pipe K times, woken each time by a
 //! "writer" thread after T ms, in known functions). The tests check that the
 //! reader's blocked time is found under its own stack with the writer's stack and name as waker, in text, folded,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! opensnoop: trace open() syscalls (BCC's tool, CO-RE).
 //!
 //! The BPF side follows open, openat and openat2 from entry to return, filters on PID, TID, UID, cgroup, flags and

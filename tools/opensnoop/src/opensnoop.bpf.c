@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* opensnoop: one record per open, openat and openat2 call, from the syscalls tracepoints.
  *
  * At sys_enter the arguments are kept per thread (after the PID, TID, UID, cgroup and flag filters); at sys_exit
@@ -240,4 +240,4 @@ int openat2_exit_full(struct syscall_exit_ctx *ctx)
 	return leave(ctx->ret, true);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

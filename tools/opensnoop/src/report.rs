@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! opensnoop's output: BCC's columns (`[TIME(s)] [UID] PID|TID COMM FD ERR [FLAGS MODE] PATH`, the format strings
 //! of BCC's `tools/opensnoop.py`) or JSON lines with the errno's name and the flags' names.
 

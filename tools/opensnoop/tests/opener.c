@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of opensnoop's tests. `helper DIR K`: chdir(DIR), wait for a line, then K opens of target.txt by a
  * relative path and K by its absolute one (openat), one open of missing.txt (ENOENT), a create of created.txt
  * (O_WRONLY|O_CREAT, mode 0640) and one openat2 of target.txt, each closed at once. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! opensnoop against a helper that, in a scratch directory of its own, opens a file K times by a relative path
 //! and K times by its absolute path, one missing file (ENOENT), one new file with O_CREAT and mode 0640, and the
 //! file once through openat2; all filtered by the helper's PID, so concurrent tests never see each other. The

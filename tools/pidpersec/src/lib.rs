@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! pidpersec: new processes per second (BCC's tool, CO-RE).
 //!
 //! The BPF side counts every new task at sched:sched_process_fork into one cumulative counter; this side reads it

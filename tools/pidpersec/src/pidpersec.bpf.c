@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* pidpersec: counts new tasks (every fork and clone, as BCC's kprobe on sched_fork does) at the
  * sched:sched_process_fork tracepoint, through the attach ladder tp_btf > raw_tp > tracepoint (the first two from
  * one body, TP_BTF_RAW). The count is cumulative and never reset: user space prints the difference between two
@@ -24,4 +24,4 @@ int fork_tp(void *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

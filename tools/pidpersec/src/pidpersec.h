@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What pidpersec.bpf.c and the Rust side share (bpf::consts and bpf::types). */
 #ifndef __PIDPERSEC_H
 #define __PIDPERSEC_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* pidpersec's helper: `burst N`. Waits for a line on stdin, then forks N children, each exiting at once, reaps
  * them, and prints "T0 T1": CLOCK_MONOTONIC (ns) before the first fork and after the last one returned. */
 #include <stdio.h>

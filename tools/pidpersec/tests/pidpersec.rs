@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! pidpersec against a helper (tests/burst.c) that forks exactly N children in a burst and reports the monotonic
 //! clock before its first fork and after its last. pidpersec counts system-wide, so the assertion is a lower bound
 //! on the seconds that overlap the burst: together they hold at least N new tasks, and when the burst fits in one

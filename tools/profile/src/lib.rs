@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! profile: sample stack traces on every CPU at a timed interval (BCC's tool, CO-RE).
 //!
 //! A perf event per CPU fires the BPF program, which counts (process, user stack, kernel stack) in the kernel;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* profile: sample stacks on every CPU at a timed interval and count them in the kernel.
  *
  * User space opens one sampling perf event per CPU and attaches do_perf_event to each. Every sample looks up the
@@ -139,4 +139,4 @@ int do_perf_event(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

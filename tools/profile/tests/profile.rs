@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! profile against programs whose hot code is known: C and Rust helpers, built here with frame pointers, that spin
 //! in `main -> outer_fn -> hot_fn` (or read /dev/zero, to spend their time in the kernel). The tests check where
 //! the samples land, that names are demangled, that -K/-U/-I select what they say, that a process that exits

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The C helper of profile's tests. `helper SECS [read]`: for SECS seconds calls main -> outer_fn -> hot_fn in a
  * loop; hot_fn spins in user space, or with "read" reads 1 MiB of /dev/zero (time spent in the kernel). Built
  * with -DPRINT_ADDRS it first says where its functions are (`hot_fn 0x...` and `outer_fn 0x...` lines). */

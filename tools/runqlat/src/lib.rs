@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqlat: summarize run queue (scheduler) latency as a histogram (BCC's tool, CO-RE).
 //!
 //! Times each task from becoming runnable (woken, created, or preempted while runnable) to running on a CPU, in

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* runqlat: run queue latency, from a task becoming runnable (sched_wakeup, sched_wakeup_new, or preempted while
  * still runnable at sched_switch) to its next sched_switch onto a CPU, as in-kernel log2 histograms.
  *
@@ -141,4 +141,4 @@ TP_BTF_RAW(sched_switch, sched_switch)
 	return on_switch(ctx);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

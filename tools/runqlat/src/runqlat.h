@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by runqlat.bpf.c and the Rust side (through the skeleton's generated `types`). */
 #ifndef __RUNQLAT_H
 #define __RUNQLAT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of runqlat's tests. `rqlsleeper N`: waits for a line on stdin, then sleeps 1 ms N times and prints
  * the change over the loop of its /proc/self/schedstat runs and of its involuntary context switches (the ground
  * truth of the counts); then waits for stdin to close. `rqlsleeper spin`: spins until killed. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqlat against real scheduling: a helper pinned to one CPU sleeps 1 ms at a time, alone or with busy
 //! processes pinned to the same CPU. libbpf-tools' runqlat, run side by side on the same PID, is the ground
 //! truth for the histogram (count per bucket, so the total lies within the buckets' bounds);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqlen: summarize scheduler run queue length as a histogram (BCC's tool, CO-RE).
 //!
 //! Samples each CPU's run queue length at 99 Hz from a perf event per CPU, in BPF, into linear histograms per

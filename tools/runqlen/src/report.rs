@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqlen's output: per-interval linear histograms of run queue length (summed, or per CPU with `-C`), or the
 //! run queue occupancy (`-O`), in BCC's layout or as JSON lines.
 //!

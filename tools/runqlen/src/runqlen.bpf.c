@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* runqlen: run queue length sampled by a perf event on each CPU (99 Hz), as in-kernel linear histograms per CPU.
  *
  * The length is the CPU's run queue's nr_running (tasks of every scheduling class, queued or running) minus the
@@ -46,4 +46,4 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqlen against a known queue: N busy processes pinned to one CPU are always on its run queue, so every
 //! sample of that CPU sees at least N-1 tasks waiting (and its occupancy is 100%).
 

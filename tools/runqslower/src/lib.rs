@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqslower: each scheduling delay above a threshold (BCC's tool, CO-RE).
 //!
 //! The BPF side (`runqslower.bpf.c`) times every task from becoming runnable (woken, created, or preempted while

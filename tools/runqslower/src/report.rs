@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqslower's output: BCC's columns (`TIME COMM TID LAT(us)`, with `-P` also `PREV COMM PREV TID`, the layout
 //! of BCC's `tools/runqslower.py`) or one JSON object per wait.
 

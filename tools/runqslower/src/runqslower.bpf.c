@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* runqslower: each scheduling delay above a threshold, from a task becoming runnable (sched_wakeup,
  * sched_wakeup_new, or preempted while runnable at sched_switch) to the sched_switch that puts it on a CPU, sent
  * as one record with the task that left the CPU for it.
@@ -247,4 +247,4 @@ int sched_switch_tp(struct sched_switch_tp *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* runqslower's test helper: scheduling delays of known length, on one CPU.
  *
  *   rqdelay CPU K MS TAG

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! runqslower against a helper whose scheduling delays are known (tests/rqdelay.c): on one CPU, a SCHED_FIFO hog
 //! wakes a sleeper of a lower real-time priority K times and spins MS ms after each wakeup, so each of the
 //! sleeper's K wakeups waits at least MS ms, and it gets the CPU from the hog; a normal spinner on the same CPU is

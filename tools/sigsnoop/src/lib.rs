@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! sigsnoop: trace signals sent, with sender, target and result (libbpf-tools' tool, CO-RE).
 //!
 //! The BPF side (`sigsnoop.bpf.c`) sends one record per signal the kernel generates (`signal:signal_generate`,

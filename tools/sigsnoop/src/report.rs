@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! sigsnoop's output: libbpf-tools' columns (`TIME PID COMM SIG TPID TCOMM RESULT`; SIG a number, or a name with
 //! -n) or JSON lines.
 

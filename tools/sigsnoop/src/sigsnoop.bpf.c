@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* sigsnoop: one record per signal sent. By default from signal:signal_generate (tp_btf, else raw_tp, else the
  * classic tracepoint), which the kernel hits for every signal it generates, in the sender's context: the record
  * has the sender, the target thread and its name, and the result (delivered, ignored, already pending, ...).
@@ -100,4 +100,4 @@ int signal_generate_tp(struct trace_event_raw_signal_generate *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* sigsnoop's test helper: waits for a line on stdin, then sends known signals to a child of its own that blocks
  * SIGUSR1 and ignores SIGUSR2, and prints "CHILD DEAD" (the two PIDs) once done:
  *   kill(child, SIGUSR1)            queued (0)

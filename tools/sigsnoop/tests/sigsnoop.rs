@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! sigsnoop against a helper (tests/sender.c) that sends known signals to a child of its own: SIGUSR1 twice (the
 //! second finds it pending: the child blocks it), SIGUSR2 (ignored by the child), a kill(pid, 0) to a PID already
 //! reaped (ESRCH), tgkill and tkill with SIGUSR1 (queued on the thread, then already pending there), and SIGKILL.

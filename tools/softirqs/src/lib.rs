@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! softirqs: summarize soft IRQ event time (BCC's tool, CO-RE).
 //!
 //! Times each soft IRQ from `softirq_entry` to `softirq_exit` in BPF and keeps, per vector, a count, a total and

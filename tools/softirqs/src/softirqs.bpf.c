@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* softirqs: time in each soft IRQ vector, from softirq_entry to softirq_exit on the same CPU, as in-kernel
  * totals, counts and log2 histograms per vector.
  *
@@ -88,4 +88,4 @@ TP_BTF_RAW(softirq_exit, softirq_exit, unsigned int vec)
 	return exit_(vec);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

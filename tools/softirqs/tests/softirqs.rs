@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! softirqs against the kernel's own count: `/proc/softirqs` read around the run bounds what the tool must count
 //! (every event between the tool's attach and detach, and no more than happened from before its start to after
 //! its exit), while loopback TCP traffic raises NET_RX. The names are the rows of /proc/softirqs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! stackcount: count events and the stack traces that led to them (BCC's tool, CO-RE).
 //!
 //! The pattern is resolved and attached to by the function-target family (`common::functions`): kernel

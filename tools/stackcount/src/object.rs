@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! stackcount's BPF object as the function-target family loads it (`common::functions::attach`): one counting
 //! program per mechanism, the filters and map sizes of the options, and the maps every object shares.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! stackcount's output: each interval's new counts per stack, in BCC's layout (kernel frames then user frames,
 //! two spaces in, `    --` between them with -d, `    comm [pid]` with -P, then the count), folded (-f), as JSON
 //! lines, and at the end a flame graph of everything counted.

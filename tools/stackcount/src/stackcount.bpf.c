@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* stackcount: count the events a pattern names (kernel functions, tracepoints, user functions, USDT probes) by
  * the stack traces that led to them, in the kernel. One counting function serves every attach mechanism. */
 #include "vmlinux.h"
@@ -10,7 +10,7 @@
 #include "stacks.bpf.h"
 #include "stackcount.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __s32 target_cpu = -1;
 const volatile bool user_stacks = true;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of stackcount's tests, with known call paths: after a line on stdin, target() (one getppid() each) is
  * called 37 times from caller_a() and 23 times from caller_b(), and hot() 300 times from one place in main and 700
  * times from another; then it lives `argv[1]` ms more (the tool saves a process's maps when it first sees it) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! stackcount against a helper with known call paths: `target()` is called CALLS_A times from `caller_a()` and
 //! CALLS_B times from `caller_b()`, and makes one `getppid()` each time; `hot()` is called SITE_A times from one
 //! place in `main` and SITE_B times from another. The helper (built -O0, so every function

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! statsnoop: trace stat-family syscalls (BCC's tool, CO-RE).
 //!
 //! The BPF side follows statfs, stat, lstat, statx, fstatat and fstat from entry to return through the syscalls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! statsnoop's output: BCC's columns (`[TIME(s)] PID COMM FD ERR [SYSCALL] PATH`, the format strings of BCC's
 //! `tools/statsnoop.py`) or JSON lines with the errno's name, the syscall and the descriptor.
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* statsnoop: one record per stat-family call (statfs, stat, lstat, statx, fstatat, fstat), from the syscalls
  * tracepoints.
  *
@@ -136,4 +136,4 @@ int stat_exit(struct syscall_exit_ctx *ctx)
 	return leave(ctx->ret);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* statsnoop's helper: `stats DIR K`. Waits for a line on stdin (so that it stats only once the tool is attached),
  * then: K x stat(DIR/present.txt) (glibc: newfstatat), 1 x statx(DIR/sub), 1 x lstat(DIR/missing.txt) (ENOENT),
  * and, where the architecture has them, the raw stat(present.txt), lstat(missing.txt), statfs(sub) and

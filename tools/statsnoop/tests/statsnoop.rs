@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! statsnoop against a helper (tests/stats.c) that, once the tool is attached, stats three known paths in a
 //! scratch directory of its own: a file K times (stat: newfstatat), a directory once (statx) and a missing file
 //! once (lstat: ENOENT), and on architectures that have them the raw stat, lstat, statfs and fstat calls; all

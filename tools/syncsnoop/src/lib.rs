@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! syncsnoop: trace sync() family syscalls (BCC's tool, CO-RE).
 //!
 //! The BPF side records each sync, fsync, fdatasync, msync, sync_file_range and syncfs call at its entry through

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* syncsnoop: one record per sync, fsync, fdatasync, msync, sync_file_range and syncfs call, at its entry, from the
  * syscalls tracepoints (read through the plain contexts of syscall_tp.bpf.h: no CO-RE relocation). The -p filter
  * is filter.bpf.h's target_tgid. Records go through a ring buffer; failed reservations are counted in `lost`. */
@@ -83,4 +83,4 @@ int sync_file_range2_enter(struct syscall_enter_ctx *ctx)
 	return record(CALL_SYNC_FILE_RANGE2, ctx->args[0]);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

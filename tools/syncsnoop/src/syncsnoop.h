@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What syncsnoop.bpf.c and the Rust side share (bpf::consts and bpf::types). */
 #ifndef __SYNCSNOOP_H
 #define __SYNCSNOOP_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* syncsnoop's helper: `syncs FILE`. Opens FILE, maps its first page, waits for a line on stdin (so that it syncs
  * only once the tool is attached), then calls fsync 3 times, fdatasync 4, syncfs 2, sync_file_range 5 and msync 6
  * on it, and prints "FD T0 T1": its descriptor and CLOCK_MONOTONIC (ns) before and after the calls. */

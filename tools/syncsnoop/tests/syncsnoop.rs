@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! syncsnoop against a helper (tests/syncs.c) that, once the tool is attached, calls fsync 3 times, fdatasync 4,
 //! syncfs 2, sync_file_range 5 and msync 6 on a file of its own: with -p its PID, the tool shows exactly those
 //! calls, with the helper's descriptor, at times of the monotonic clock between the helper's readings before and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--exec CMD...`: runs a command and counts its syscalls from its first one, as BCC's `bcc.exec.run_cmd` does.
 //!
 //! The command is forked first and waits on a pipe; its PID goes into the BPF filter; once the programs are

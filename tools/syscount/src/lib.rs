@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! syscount: summarize syscall counts and latencies (BCC's tool, CO-RE).
 //!
 //! Counts every syscall as it returns (raw_syscalls sys_exit; with `-L` also sys_enter, for its time), per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Reading syscount's kernel maps: the per-syscall per-CPU array in one batch (one bpf() call per interval, not one
 //! per syscall slot, so a system-wide count is not crowded by the tool's own reads), and the per-process hash map.
 

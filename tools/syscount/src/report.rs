@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! syscount's output: each interval's top syscalls (or processes, `-P`) in BCC's layout, or as JSON lines.
 //!
 //! The BPF side keeps cumulative counts; [`Report`] subtracts the previous read, so no call made between two

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* syscount: syscall counts, and with -L their total time, per syscall or per process (-P).
  *
  * raw_syscalls sys_exit counts each call once it returns (so -x/-e see its return value); with -L, sys_enter
@@ -216,4 +216,4 @@ TP_BTF_RAW(thread_exit, sched_process_exit)
 	return on_thread_exit();
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

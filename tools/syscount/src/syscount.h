@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types and sizes shared by syscount.bpf.c and the Rust front end (through the skeleton and `bpf::consts`). */
 #ifndef __SYSCOUNT_H
 #define __SYSCOUNT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of syscount's tests. `helper PATH N M [nowait]`: waits for a line (unless `nowait`), then makes
  * N getppid() and M open(PATH) (PATH must not exist, so each fails); exits 0. */
 #define _GNU_SOURCE

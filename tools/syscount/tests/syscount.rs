@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! syscount against a helper that, after a line on stdin (so only once the tool is attached), makes exactly N
 //! `getppid` calls and M `open` calls of a unique path that does not exist (each failing with ENOENT). Every run
 //! filters by the helper's PID, so concurrent tests never see each other's calls.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpaccept: trace TCP accepts (BCC's tool, CO-RE).
 //!
 //! The BPF side sees each connection a process accepts (fexit or kretprobe of `inet_csk_accept` where the kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpaccept's output: BCC's columns (`[TIME] [TIME(s)] PID COMM IP RADDR RPORT LADDR LPORT`) or JSON lines with
 //! tcplife's field names.
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcpaccept: one record per TCP connection a process accepts.
  *
  * Where the kernel lets BPF trace its functions, the return of inet_csk_accept (fexit, reading the return value
@@ -123,4 +123,4 @@ int BPF_KRETPROBE(accept_kretprobe, struct sock *sk)
 	return accepted(sk);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

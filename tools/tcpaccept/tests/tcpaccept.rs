@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpaccept against real loopback connections accepted by this test process (std::net) and by a python
 //! process, each on a listener of a fresh port: every accept is reported once, from the accepting PID and comm,
 //! with the right remote and local ports; -p, -P and -4/-6 keep only theirs. Tests run concurrently, so each looks

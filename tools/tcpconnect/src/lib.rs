@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpconnect: trace TCP connects (BCC's tool, CO-RE).
 //!
 //! The BPF side sees each active open (fexit or kretprobe of `tcp_v4_connect`/`tcp_v6_connect` where the kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpconnect's output: BCC's columns (`[TIME(s)] [UID] PID COMM IP SADDR [LPORT] DADDR DPORT`), BCC's `-c`
 //! table (`LADDR RADDR RPORT CONNECTS`), or JSON lines with tcplife's field names.
 

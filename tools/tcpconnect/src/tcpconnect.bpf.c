@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcpconnect: one record per active TCP open (connect()), or a count per flow with -c.
  *
  * Two ways in. Where the kernel lets BPF trace its functions, the return of tcp_v4_connect/tcp_v6_connect
@@ -228,4 +228,4 @@ int BPF_KRETPROBE(connect_ret, int ret)
 	return connect_return(sk, ret);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

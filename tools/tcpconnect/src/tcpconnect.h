@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by tcpconnect.bpf.c and lib.rs (through the skeleton's generated `types`). */
 #ifndef __TCPCONNECT_H
 #define __TCPCONNECT_H

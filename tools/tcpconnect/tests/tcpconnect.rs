@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpconnect against real loopback connects made by this test process (std::net) and by a bash process
 //! (/dev/tcp), each to a listener on a fresh port of its own: every connect is reported once, from the right
 //! PID and comm, with the right local and destination ports; -p, -P and -4/-6 keep only theirs; -c counts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpconnlat: trace active TCP connects and show their latency (BCC's tool, CO-RE).
 //!
 //! The BPF side watches `sock:inet_sock_set_state` through the state tracking tcplife and tcpstates share

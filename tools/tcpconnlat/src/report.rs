@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpconnlat's output: BCC's columns (`PID COMM IP SADDR DADDR DPORT LAT(ms)`, with `-L` an LPORT column and
 //! with `-t` a TIME(s) column first) or JSON lines.
 //!

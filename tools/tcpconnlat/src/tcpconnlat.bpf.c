@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcpconnlat: the latency of each active TCP open, from its SYN to the handshake's completion.
  *
  * sock:inet_sock_set_state as tp_btf, else raw_tp, else the classic tracepoint (the programs and the socket's
@@ -81,4 +81,4 @@ static __always_inline int on_change(struct sock *sk, int oldstate, int newstate
 
 SOCK_STATE_PROGRAMS(on_change)
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

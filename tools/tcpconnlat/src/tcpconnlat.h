@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by tcpconnlat.bpf.c and lib.rs (through the skeleton's generated `types`). */
 #ifndef __TCPCONNLAT_H
 #define __TCPCONNLAT_H

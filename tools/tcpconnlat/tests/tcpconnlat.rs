@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpconnlat against loopback connects whose tasks and ports are known: made by this test process with std::net
 //! (IPv4 and IPv6) and by bash's /dev/tcp (another process, which exits right after), a connect refused by a port
 //! bound but not listening (no line), and a connect held back by a listener whose accept queue is full: its SYN

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpdrop: trace TCP packets dropped by the kernel, with the drop reason and the kernel stack (BCC's tool, CO-RE).
 //!
 //! The BPF side watches `skb:kfree_skb` (with its `reason`, 5.17+; a kprobe on `tcp_drop` on older kernels),

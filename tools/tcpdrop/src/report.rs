@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpdrop's output: BCC's line per drop (`TIME PID IP SADDR:SPORT > DADDR:DPORT STATE (FLAGS) REASON (CODE)`)
 //! followed by the kernel stack, one `\tfunction+0xoffset` a line, and a blank line; `-s` a table of drops per
 //! reason and kernel location; or JSON lines. Drop-reason names are read from the kernel's BTF.

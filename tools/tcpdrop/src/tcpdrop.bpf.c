@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcpdrop: packets the kernel drops, from skb:kfree_skb with its drop reason.
  *
  * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all
@@ -180,4 +180,4 @@ int BPF_KPROBE(tcp_drop_kprobe, struct sock *sk, struct sk_buff *skb)
 	return handle(ctx, skb, PT_REGS_IP(ctx), 0, false, sk);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpdrop against drops made on purpose, with known addresses and ports: SYNs to closed local ports (the kernel
 //! drops each once, as NO_SOCKET where it gives reasons) and UDP datagrams to closed ports, the -s counts made in a
 //! private network namespace (a test thread's own, so no other test's drops land there). Each test looks only at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcplife: trace the lifespan of TCP sessions and summarize (BCC's tool, CO-RE).
 //!
 //! The BPF side watches `sock:inet_sock_set_state`, remembers when each socket was born and which process owns

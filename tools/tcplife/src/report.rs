@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcplife's output: BCC's columns (default, `-w` wide, `-s` CSV, with `-T`/`-t` time columns) or JSON lines.
 //!
 //! The text layouts are BCC's `tools/tcplife.py` format strings: `PID COMM LADDR LPORT RADDR RPORT TX_KB RX_KB MS`,

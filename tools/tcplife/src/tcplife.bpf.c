@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcplife: one record per closed TCP session, from the sock:inet_sock_set_state tracepoint.
  *
  * The tracepoint is attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all three
@@ -176,4 +176,4 @@ static __always_inline int handle(struct sock *sk, int oldstate, int newstate)
 
 SOCK_STATE_PROGRAMS(handle)
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

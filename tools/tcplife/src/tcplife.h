@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by tcplife.bpf.c and main.rs (through the skeleton's generated `types`). */
 #ifndef __TCPLIFE_H
 #define __TCPLIFE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcplife against real loopback TCP sessions with byte counts known in advance: made by this test process with
 //! std::net (client and server, so both ends carry this process's PID) and by bash's /dev/tcp (a second PID), and
 //! checked against libbpf-tools' tcplife run over the same workload. Tests run concurrently in one process, so

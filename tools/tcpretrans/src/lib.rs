@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpretrans: trace or count TCP retransmits (BCC's tool, CO-RE).
 //!
 //! The BPF side watches `tcp:tcp_retransmit_skb` (tp_btf, else raw_tp, else the classic tracepoint), reads the

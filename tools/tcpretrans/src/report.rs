@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpretrans's output: BCC's `TIME PID IP LADDR:LPORT T> RADDR:RPORT STATE [SEQ]` lines, BCC's `-c` table
 //! (`LADDR:LPORT RADDR:RPORT RETRANSMITS`), or JSON lines with tcplife's field names.
 

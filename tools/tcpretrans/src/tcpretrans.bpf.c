@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcpretrans: TCP retransmits from the tcp:tcp_retransmit_skb tracepoint.
  *
  * Attached as tp_btf where the kernel allows it, else raw_tp, else the classic tracepoint; all three hand the
@@ -103,4 +103,4 @@ int retransmit_tp(void *ctx)
 	return handle(args->skaddr, args->skbaddr, RETRANSMIT);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpretrans against retransmissions made on purpose: in a test thread's own network namespace (so no other
 //! test's traffic is there), a client sends to a local server, the namespace's loopback is taken down for 1.5 s
 //! while the client sends more, then brought back up: the kernel retransmits the unacknowledged data until it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpstates: trace TCP state changes, with the time each socket spent in the state it left (BCC's tool, CO-RE).
 //!
 //! The BPF side watches `sock:inet_sock_set_state` through the state tracking tcplife and tcpconnlat share

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpstates' output: BCC's columns (default, `-w` wide, `-s` CSV, with `-T`/`-t` time columns) or JSON lines.
 //!
 //! The text layouts are BCC's `tools/tcpstates.py` format strings: `SKADDR C-PID C-COMM LADDR LPORT RADDR RPORT

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcpstates: one record per TCP state change, with the time the socket spent in the state it leaves.
  *
  * sock:inet_sock_set_state as tp_btf, else raw_tp, else the classic tracepoint (the programs, the socket's family,
@@ -74,4 +74,4 @@ static __always_inline int on_change(struct sock *sk, int oldstate, int newstate
 
 SOCK_STATE_PROGRAMS(on_change)
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpstates against loopback connections whose state sequences are known in advance: made by this test process
 //! with std::net (client, server and listener, each with its own sequence), by bash's /dev/tcp (another process,
 //! which exits with its connection open), and a connect refused by a port bound but not listening. States are held

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcptop: summarize TCP send/recv throughput by host (BCC's tool, CO-RE).
 //!
 //! The BPF side adds the payload bytes of every successful send and receive on a TCP socket to a hash map keyed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcptop's output: BCC's screen (a loadavg line, then `PID COMM LADDR RADDR RX_KB TX_KB` for IPv4 and the same
 //! with LADDR6/RADDR6 for IPv6, sorted) or one JSON object per connection per interval.
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* tcptop: payload bytes sent and received per TCP connection and process, counted in a hash map.
  *
  * The sock:sock_send_length and sock:sock_recv_length tracepoints (Linux 6.3+) fire in sock_sendmsg and
@@ -130,4 +130,4 @@ int BPF_KPROBE(cleanup_rbuf_kprobe, struct sock *sk, int copied)
 	return count(sk, copied, false);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of tcptop's tests: makes loopback TCP connections to its own listener (a fresh port) and sends known
  * byte counts each way, so each connection's bytes are exact at both ends. Usage below, at main. */
 #include <arpa/inet.h>

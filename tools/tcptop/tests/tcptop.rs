@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcptop against real loopback connections made by C helpers that print their own PID:
 //! each makes K connections to its own listener (a fresh port) and sends known byte counts each way, so every
 //! connection appears twice (client end, server end) from the helper's PID. Checked: PIDs, comm, addresses,

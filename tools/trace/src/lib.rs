@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! trace: trace functions and tracepoints and print a line per event with chosen values, printf-style (BCC's
 //! tool, CO-RE, with no compiler at run time).
 //!

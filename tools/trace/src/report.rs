@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! trace's output, as BCC prints it: a header (`[TIME] [CPU] PID TID COMM FUNC -`), then one line per event
 //! with the probe's message formatted from its values (`common::probe::printf`); `-n` and `-f` filter lines,
 //! `-M` stops after that many, `-A` counts identical lines and prints them at the end; `--json` one object per

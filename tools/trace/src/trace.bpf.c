@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* trace: one object per probe, all sending into the first object's ring buffer. The generic probe
  * (probe.bpf.h) fetches the values the probe's format names and applies its predicate; this program copies the
  * values, the %s strings, the time, CPU, PID, TID and command into one record. Records the ring buffer has no
@@ -12,7 +12,7 @@
 #include "trace.h"
 #include "probe.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 probe_index = 0;
 /* trace's own process (not traced unless -S). */

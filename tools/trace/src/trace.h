@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* trace's event record, shared with the Rust side (which reads it by these offsets); the generic probe's limits
  * and codes are in probe.h (a link to bpf/include/probe.h). */
 #ifndef __TRACE_H

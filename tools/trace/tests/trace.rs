@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! trace against a helper whose events are known (tests/src/work.c): after a `go` line on stdin it calls `work(n)`
 //! 10, 20 and 30 times with n = 1, 2, 3 (returning n*10-25), opens MISSING unique missing files
 //! (`/nonexistent/trace-PID-I`) and /dev/null 3 times, and writes 7 bytes of 1 and 5 of 4096 to it. Every run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! vfsstat: count some VFS calls (BCC's tool, CO-RE).
 //!
 //! The BPF side counts calls of vfs_read, vfs_write, vfs_fsync_range, vfs_open, vfs_create, vfs_unlink, vfs_mkdir

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! vfsstat's output: BCC's header and per-second rows, or one JSON object per interval.
 
 use std::io::Write;

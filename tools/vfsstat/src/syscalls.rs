@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The syscall path: which system calls reach which VFS function, by number for the architecture built for
 //! (libc's `SYS_*`), written into the BPF side's `syscall_class` array before its program is attached.
 //!

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* vfsstat: counts of some VFS calls, in a per-CPU array (no events).
  *
  * Kernel functions, as BCC: fentry (else kprobe) on vfs_read, vfs_write, vfs_fsync_range, vfs_open, vfs_create,
@@ -149,4 +149,4 @@ TP_BTF_RAW(sys_exit, sys_exit, struct pt_regs *regs, long ret)
 	return syscall_exit(regs, ret);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

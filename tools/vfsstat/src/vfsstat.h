@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* vfsstat: what the BPF side and user space share. */
 #ifndef __VFSSTAT_H
 #define __VFSSTAT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of vfsstat's tests: makes known numbers of each VFS call in one burst (reads of /dev/zero, writes to
  * /dev/null, fsyncs, opens, files made with mknod, FIFOs, directories, opens of a missing file), the counts given
  * on its command line, which the tests expect in the tool's columns. Usage below, at main. */

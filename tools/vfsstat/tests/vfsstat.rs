@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! vfsstat against a helper that makes known numbers of each VFS call in one burst: reads of /dev/zero, writes
 //! to /dev/null, fsyncs, opens, files made with mknod (the way in to vfs_create), unlinks, mkdirs and rmdirs,
 //! plus calls that must not count (opens of a missing file, a FIFO made with mknod). System-wide, the columns

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! wakeuptime: summarize sleep to wakeup time by waker kernel stack (BCC's tool, CO-RE).
 //!
 //! On every `sched_switch` the BPF program stamps the thread that blocks with the time; on `sched_waking` (else

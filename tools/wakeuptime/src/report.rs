@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! wakeuptime's report: the totals read from the BPF maps, named, and written as BCC writes them.
 //!
 //! A total is kept per (waker kernel stack, waker command, target command). It is read as a stack [`Sample`] whose

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* wakeuptime: sum the time threads spend blocked, per waker kernel stack, waker name and target name.
  *
  * On sched_switch the thread switched out (prev, still current) is stamped with the time if it passes the filters
@@ -57,4 +57,4 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

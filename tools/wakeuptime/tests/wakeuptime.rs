@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! wakeuptime against the helper of `offwake`: a thread named "reader" blocks K times on a pipe, and a thread named
 //! "writer" wakes it each time by writing the pipe after sleeping T ms (so the writer is itself woken K times by
 //! its timer). The tests check that the reader's blocked time is found under the writer's name and kernel stack

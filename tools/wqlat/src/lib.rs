@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! wqlat: summarize kernel workqueue latency as a histogram (BCC's tool, CO-RE).
 //!
 //! The BPF side (`wqlat.bpf.c`) times each work item from being queued to a worker starting it

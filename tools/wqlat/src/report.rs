@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! wqlat's output: BCC's layout (the banner, then each interval: a blank line, the time with `-T`, and the
 //! histogram, or with `-W` a `wqname = NAME` section per workqueue), one JSON line per histogram per interval,
 //! or the cumulative histograms as Prometheus metrics.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* wqlat: workqueue latency, from a work item being queued (workqueue:workqueue_queue_work) to a worker starting
  * to execute it (workqueue_execute_start), as in-kernel log2 histograms: one, or one per workqueue name (-W).
  *
@@ -144,4 +144,4 @@ int workqueue_execute_start_tp(struct trace_event_raw_workqueue_execute_start *c
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Types shared by wqlat.bpf.c and the Rust side (through the skeleton's `types`/`consts`). */
 #ifndef __WQLAT_H
 #define __WQLAT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 /* wqlat's test helper: N io_uring instances set up and closed, one after another.
  *
  *   rings N

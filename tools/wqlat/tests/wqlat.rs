@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 //! wqlat against a helper whose work items are known (tests/rings.c): it sets up and closes N io_uring instances,
 //! and closing a ring queues exactly one work item, the ring's exit work, on the "iou_exit" workqueue (Linux
 //! 6.x). With `-w iou_exit` the histogram must count exactly N work items, in text, JSON, per workqueue, through
