@@ -166,10 +166,10 @@ pub type Ports = Vec<u16>;
 /// `bpf/include/sockstate.bpf.h`: the `lports` and `rports` maps and their `filter_lport`/`filter_rport` switches.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PortArgs {
-    /// Comma-separated list of local ports to trace
+    /// Only sockets whose local port is one of these (separated by commas)
     #[arg(short = 'L', long = "localport", value_name = "PORTS", value_parser = crate::cli::parse_port_list)]
     pub localport: Option<Ports>,
-    /// Comma-separated list of remote ports to trace
+    /// Only sockets whose remote port is one of these (separated by commas)
     #[arg(short = 'D', long = "remoteport", value_name = "PORTS", value_parser = crate::cli::parse_port_list)]
     pub remoteport: Option<Ports>,
 }

@@ -31,30 +31,30 @@ use report::Printer;
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace the signals sent with kill(), tkill() and tgkill(), with each call's result
+/// One line per kill(), tkill() or tgkill() call: who signals whom with what, and the call's result
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Show failed calls only
+    /// Only calls that failed (a negative result)
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Show the calls this process makes only (the sender)
+    /// Only calls made by this process (the sender's PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Show the calls aimed at this PID only (the target argument, as given: negative for a process group)
+    /// Only calls whose target argument is this number, as given (negative for a process group)
     #[arg(short = 'T', long, value_name = "TPID", allow_negative_numbers = true, value_parser = parse_tpid)]
     tpid: Option<i32>,
-    /// Show these signals only: numbers or names, separated by commas (0,9,TERM,SIGUSR1; 0 is the existence
+    /// Only these signals: numbers or names, separated by commas (0,9,TERM,SIGUSR1; 0 is the existence
     /// probe kill(pid, 0))
     #[arg(short = 's', long, value_name = "SIGNAL", value_parser = |s: &str| SignalSet::parse(s, true))]
     signal: Option<SignalSet>,
-    /// Show signal names (SIGKILL) instead of numbers
+    /// Print signal names (SIGKILL) in the SIG column instead of numbers
     #[arg(short = 'n', long)]
     name: bool,
-    /// Accepted for libbpf-tools' killsnoop (its sigsnoop in kill mode): killsnoop always traces the calls
+    /// Does nothing; accepted as libbpf-tools' killsnoop (its sigsnoop in kill mode) takes it
     #[arg(short = 'k', long)]
     kill: bool,
-    /// JSON output: one object per call
+    /// Print JSON lines: an object per call
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

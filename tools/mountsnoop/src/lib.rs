@@ -30,20 +30,20 @@ use report::{Call, Printer, Style};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace mount, umount, fsopen, fsconfig, fsmount and move_mount calls
+/// One line per mount(), umount(), fsopen(), fsconfig(), fsmount() or move_mount() call, written as C
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Show only this process (PID)
+    /// Only calls made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Print the time of day before each call
+    /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Detailed output: one field per line, with the call's latency
+    /// Print each call as a block of fields, one a line, with its latency
     #[arg(short = 'd', long)]
     detailed: bool,
-    /// JSON output: one object per call, flags as names
+    /// Print JSON lines: an object per call, flags by name too
     #[arg(short = 'j', long, conflicts_with = "detailed")]
     json: bool,
     #[command(flatten)]

@@ -33,26 +33,26 @@ use report::{Printer, Wait};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace high run queue latency: each wait of a task for a CPU longer than min_us
+/// One line each time a runnable task waits longer than min_us microseconds for a CPU: task, TID, wait
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Minimum run queue latency to trace, in us (default 10000; 0 traces every wait)
+    /// Show only waits longer than this many microseconds (default 10000; 0 shows every wait)
     #[arg(value_name = "min_us", default_value_t = 10000, hide_default_value = true, value_parser = parse_min_us)]
     min_us: u64,
-    /// Also show the previous task's name and TID (the task that left the CPU)
+    /// Add the name and TID of the task that had the CPU before (PREV COMM, PREV TID)
     #[arg(short = 'P', long)]
     previous: bool,
-    /// Trace this PID only
+    /// Only the threads of this process (PID)
     #[arg(short = 'p', long, value_name = "PID", value_parser = parse_pid, conflicts_with = "tid")]
     pid: Option<u32>,
-    /// Trace this TID only
+    /// Only this thread (TID)
     #[arg(short = 't', long, value_name = "TID", value_parser = parse_pid)]
     tid: Option<u32>,
-    /// Trace tasks whose name starts with COMM only
+    /// Only tasks whose name begins with COMM
     #[arg(short = 'c', long, value_name = "COMM", value_parser = parse_comm)]
     comm: Option<String>,
-    /// JSON output: one object per wait, with the latency in nanoseconds
+    /// Print JSON lines: an object per wait, the latency exact in nanoseconds too
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -34,22 +34,22 @@ use report::{Connect, Printer, Style};
 /// The `--help` examples, from doc.md's `## --help` part (the build helper writes them).
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace TCP connects and show connection latency.
+/// One line per outgoing TCP connection once its handshake completes: process, addresses, port, handshake time.
 #[derive(Debug, Parser)]
 #[command(name = "tcpconnlat", version, after_help = EXAMPLES)]
 struct Args {
-    /// Add a timestamp column (seconds since the first connect)
+    /// Start each line with the seconds since the first connect printed
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Trace this PID only
+    /// Only connects made by this process (PID)
     #[arg(short = 'p', long, value_parser = parse_pid)]
     pid: Option<u32>,
-    /// Add the local port column (LPORT)
+    /// Add a column with the local port (LPORT)
     #[arg(short = 'L', long)]
     lport: bool,
     #[command(flatten)]
     family: FamilyArgs,
-    /// JSON output: one object per connect, with the exact latency
+    /// Print JSON lines: an object per connect, latency exact
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]

@@ -33,30 +33,30 @@ use report::{Change, Layout, Printer, Style};
 /// The `--help` examples, from doc.md's `## --help` part (the build helper writes them).
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Trace TCP session state changes and durations.
+/// One line per TCP state change, with how long the socket spent in the state it left.
 #[derive(Debug, Parser)]
 #[command(name = "tcpstates", version, after_help = EXAMPLES)]
 struct Args {
-    /// Add a time column (HH:MM:SS)
+    /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 'T', long = "time")]
     time: bool,
-    /// Add a timestamp column (seconds since the first change)
+    /// Start each line with the seconds since the first change printed
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Wide columns (fit IPv6 addresses)
+    /// Widen the address columns to fit IPv6 addresses, and add the IP column
     #[arg(short = 'w', long)]
     wide: bool,
-    /// Print comma-separated values
+    /// Print comma-separated values instead of aligned columns
     #[arg(short = 's', long)]
     csv: bool,
     #[command(flatten)]
     ports: PortArgs,
-    /// Log to the systemd journal (not supported: pipe the output to systemd-cat instead)
+    /// Refused (BCC's journal logging): pipe the output to systemd-cat to get the lines into the journal
     #[arg(short = 'Y', long)]
     journal: bool,
     #[command(flatten)]
     family: FamilyArgs,
-    /// JSON output: one object per state change, with exact durations
+    /// Print JSON lines: an object per state change, times exact
     #[arg(short = 'j', long, conflicts_with_all = ["wide", "csv"])]
     json: bool,
     #[command(flatten)]

@@ -37,26 +37,26 @@ unsafe impl plain::Plain for wq_key {}
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
-/// Summarize workqueue latency (work item queued to started) as histograms
+/// How long kernel work items wait from being queued until a worker starts them, as log2 histograms
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Include timestamp on output
+    /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Output in nanoseconds
+    /// Use nanoseconds for the histogram buckets instead of microseconds
     #[arg(short = 'N', long, conflicts_with = "milliseconds")]
     nanoseconds: bool,
-    /// Output in milliseconds
+    /// Use milliseconds for the histogram buckets instead of microseconds
     #[arg(short = 'm', long)]
     milliseconds: bool,
-    /// Print a histogram per workqueue
+    /// One histogram for each workqueue, headed by its name
     #[arg(short = 'W', long)]
     workqueues: bool,
-    /// Trace this workqueue only
+    /// Only the workqueue of this exact name
     #[arg(short = 'w', long, value_name = "WQNAME", value_parser = parse_wqname)]
     wqname: Option<String>,
-    /// JSON output: one object per histogram per interval
+    /// Print JSON lines: an object per histogram per report
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
