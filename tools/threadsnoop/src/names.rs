@@ -44,7 +44,7 @@ impl Namer {
         let Some(path) = self.file(e) else {
             return Err(format!("{}; and its file (inode {}) is not found from here", live.unwrap_err(), e.ino));
         };
-        let offset = e.start - e.vm_start + e.vm_pgoff * self.page_size;
+        let offset = e.start.wrapping_sub(e.vm_start).wrapping_add(e.vm_pgoff.wrapping_mul(self.page_size));
         let mut found = self.symbolizer.file_offsets_each(&path, &[offset]);
         found.pop().unwrap_or_else(|| Err("no result".into())).map(|mut sym| {
             sym.module = Some(path.display().to_string());

@@ -81,7 +81,7 @@ fn names_each_start_routine_with_exact_counts_beside_bpftrace() {
         "BEGIN {{ printf(\"ready\\n\"); }} uprobe:{}:pthread_create /pid == {pid}/ {{ printf(\"call %d\\n\", pid); }}",
         libc.display()
     );
-    let mut bpftrace = Bpftrace::start(&program);
+    let bpftrace = Bpftrace::start(&program);
 
     let mut run = Running::start(TOOL, &[]);
     run.wait_attached(Duration::from_secs(20));
@@ -192,8 +192,13 @@ impl Bpftrace {
                 }
             }
         });
-        let ready = out.recv_timeout(Duration::from_secs(60)).expect("bpftrace did not start");
-        assert_eq!(ready, "ready");
+        // "Attaching N probes..." comes first; BEGIN's "ready" once they are attached.
+        loop {
+            let line = out.recv_timeout(Duration::from_secs(60)).expect("bpftrace did not start");
+            if line == "ready" {
+                break;
+            }
+        }
         Bpftrace { child: KillOnDrop(child), out }
     }
 
