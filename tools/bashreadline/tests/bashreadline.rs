@@ -39,9 +39,8 @@ impl PtyShell {
     fn start(program: &str, args: &[&str]) -> PtyShell {
         let (mut master, mut slave) = (0, 0);
         // SAFETY: openpty fills the two descriptors; no name, termios or window size is passed.
-        let rc = unsafe {
-            libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
-        };
+        let rc =
+            unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
         assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
         // SAFETY: both descriptors were just opened by openpty and are owned here.
         let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
@@ -189,7 +188,8 @@ fn sees_a_shell_in_its_own_mount_namespace() {
     let lines = typed(&tag);
     let run = start_tool(&[]);
     // unshare execs bash in a new mount namespace: same PID, same /bin/bash file.
-    let shell = PtyShell::start("unshare", &["-m", "--propagation", "private", "/bin/bash", "--norc", "--noprofile", "-i"]);
+    let shell =
+        PtyShell::start("unshare", &["-m", "--propagation", "private", "/bin/bash", "--norc", "--noprofile", "-i"]);
     let pid = shell.pid();
     shell.wait_prompts(1);
     let ours = std::fs::read_link("/proc/self/ns/mnt").unwrap();
