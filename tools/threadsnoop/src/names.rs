@@ -35,8 +35,10 @@ impl Namer {
     /// The symbol at the start routine's address of `e`, or why there is none.
     pub fn name(&mut self, e: &event) -> Result<Symbol, String> {
         let live = self.symbolizer.user_each(e.pid, &[e.start]).pop().unwrap_or_else(|| Err("no result".into()));
-        if live.is_ok() {
-            return live;
+        if let Ok(mut sym) = live {
+            // The module is named only when the name came from the recorded file.
+            sym.module = None;
+            return Ok(sym);
         }
         if e.vm_start == 0 || e.depth == 0 || e.complete == 0 {
             return live;
@@ -59,8 +61,8 @@ impl Namer {
             return found.clone();
         }
         let mut within = String::new();
-        let len = NAME_LEN as usize;
-        for i in (0..(e.depth as usize).min(PATH_DEPTH as usize)).rev() {
+        let len = NAME_LEN;
+        for i in (0..(e.depth as usize).min(PATH_DEPTH)).rev() {
             within.push('/');
             within.push_str(&c_string(&e.names[i * len..(i + 1) * len]));
         }
