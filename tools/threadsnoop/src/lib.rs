@@ -59,11 +59,20 @@ fn threadsnoop(args: Args) -> Result<()> {
     let (library, offset) = pthread_library()?;
     let signals = Signals::install()?;
     let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
-        let skel = load(mech)?;
-        let prog = if mech == Attach::UprobeMulti {
-            &skel.progs.pthread_create_multi
-        } else {
-            &skel.progs.pthread_create_entry
+        let (skel, with_file) = match load(mech, true) {
+            Ok(skel) => (skel, true),
+            Err(_) if mech == Attach::Uprobe => (load(mech, false)?, false),
+            Err(err) => return Err(err),
+        };
+        if args.verbose.on() && !with_file {
+            eprintln!(
+                "this kernel cannot look up mappings (bpf_find_vma): routines of exited processes print as addresses"
+            );
+        }
+        let prog = match (mech, with_file) {
+            (Attach::UprobeMulti, _) => &skel.progs.pthread_create_multi,
+            (_, true) => &skel.progs.pthread_create_entry,
+            (_, false) => &skel.progs.pthread_create_entry_nofile,
         };
         let link: Link = uprobe::attach(prog, mech, None, &library, offset, false)?;
         Ok((skel, link))
@@ -102,9 +111,16 @@ fn pthread_library() -> Result<(PathBuf, u64)> {
     bail!("no {FUNCTION} in {}", tried.join(" or "))
 }
 
-/// Opens the BPF object, keeps the program of mechanism `mech` and loads it.
-fn load(mech: Attach) -> Result<BpfSkel<'static>> {
+/// Opens the BPF object, keeps the program of mechanism `mech` (the one that records the routine's file if
+/// `with_file`, else the copy for kernels before 5.13 that does not) and loads it.
+fn load(mech: Attach, with_file: bool) -> Result<BpfSkel<'static>> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     autoload_by_section(open.open_object_mut(), mech);
-    open.load().with_context(|| format!("loading the BPF program ({mech})"))
+    let (keep_off, name) = if with_file {
+        (&mut open.progs.pthread_create_entry_nofile, "")
+    } else {
+        (&mut open.progs.pthread_create_entry, " without mapping lookup")
+    };
+    keep_off.set_autoload(false);
+    open.load().with_context(|| format!("loading the BPF program ({mech}{name})"))
 }

@@ -7,7 +7,8 @@
  * (5.17+), the program also records the mapping that holds the address (start, file offset, the file's inode and
  * device) and the names of the file's dentries up to its file system's root, from which user space finds the file
  * and names the routine by its offset. Older kernels skip that part (the helper's enum value is checked through
- * BTF, so the verifier removes the call), and a routine of an exited process then prints as its address. */
+ * BTF, so the verifier removes the call; before 5.13, which cannot load a callback at all, a copy of the program
+ * without it is loaded), and a routine of an exited process then prints as its address. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -74,7 +75,7 @@ static __always_inline void record_file(struct event *e)
 	e->complete = BPF_CORE_READ(dentry, d_parent) == dentry;
 }
 
-static __always_inline int on_create(struct pt_regs *ctx)
+static __always_inline int on_create(struct pt_regs *ctx, bool with_file)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct event *e;
@@ -94,7 +95,8 @@ static __always_inline int on_create(struct pt_regs *ctx)
 	e->complete = 0;
 	e->_pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	record_file(e);
+	if (with_file)
+		record_file(e);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -102,13 +104,21 @@ static __always_inline int on_create(struct pt_regs *ctx)
 SEC("uprobe")
 int BPF_UPROBE(pthread_create_entry)
 {
-	return on_create(ctx);
+	return on_create(ctx, true);
+}
+
+/* For kernels before 5.13, which refuse the callback's function pointer (even in a branch the verifier would
+ * remove): no file is recorded. */
+SEC("uprobe")
+int BPF_UPROBE(pthread_create_entry_nofile)
+{
+	return on_create(ctx, false);
 }
 
 SEC("uprobe.multi")
 int BPF_UPROBE(pthread_create_multi)
 {
-	return on_create(ctx);
+	return on_create(ctx, true);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
