@@ -190,6 +190,16 @@ impl Symbolizer {
         self.resolve_each(&Source::Process(process), addrs)
     }
 
+    /// Resolves file offsets of the ELF file at `path` (what a BPF program can record of a code address of a
+    /// process that may exit before it is named: the mapped file and the offset into it), in order.
+    pub fn file_offsets_each(&self, path: &std::path::Path, offsets: &[u64]) -> Vec<Result<Symbol, String>> {
+        let elf = blazesym::symbolize::source::Elf::new(path);
+        match self.inner.symbolize(&Source::Elf(elf), Input::FileOffset(offsets)) {
+            Ok(results) => results.into_iter().map(|r| symbol_of(r).ok_or_else(|| "no symbol".into())).collect(),
+            Err(err) => vec![Err(format!("{err:#}")); offsets.len()],
+        }
+    }
+
     /// Like [`Symbolizer::kernel`], with the reason for each address that has no name.
     /// The first call says on stderr why kernel frames cannot be named if /proc/kallsyms hides the kernel's
     /// addresses ([`super::kptr::warn_if_hidden`]).
