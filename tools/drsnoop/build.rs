@@ -1,0 +1,3 @@
+fn main() {
+    corebpf_build::build_skeleton();
+}
