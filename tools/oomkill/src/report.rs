@@ -65,7 +65,7 @@ impl Kill {
                 .map(|s| s.trim_end().to_string())
                 .unwrap_or_else(|_| "?".into())
         };
-        let memory = (e.have & HAVE_MEM as u32 != 0).then(|| Memory {
+        let memory = (e.have & HAVE_MEM as u32 != 0).then_some(Memory {
             total_vm_kb: e.total_vm_kb,
             anon_rss_kb: e.anon_rss_kb,
             file_rss_kb: e.file_rss_kb,

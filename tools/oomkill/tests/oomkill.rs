@@ -70,7 +70,7 @@ fn one_kill_of_the_helper_triggered_by_itself() {
         // The helper's anonymous memory is what the cgroup holds, at most its limit (the kernel's per-CPU RSS
         // counters may lag by a few pages each); its file-backed pages (libc) were charged where first read.
         let anon = r["anon_rss_kb"].as_u64().unwrap() * 1024;
-        assert!(anon >= LIMIT / 2 && anon <= LIMIT + (1 << 20), "{anon} bytes of anonymous memory: {r}");
+        assert!((LIMIT / 2..=LIMIT + (1 << 20)).contains(&anon), "{anon} bytes of anonymous memory: {r}");
         let rss = r["anon_rss_kb"].as_u64().unwrap()
             + r["file_rss_kb"].as_u64().unwrap()
             + r["shmem_rss_kb"].as_u64().unwrap();
