@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What drsnoop.bpf.c and the Rust side share (bpf::types::event, bpf::consts). */
 #ifndef __DRSNOOP_H
 #define __DRSNOOP_H
