@@ -8,6 +8,7 @@
 pub mod anchor;
 pub mod cgroup;
 pub mod irq;
+pub mod memcg;
 pub mod offwake;
 pub mod pipe;
 pub mod scenario;
