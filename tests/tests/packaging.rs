@@ -404,8 +404,8 @@ fn deb_control_fields_and_contents() {
     // `dpkg-deb -I` parses the whole control file.
     run_ok(Command::new("dpkg-deb").arg("-I").arg(&deb));
 
-    // Contents: exactly the tools (bpf- prefixed), man pages, completions, the copyright file, the changelog and the
-    // lintian overrides.
+    // Contents: exactly the tools (bpf- prefixed), man pages, completions, the copyright file, the changelog, NOTICE
+    // (the credits the Apache licence asks to ship) and the lintian overrides.
     let listing = run_ok(Command::new("dpkg-deb").arg("-c").arg(&deb));
     let mut files = BTreeSet::new();
     let mut kib = 0u64;
@@ -424,6 +424,7 @@ fn deb_control_fields_and_contents() {
     let mut expected = expected_install("usr", "bpf-", "zsh/vendor-completions");
     expected.insert("usr/share/doc/corebpf-tools/copyright".into());
     expected.insert("usr/share/doc/corebpf-tools/changelog.gz".into());
+    expected.insert("usr/share/doc/corebpf-tools/NOTICE".into());
     expected.insert("usr/share/lintian/overrides/corebpf-tools".into());
     assert_eq!(files, expected);
     assert_eq!(field("Installed-Size"), kib.to_string(), "Installed-Size must be the contents' size in KiB");
