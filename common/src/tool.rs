@@ -73,7 +73,7 @@ pub fn set_build_commit(commit: &'static str) {
 }
 
 /// What `--version` prints after the tool's name: the version, then the commit built (when known) and the
-/// version of libbpf linked in, e.g. `0.1.0 (commit 1a2b3c4d5e6f, libbpf 1.5)`.
+/// version of libbpf linked in, e.g. `0.1.0 (commit eaec2093f631, libbpf 1.7)`.
 pub fn version_line() -> String {
     // SAFETY: libbpf_version_string returns a pointer to a static, NUL-terminated string.
     let libbpf = unsafe { std::ffi::CStr::from_ptr(libbpf_rs::libbpf_sys::libbpf_version_string()) };
