@@ -83,7 +83,11 @@ fn trace_helper(
     anchor_args: Option<&[&str]>,
 ) -> (Finished, String, String) {
     let exe = build_c_helper("bitesize-writer", include_str!("writer.c"), &["-O1"]);
-    let child = Command::new(&exe).arg(target).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    // A name of its own for each run (its comm, which -c filters on): tests of this file run side by side in the
+    // kernel matrix's guests, and one run's writes must not be counted by another's filter.
+    let named = ScratchFile::new("bsw"); // bsw-PID-N: at most 15 bytes, the whole comm
+    std::os::unix::fs::symlink(&exe, &named.0).unwrap();
+    let child = Command::new(&named.0).arg(target).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let mut helper = KillOnDrop(child);
     wait_sleeping(helper.0.id(), Duration::from_secs(10));
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", helper.0.id())).unwrap().trim_end().to_string();
