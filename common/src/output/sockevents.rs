@@ -193,6 +193,39 @@ impl PortArgs {
     }
 }
 
+/// Column layout of a connection tool's text output (tcplife, tcpstates): BCC's default, `-w` and `-s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Fits IPv4 addresses.
+    Default,
+    /// `-w`: wide enough for IPv6 addresses, with the IP version.
+    Wide,
+    /// `-s`: comma-separated values.
+    Csv,
+}
+
+impl Layout {
+    /// The layout `-s` (csv) and `-w` (wide) ask for; `-s` wins, as in BCC.
+    pub fn from_flags(csv: bool, wide: bool) -> Layout {
+        match (csv, wide) {
+            (true, _) => Layout::Csv,
+            (false, true) => Layout::Wide,
+            _ => Layout::Default,
+        }
+    }
+}
+
+/// How a connection tool prints its records.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub layout: Layout,
+    pub json: bool,
+    /// `-T`: wall-clock HH:MM:SS column.
+    pub clock: bool,
+    /// `-t`: seconds since the first record printed.
+    pub since_first: bool,
+}
+
 /// BCC's `-T` (`clock`, HH:MM:SS) and `-t` (`since`, seconds) columns, printed before the others: each value
 /// padded as BCC's `%-8s ` and `%-9s `, or followed by a comma in CSV.
 pub fn time_prefix(clock: Option<&str>, since: Option<&str>, csv: bool) -> String {

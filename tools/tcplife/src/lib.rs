@@ -21,14 +21,14 @@ use common::attach::loader::{
 };
 use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
-use common::output::sockevents::{FamilyArgs, PortArgs};
+use common::output::sockevents::{FamilyArgs, Layout, PortArgs, Style};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::{Layout, Printer, Session, Style};
+use report::{Printer, Session};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
@@ -79,11 +79,7 @@ fn tcplife(args: Args) -> Result<()> {
     let ((skel, _link), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
-    let layout = match (args.csv, args.wide) {
-        (true, _) => Layout::Csv,
-        (false, true) => Layout::Wide,
-        _ => Layout::Default,
-    };
+    let layout = Layout::from_flags(args.csv, args.wide);
     let mut printer = Printer::new(Style { layout, json: args.json, clock: args.time, since_first: args.timestamp });
     let mut out = Output::new();
     printer.write_header(&mut out)?;

@@ -20,7 +20,7 @@ use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
 use common::attach::maps::DropCounter;
-use common::output::sockevents::{FamilyArgs, PortArgs};
+use common::output::sockevents::{FamilyArgs, Layout, PortArgs, Style};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -28,7 +28,7 @@ use libbpf_rs::Link;
 
 use bpf::consts::MAX_PORTS;
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::{Change, Layout, Printer, Style};
+use report::{Change, Printer};
 
 /// The `--help` examples, from doc.md's `## --help` part (the build helper writes them).
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
@@ -84,11 +84,7 @@ fn tcpstates(args: Args) -> Result<()> {
     let ((skel, _link), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
-    let layout = match (args.csv, args.wide) {
-        (true, _) => Layout::Csv,
-        (false, true) => Layout::Wide,
-        _ => Layout::Default,
-    };
+    let layout = Layout::from_flags(args.csv, args.wide);
     let mut printer = Printer::new(Style { layout, json: args.json, clock: args.time, since_first: args.timestamp });
     let mut out = Output::new();
     printer.write_header(&mut out)?;

@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 
 use common::domain::tcp::state_name;
-use common::output::sockevents::{time_prefix, Conn, JsonConn, SinceFirst};
+use common::output::sockevents::{time_prefix, Conn, JsonConn, Layout, SinceFirst, Style};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -49,28 +49,6 @@ impl Change {
     fn ms(&self) -> f64 {
         (self.span_ns / 1000) as f64 / 1000.0
     }
-}
-
-/// Column layout of the text output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Fits IPv4 addresses.
-    Default,
-    /// `-w`: wide enough for IPv6 addresses, with the IP version.
-    Wide,
-    /// `-s`: comma-separated values.
-    Csv,
-}
-
-/// How to print state changes.
-#[derive(Debug, Clone, Copy)]
-pub struct Style {
-    pub layout: Layout,
-    pub json: bool,
-    /// `-T`: wall-clock HH:MM:SS column.
-    pub clock: bool,
-    /// `-t`: seconds since the first change printed.
-    pub since_first: bool,
 }
 
 #[derive(Serialize)]
