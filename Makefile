@@ -8,6 +8,7 @@
 #   make install      install corebpf-tools, a link per tool, man pages and completions (PREFIX, DESTDIR, APP_PREFIX)
 #   make uninstall    remove exactly what `make install` installs (same PREFIX, DESTDIR, APP_PREFIX)
 #   make deb          Debian package in target/debian/ (tools as /usr/sbin/$(DEB_APP_PREFIX)TOOL; default bpf-)
+#   make image        the exporter's container image, corebpf-tools-exporter (FROM scratch around `make static`)
 #   make deb-source   the same package the Debian way: dpkg-buildpackage on debian/ from a clean export, and lintian
 #   make repro-check  build the static tools twice, from two copies of this commit, and compare sha256 (minutes)
 #   make snapshots    regenerate tools/TOOL/tests/TOOL.help from each tool's --help
@@ -87,6 +88,13 @@ uninstall:
 
 deb: static
 	@$(MAKE) --no-print-directory deb-package
+
+# The exporter's image (packaging/exporter/Dockerfile): the static binary and an example config, nothing else.
+.PHONY: image
+image: static
+	@ctx=$$(mktemp -d) && cp $(STATIC_DIR)/corebpf-tools packaging/exporter/Dockerfile packaging/exporter/exporter.conf \
+		"$$ctx/" && docker build -t corebpf-tools-exporter:$(VERSION) -t corebpf-tools-exporter:latest "$$ctx"; \
+		rc=$$?; rm -rf "$$ctx"; exit $$rc
 
 # Packages what `make static` built, without building.
 deb-package:

@@ -110,8 +110,8 @@ def run_traced(contender, workload):
 def contenders_of(row):
     """Ours and the anchor of one start-up row of a tool's bench entry."""
     anchor = row.anchor
-    theirs = c_tool(anchor.binary, anchor.args, anchor.ready) if anchor.binary else bt(anchor.program)
-    return our(row.tool, row.args, ready=row.ready), theirs
+    theirs = c_tool(anchor.binary, tool_bench.with_targets(anchor.args), anchor.ready) if anchor.binary else bt(anchor.program)
+    return our(row.tool, tool_bench.with_targets(row.args), ready=row.ready), theirs
 
 
 def startup_specs():

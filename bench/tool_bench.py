@@ -21,11 +21,17 @@ without one.
     [[extra]]                     # more start-up rows: label, args, ready and an anchor table of their own
     label = "funccount t:syscalls:*"
 
-`{libc}` in an argument or program stands for the path of this machine's C library.
+`{libc}` in an argument or program stands for the path of this machine's C library. `{python_pid}` and
+`{java_pid}` in an argument stand for the PID of an idle Python or Java process (for the language runtime tools:
+ugc, javagc, uthreads, ucalls, ...), which the harness starts the first time a row needs it and stops when it
+ends; they are filled in when a row is run ([`with_targets`]), not when its entry is read.
 """
 
+import atexit
 import glob
 import os
+import subprocess
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +50,43 @@ def libc_path():
         if found:
             return found[0]
     return "/lib/libc.so.6"
+
+
+# The idle processes `{python_pid}` and `{java_pid}` name: the command, and a library whose mapping says the
+# runtime (and so its USDT probes) is loaded. The JVM runs with HotSpot's extended probes on, which the method and
+# allocation tools (ucalls, uflow, uobjnew) need and the others do not mind.
+TARGETS = {
+    "python_pid": (["/usr/bin/python3", "-c", "import time; time.sleep(1e9)"], "python3"),
+    "java_pid": (["java", "-XX:+ExtendedDTraceProbes", str(ROOT / "bench" / "Idle.java")], "libjvm.so"),
+}
+_started = {}
+
+
+def _target(name):
+    """The PID of the idle process `name` of TARGETS, started (and waited for) on first use."""
+    if name not in _started:
+        cmd, loaded = TARGETS[name]
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        atexit.register(proc.kill)
+        deadline = time.monotonic() + 30
+        while loaded not in Path(f"/proc/{proc.pid}/maps").read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"bench: the idle {name} process ({' '.join(cmd)}) did not start")
+            time.sleep(0.1)
+        time.sleep(0.5)
+        _started[name] = proc
+    return _started[name].pid
+
+
+def with_targets(args):
+    """`args` with `{python_pid}` and `{java_pid}` filled in (starting those processes if needed)."""
+    out = []
+    for a in args:
+        for name in TARGETS:
+            if "{" + name + "}" in a:
+                a = a.replace("{" + name + "}", str(_target(name)))
+        out.append(a)
+    return out
 
 
 def _expand(value):

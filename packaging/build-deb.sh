@@ -35,6 +35,9 @@ DESTDIR=$root PREFIX=/usr APP_PREFIX=$DEB_APP_PREFIX ZSHCOMPDIR=/usr/share/zsh/v
 install -d -m 0755 "$root/usr/share/doc/corebpf-tools"
 install -m 0644 "$here/../debian/copyright" "$root/usr/share/doc/corebpf-tools/copyright"
 install -m 0644 "$here/../NOTICE" "$root/usr/share/doc/corebpf-tools/NOTICE"
+install -d -m 0755 "$root/usr/share/doc/corebpf-tools/examples"
+install -m 0644 "$here/exporter/exporter.conf" "$here/exporter/corebpf-exporter.service" \
+    "$root/usr/share/doc/corebpf-tools/examples/"
 gzip -n -9 < "$here/../debian/changelog" > "$root/usr/share/doc/corebpf-tools/changelog.gz"
 chmod 0644 "$root/usr/share/doc/corebpf-tools/changelog.gz"
 install -d -m 0755 "$root/usr/share/lintian/overrides"

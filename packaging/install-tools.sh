@@ -38,7 +38,13 @@ FISHCOMPDIR=${FISHCOMPDIR:-$PREFIX/share/fish/vendor_completions.d}
 
 MULTICALL=corebpf-tools
 
-# The files installed for one tool, one per line, without DESTDIR.
+# The other names a tool is installed under: its folder's `aliases` file (one per line, # comments), if any.
+aliases_of() {
+    [ -f "$tools_dir/$1/aliases" ] || return 0
+    sed -e 's/#.*//' -e 's/[[:space:]]//g' "$tools_dir/$1/aliases" | grep -v '^$' || true
+}
+
+# The files installed for one tool, one per line, without DESTDIR: its own, and a link and man page per alias.
 files_of() {
     name=$APP_PREFIX$1
     echo "$BINDIR/$name"
@@ -46,6 +52,10 @@ files_of() {
     echo "$BASHCOMPDIR/$name"
     echo "$ZSHCOMPDIR/_$name"
     echo "$FISHCOMPDIR/$name.fish"
+    for alias in $(aliases_of "$1"); do
+        echo "$BINDIR/$APP_PREFIX$alias"
+        echo "$MANDIR/$APP_PREFIX$alias.8.gz"
+    done
 }
 
 # Runs the tool in generation mode: generate TOOL WHAT > FILE.
@@ -108,6 +118,11 @@ install)
         install -m 0644 "$tmp/zsh" "$DESTDIR$ZSHCOMPDIR/_$name"
         generate "$t" fish > "$tmp/fish"
         install -m 0644 "$tmp/fish" "$DESTDIR$FISHCOMPDIR/$name.fish"
+        # Each alias (ext4slower for fsslower) is a link to the binary, its man page a link to the tool's.
+        for alias in $(aliases_of "$t"); do
+            ln -sfn "$MULTICALL" "$DESTDIR$BINDIR/$APP_PREFIX$alias"
+            ln -sfn "$name.8.gz" "$DESTDIR$MANDIR/$APP_PREFIX$alias.8.gz"
+        done
         echo "installed $DESTDIR$BINDIR/$name -> $MULTICALL, its man page and completions"
     done
     ;;

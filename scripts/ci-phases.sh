@@ -11,18 +11,36 @@
 # tools (`make vmtest` writes it to $VM_CACHE/logs/latest/guest-wall; the scenarios' own seconds per tool and
 # kernel are in tool-seconds beside it). Builds, lint and the soak grow more slowly than that and are taken as
 # fixed, so the projection to 80 tools is total + (80 - tools) x (host + guests per tool).
+# The budget is enforced on a machine CI has to itself. CI's machines may be busy with other work; each phase also
+# records the CPU time CI's own processes used and the machine's busy CPU time (/proc/stat, steal included), so the
+# report can say how much of the machine others took. When others took more than a fifth of it, a run over the
+# budget is reported but not failed (its minutes measure the neighbours, not CI); past hard_min it always fails,
+# before CI's own 90-minute limit would cut it off without a report.
 set -uo pipefail
 budget_min=45
+hard_min=80
+busy_share_limit=0.2
+
+# The machine's busy and total CPU time so far, in clock ticks: "BUSY TOTAL" (steal counts as busy: another
+# guest had the CPU).
+machine_ticks() {
+    awk '$1 == "cpu" { busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6 }' /proc/stat
+}
 
 case "${1:-}" in
 run)
     file=$2 name=$3
     shift 3
     start=$(date +%s)
+    read -r busy0 total0 <<< "$(machine_ticks)"
     echo "=== ci: $name: $* ($(date -u +%H:%M:%S))"
     "$@"
     rc=$?
-    echo "$name $(($(date +%s) - start)) $rc" >> "$file"
+    read -r busy1 total1 <<< "$(machine_ticks)"
+    # This script's waited-for descendants' user and system time (fields 16 and 17 of /proc/PID/stat): CI's
+    # own CPU time in this phase.
+    own=$(awk '{ print $16 + $17 }' /proc/$$/stat)
+    echo "$name $(($(date +%s) - start)) $rc $own $((busy1 - busy0)) $((total1 - total0))" >> "$file"
     exit $rc
     ;;
 report)
@@ -51,7 +69,23 @@ report)
     # The host tests' closing line again, last (make test-run keeps it), for readers of CI's log.
     summary=${CARGO_TARGET_DIR:-$(dirname "$0")/../target}/nextest/summary
     [ -s "$summary" ] && cat "$summary"
-    awk -v b="$budget_min" '{ t += $2 } END { if (t > b * 60) { printf "over the CI budget: %.1f min > %d\n", t / 60, b; exit 1 } }' "$file"
+    # Others' share of the machine: its busy time that was not CI's, over its whole capacity in the run.
+    awk -v b="$budget_min" -v hard="$hard_min" -v limit="$busy_share_limit" '
+        { t += $2; own += $4; busy += $5; cap += $6 }
+        END {
+            share = cap > 0 ? (busy - own) / cap : 0
+            if (share < 0) share = 0
+            mine = cap > 0 ? own / cap : 0
+            printf "CPU: CI used %.0f%% of the machine, other processes %.0f%%\n", 100 * mine, 100 * share
+            if (t > hard * 60) { printf "over the CI hard limit: %.1f min > %d\n", t / 60, hard; exit 1 }
+            if (t <= b * 60) exit 0
+            if (share > limit) {
+                printf "over the CI budget (%.1f min > %d), not enforced: other processes took %.0f%% of the CPU\n", t / 60, b, 100 * share
+                exit 0
+            }
+            printf "over the CI budget: %.1f min > %d\n", t / 60, b
+            exit 1
+        }' "$file"
     ;;
 strays)
     token=${COREBPF_CI_RUN:?COREBPF_CI_RUN is not set}

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0 OR MIT
 # Installs what building and testing corebpf-tools needs on Debian/Ubuntu (run as root).
 # Build: clang (BPF compiler), libelf, zlib, pkg-config, make, gcc. Tests and benchmarks: bpftool, the anchors
-# (libbpf-tools, bpftrace), and the tools test helpers use. Rust itself comes from rustup (1.88 or newer).
+# (libbpf-tools, bpftrace), and the tools test helpers use (a JDK for the Java runtime tools' workloads). Rust itself comes from rustup (1.88 or newer).
 set -euo pipefail
 
 build_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev)
-test_pkgs=(bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3 qemu-system-x86 busybox-static cpio e2fsprogs musl-tools prometheus chromium lintian debhelper dpkg-dev)
+test_pkgs=(systemd python3-venv openjdk-17-jdk-headless xfsprogs btrfs-progs bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3 qemu-system-x86 busybox-static cpio e2fsprogs musl-tools prometheus chromium lintian debhelper dpkg-dev)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: run as root (it installs packages with apt-get)" >&2
@@ -34,6 +34,14 @@ fi
 if ! command -v cargo-nextest >/dev/null 2>&1; then
     echo "deps.sh: installing cargo-nextest (cargo install, a few minutes)"
     cargo install --locked --quiet cargo-nextest
+fi
+
+# The exporter's Kubernetes manifest is checked against Kubernetes' own schemas, offline, by kubernetes-validate
+# (PyPI; it carries the schemas), in a virtual environment of its own (tests/tests/exporter.rs).
+venv=/opt/corebpf-tools-venv
+if [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    echo "deps.sh: installing kubernetes-validate in $venv"
+    python3 -m venv "$venv" && "$venv/bin/pip" install --quiet kubernetes-validate
 fi
 
 # Classic tracepoints need tracefs; tp_btf, raw_tp, uprobes and perf events do not.

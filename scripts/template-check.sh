@@ -7,15 +7,23 @@
 # In a temporary copy of the workspace (every file git tracks or would track), runs scripts/new-tool.sh
 # my-new_tool (a name with both - and _), builds it and corebpf-tools, checks `--help`, `--version`,
 # `corebpf-tools --list` and the man page made from its doc.md, writes its help snapshot, runs the docs check,
-# clippy and rustfmt on it, and runs its integration tests as root. It builds in its own target folder, seeded
-# with a copy of this workspace's compiled release artifacts (when there are any) so that only the workspace's own
-# crates are rebuilt. (Sharing the target folder itself would not do: cargo names a path crate's artifacts
-# independently of its path, so the copy's build would replace this workspace's.)
+# clippy and rustfmt on it, and runs its integration tests as root.
+#
+# The copy is built with a copy of this workspace's compiled release artifacts, so that only the new tool and what
+# lists it are compiled: the template check then costs about one tool's build, not the workspace's. Cargo reuses
+# an artifact only if the compiler's command line is the same, and those name the target folder by its absolute
+# path (a native library's `-L` of libbpf-sys, every `-L dependency=`), so a copy elsewhere would rebuild
+# everything from libbpf-sys up. So the script runs in a private mount namespace where the copy is mounted over
+# the workspace's own path: the same paths, none of the workspace's files touched, and the mounts gone with the
+# script. Where no mount namespace can be made (not root), the copy is built where it lies, which rebuilds all.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${COREBPF_TEMPLATE_NS:-}" ] && [ "$(id -u)" = 0 ] && unshare --mount --propagation private true 2>/dev/null; then
+    exec env COREBPF_TEMPLATE_NS=1 unshare --mount --propagation private "$0" "$@"
+fi
 new=my-new_tool
 work=$(mktemp -d /var/tmp/corebpf-template.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'cd /; rm -rf "$work"' EXIT
 start=$SECONDS
 say() { echo "template-check: [$((SECONDS - start)) s] $*"; }
 fail() { say "FAILED: $*"; exit 1; }
@@ -25,15 +33,32 @@ mkdir -p "$work/src"
 git -C "$repo" ls-files -z --cached --others --exclude-standard |
     (cd "$repo" && xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
     (cd "$repo" && xargs -0 cp --parents --preserve=timestamps -t "$work/src")
-cd "$work/src"
+# Folders keep their times too: a build script that watches a folder (every tool's watches bpf/include) sees the
+# newest time of anything in it, the folder itself included, and a fresh folder time would rebuild every tool.
+(cd "$work/src" && find . -type d -print0 | xargs -0 -I{} touch -c -r "$repo/{}" "{}")
+# The workspace's compiled release artifacts, copied for the copy (incremental state left out).
+cached=${CARGO_TARGET_DIR:-$repo/target}
+mkdir -p "$work/target"
+if [ -d "$cached/release" ]; then
+    say "seeding the copy's target folder with the workspace's compiled release artifacts"
+    tar -C "$cached" --exclude=release/incremental -cf - release | tar -C "$work/target" -xf -
+fi
+if [ -n "${COREBPF_TEMPLATE_NS:-}" ] && [ "$cached" = "$repo/target" ]; then
+    # The copy takes the workspace's place, in this namespace only, with the seeded target folder as its own.
+    mkdir -p "$work/src/target"
+    mount --bind "$work/src" "$repo"
+    mount --bind "$work/target" "$repo/target"
+    trap 'cd /; umount "$repo/target" "$repo"; rm -rf "$work"' EXIT
+    src=$repo
+    say "the copy is mounted over $repo in a private mount namespace"
+else
+    src=$work/src
+fi
+export CARGO_TARGET_DIR=$src/target
+[ "$src" = "$repo" ] || ln -s "$work/target" "$CARGO_TARGET_DIR"
+cd "$src"
 ./scripts/new-tool.sh "$new"
 
-export CARGO_TARGET_DIR=$work/target
-mkdir -p "$CARGO_TARGET_DIR"
-if [ -d "$repo/target/release" ]; then
-    say "seeding $CARGO_TARGET_DIR with the workspace's compiled dependencies"
-    tar -C "$repo/target" --exclude=release/incremental -cf - release | tar -C "$CARGO_TARGET_DIR" -xf -
-fi
 # The same commands and features as `make test-build` and `make lint` (CI runs them first), so that the seeded
 # artifacts are fresh and only the new tool and the multicall binary are compiled here.
 features=(--release --workspace --features corebpf-tests/vm)

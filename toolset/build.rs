@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Generates the multicall binary's list of tools from the workspace: every `tools/NAME` folder with a
 //! Cargo.toml is a tool, and must be a dependency of this crate (one line in Cargo.toml, which `make docs` writes);
-//! the build fails with that advice if one is missing, so the list can never go stale. `COREBPF_TOOLSET_WITHOUT=a,b` leaves
+//! the build fails with that advice if one is missing, so the list can never go stale. A tool's `aliases` file
+//! names the other names it answers to (fsslower: ext4slower, ...). `COREBPF_TOOLSET_WITHOUT=a,b` leaves
 //! tools out of the list (their code is then dropped by the linker): `make bench` uses it to measure the size
 //! each tool adds. Also builds the trial programs of `corebpf-tools features` (src/features.bpf.c), and records the
 //! git commit built (`COREBPF_COMMIT`, for `features`' report; "unknown" outside a git checkout).
@@ -27,6 +28,15 @@ fn main() {
     );
     for t in tools.iter().filter(|t| !without.contains(&t.as_str())) {
         text.push_str(&format!("    {}::TOOL,\n", t.replace('-', "_")));
+    }
+    text.push_str("];\n");
+    text.push_str(
+        "/// The other names tools are installed under (`tools/TOOL/aliases`): (alias, tool).\npub const ALIASES: &[(&str, &str)] = &[\n",
+    );
+    for t in tools.iter().filter(|t| !without.contains(&t.as_str())) {
+        for alias in aliases(&tools_dir.join(t)) {
+            text.push_str(&format!("    ({alias:?}, {t:?}),\n"));
+        }
     }
     text.push_str("];\n");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("tools.rs");
@@ -68,6 +78,12 @@ fn tool_folders(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The names in a tool folder's `aliases` file (one per line, `#` comments), if it has one.
+fn aliases(folder: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(folder.join("aliases")).unwrap_or_default();
+    text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).map(String::from).collect()
 }
 
 /// True if `manifest` has a dependency line for tool `name` (`name = { path = "../tools/name", ... }`).

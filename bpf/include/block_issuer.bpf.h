@@ -13,13 +13,15 @@
  * issue: a request the device could not take is requeued and issued again (by whoever runs the queue then), and
  * a tool that counts requests counts it once. block_issuer_forget(rq, nr_bytes) at block_rq_complete forgets it
  * after its last completion. The map is an LRU: a noted request that never completes here (merged into
- * another) ages out instead of filling it. */
+ * another) ages out instead of filling it. BLOCK_ISSUER_PROGRAMS declares the two noting programs (tp_btf and
+ * raw_tp each); user space loads block_io_start's where the kernel has it, else block_rq_insert's. */
 #ifndef __COREBPF_BLOCK_ISSUER_BPF_H
 #define __COREBPF_BLOCK_ISSUER_BPF_H
 
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "block.bpf.h"
 
 #ifndef BLOCK_ISSUERS_MAX
 #define BLOCK_ISSUERS_MAX 16384
@@ -73,5 +75,18 @@ static __always_inline void block_issuer_forget(struct request *rq, __u32 nr_byt
 	if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
 		bpf_map_delete_elem(&block_issuers, &rq);
 }
+
+/* The programs that note each request's submitter (see above). */
+#define BLOCK_ISSUER_PROGRAMS                                                                                     \
+	TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)                                             \
+	{                                                                                                          \
+		block_issuer_note(rq, true);                                                                       \
+		return 0;                                                                                          \
+	}                                                                                                          \
+	TP_BTF_RAW(block_rq_insert, block_rq_insert)                                                               \
+	{                                                                                                          \
+		block_issuer_note(block_rq_arg(ctx, insert_has_queue), false);                                     \
+		return 0;                                                                                          \
+	}
 
 #endif

@@ -37,6 +37,13 @@ const volatile bool has_prev_state_arg = true;
 /* Blocks not counted because the totals map was full, or the start map (too many threads off CPU). */
 __u64 lost_blocks = 0;
 __u64 lost_starts = 0;
+/* Blocks lost because the kernel did not run the program when the thread came back on a CPU (stamp_start()). */
+__u64 missed_switch_ins = 0;
+
+/* errno values the helpers return negated (not in vmlinux.h). */
+#define OFFCPU_EEXIST 17
+/* __state of a task switched out for the last time (include/linux/sched.h, since 4.14). */
+#define OFFCPU_TASK_DEAD 0x00000080
 
 /* The stack tools' (offcputime, offwaketime) -U and -K, and the new processes they could not report to user space
  * (notice_process() of stacks.bpf.h: ring buffer full). */
@@ -90,7 +97,8 @@ static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
 	__u32 tgid = BPF_CORE_READ(prev, tgid), pid = BPF_CORE_READ(prev, pid);
 	bool kthread = BPF_CORE_READ(prev, flags) & OFFCPU_PF_KTHREAD;
 
-	if (pid == 0)
+	/* The idle task, and a thread leaving for good (it never comes back to end its block). */
+	if (pid == 0 || prev_state & OFFCPU_TASK_DEAD)
 		return false;
 	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
 		return false;
@@ -104,6 +112,26 @@ static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
 		/* BCC: state 0 means running (preempted); other values are a bitmask. */
 		if (state == 0 ? prev_state != 0 : !(prev_state & state))
 			return false;
+	}
+	return true;
+}
+
+/* Stamps thread `pid` in `starts` with `value` as it goes off CPU, for the tools that end each block at the
+ * thread's switch-in (offcputime, offwaketime). A stamp still there means the thread ran again without the program
+ * seeing its switch-in (the kernel skips a program it is already running on that CPU, and may miss probes while
+ * another program attaches to or detaches from the tracepoint), so that block is lost: counted in
+ * missed_switch_ins, for user space to report. A full map counts in lost_starts. False if nothing was stamped. */
+static __always_inline bool stamp_start(void *starts, __u32 *pid, void *value)
+{
+	long err = bpf_map_update_elem(starts, pid, value, BPF_NOEXIST);
+
+	if (err == -OFFCPU_EEXIST) {
+		__sync_fetch_and_add(&missed_switch_ins, 1);
+		err = bpf_map_update_elem(starts, pid, value, BPF_ANY);
+	}
+	if (err) {
+		__sync_fetch_and_add(&lost_starts, 1);
+		return false;
 	}
 	return true;
 }

@@ -17,6 +17,8 @@
 //! - [`probe`]: the probe specs of argdist and trace, parsed into parameters of generic BPF programs.
 //! - [`functions`]: the function-target family of funccount, funclatency and stackcount: BCC's probe patterns
 //!   resolved to matches, and a tool's programs attached to them over its attach ladder.
+//! - [`runtime`]: language runtimes (Java, Python, Ruby, Node...) for the tools over their USDT probes: the
+//!   providers and probe names of each, guessing a process's language, finding the file that carries its probes.
 
 pub mod attach;
 pub mod cli;
@@ -27,5 +29,6 @@ pub mod output;
 pub mod probe;
 pub mod process;
 pub mod run;
+pub mod runtime;
 pub mod stacks;
 pub mod tool;

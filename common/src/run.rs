@@ -70,6 +70,16 @@ pub struct Signals {
     stdout_pipe: bool,
     /// The reader of the stdout pipe went away.
     stdout_gone: AtomicBool,
+    /// The handlers installed, removed when this ends (the exporter starts and stops tools in one process).
+    handlers: Vec<signal_hook::SigId>,
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.handlers.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
 }
 
 /// True if file descriptor `fd` is a pipe (or FIFO).
@@ -85,16 +95,26 @@ fn stdout_fd() -> BorrowedFd<'static> {
 
 impl Signals {
     /// Installs the handlers. Call before attaching so that a signal during start-up still ends the tool cleanly.
+    /// Inside the exporter (several tools in one process) SIGHUP is the exporter's reload, not a stop: the
+    /// exporter stops its tools itself ([`crate::output::exporter`]).
     pub fn install() -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let (wake, notify) = UnixStream::pair().context("creating the signal pipe")?;
         wake.set_nonblocking(true)?;
         notify.set_nonblocking(true)?;
+        let mut handlers = Vec::new();
+        let hup = !crate::output::exporter::active();
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
-            signal_hook::low_level::pipe::register(sig, notify.try_clone()?).context("installing signal handlers")?;
+            if sig == libc::SIGHUP && !hup {
+                continue;
+            }
+            handlers.push(signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?);
+            handlers.push(
+                signal_hook::low_level::pipe::register(sig, notify.try_clone()?)
+                    .context("installing signal handlers")?,
+            );
         }
-        Ok(Signals { stop, wake, stdout_pipe: is_pipe(stdout_fd()), stdout_gone: AtomicBool::new(false) })
+        Ok(Signals { stop, wake, stdout_pipe: is_pipe(stdout_fd()), stdout_gone: AtomicBool::new(false), handlers })
     }
 
     /// True once a stop signal has arrived or the reader of a stdout pipe has gone away.
@@ -153,6 +173,28 @@ impl Signals {
         fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLIN))
     }
 
+    /// Waits up to `timeout` for any of `fds` (their events set on return), a stop signal or the reader of the
+    /// stdout pipe going away; check [`Signals::stopped`] after.
+    pub fn poll_with<'a>(&'a self, fds: &mut Vec<PollFd<'a>>, timeout: Duration) {
+        if self.stopped() {
+            return;
+        }
+        let n = fds.len();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        fds.push(PollFd::new(self.wake.as_fd(), PollFlags::POLLIN));
+        fds.extend(self.stdout_pollfd());
+        if poll(fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)).is_ok() {
+            if fds[n].any().unwrap_or(false) {
+                let mut drain = [0u8; 64];
+                let _ = (&self.wake).read(&mut drain);
+            }
+            if let Some(out) = fds.get(n + 1) {
+                self.note_stdout(out);
+            }
+        }
+        fds.truncate(n);
+    }
+
     /// Sleeps until `deadline` or a stop signal (or the reader of a stdout pipe going away), whichever comes first.
     /// Returns true if the sleep was cut short by a stop.
     pub fn sleep_until(&self, deadline: Option<Instant>) -> bool {
@@ -203,7 +245,8 @@ pub enum Tick {
 /// been made or a signal arrives; a signal triggers one final report for the partial interval. Without an
 /// interval, waits for a signal and reports once. A deadline too far to compute is waited for as "until a
 /// signal" (no arithmetic here can panic, whatever the interval). When the reader of a stdout pipe has gone
-/// away, nothing more is reported.
+/// away, nothing more is reported. Before each report, the runs of the tool's probes the kernel skipped since the
+/// last one are said on stderr ([`crate::attach::skipped`]): events the report cannot hold.
 pub fn run_intervals(
     signals: &Signals,
     interval: Option<Duration>,
@@ -212,6 +255,7 @@ pub fn run_intervals(
 ) -> Result<()> {
     let start = Instant::now();
     let mut done = 0u64;
+    let mut skipped = crate::attach::maps::DropCounter::new("events", crate::attach::skipped::WHY);
     loop {
         let deadline = interval.and_then(|i| {
             let n = u32::try_from(done.saturating_add(1)).ok()?;
@@ -223,6 +267,7 @@ pub fn run_intervals(
         }
         done = done.saturating_add(1);
         let last = signalled || count.is_some_and(|c| done >= c) || interval.is_none();
+        skipped.check(&crate::attach::skipped::skipped_runs());
         report(if last { Tick::Last } else { Tick::Interval })?;
         if last {
             return Ok(());

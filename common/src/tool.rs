@@ -53,14 +53,26 @@ macro_rules! tool {
 
 static INVOKED: OnceLock<String> = OnceLock::new();
 
+thread_local! {
+    /// The name of the tool running on this thread, where one process runs several tools on threads of their own
+    /// (`corebpf-tools exporter`): each names itself in its error lines.
+    static THREAD_INVOKED: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
 /// Records the name the tool was invoked by: the file name of argv[0] (`bpf-biolatency` for an installed link,
-/// `biolatency` when run through `corebpf-tools biolatency`). Called once by [`crate::cli::parse`].
+/// `biolatency` when run through `corebpf-tools biolatency`). Called once per tool by [`crate::cli::parse`].
 pub fn set_invoked_name(argv0: Option<&OsString>, fallback: &str) -> &'static str {
     let name = argv0
         .and_then(|a| Path::new(a).file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| fallback.to_owned());
+    if crate::output::exporter::active() {
+        // One leaked name per tool start of the exporter (a few bytes per reload).
+        let name: &'static str = Box::leak(name.into_boxed_str());
+        THREAD_INVOKED.with(|t| t.set(Some(name)));
+        return name;
+    }
     INVOKED.get_or_init(|| name).as_str()
 }
 
@@ -70,6 +82,11 @@ static COMMIT: OnceLock<&'static str> = OnceLock::new();
 /// outside a git checkout), for `--version`.
 pub fn set_build_commit(commit: &'static str) {
     let _ = COMMIT.set(commit);
+}
+
+/// The git commit recorded with [`set_build_commit`], if known.
+pub fn build_commit() -> Option<&'static str> {
+    COMMIT.get().copied().filter(|c| !c.is_empty() && *c != "unknown")
 }
 
 /// What `--version` prints after the tool's name: the version, then the commit built (when known) and the
@@ -87,5 +104,8 @@ pub fn version_line() -> String {
 
 /// The name the tool was invoked by, for messages (`biolatency: no disk named sdz`).
 pub fn invoked_name() -> &'static str {
+    if let Some(name) = THREAD_INVOKED.with(|t| t.get()) {
+        return name;
+    }
     INVOKED.get().map(String::as_str).unwrap_or("corebpf-tools")
 }

@@ -4,6 +4,8 @@
 //! tool printed (its text table or its JSON lines).
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
@@ -11,6 +13,40 @@ use crate::{json_lines, prog_ids_of, Finished, Running};
 
 /// A kernel count file read once: name → count per CPU.
 pub type Snapshot = BTreeMap<String, Vec<u64>>;
+
+/// /proc/softirqs: per vector name (as the kernel prints it, NET_RX), the count per CPU.
+pub fn proc_softirqs() -> Snapshot {
+    let text = std::fs::read_to_string("/proc/softirqs").unwrap();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, counts) = l.split_once(':')?;
+            Some((name.trim().to_string(), counts.split_whitespace().map(|c| c.parse().unwrap()).collect()))
+        })
+        .collect()
+}
+
+/// `n` ping-pongs of 100 bytes over a loopback TCP connection (each delivery raises NET_RX).
+pub fn loopback_ping_pongs(n: usize) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 100];
+        while s.read_exact(&mut buf).is_ok() {
+            s.write_all(&buf).unwrap();
+        }
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    let mut buf = [7u8; 100];
+    for _ in 0..n {
+        c.write_all(&buf).unwrap();
+        c.read_exact(&mut buf).unwrap();
+    }
+    drop(c);
+    server.join().unwrap();
+}
 
 /// Per name: (events while the tool was surely attached, events from before its start to after its exit).
 pub type Bounds = BTreeMap<String, (u64, u64)>;
@@ -80,6 +116,46 @@ impl IrqTool {
         assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
         (self.check)(&table_counts(&done.stdout), &bounds, &done.stdout);
         done.assert_no_programs_left();
+    }
+
+    /// `--prometheus`: each IRQ's `corebpf_<tool>_handler_seconds_count` scraped after the workload lies within
+    /// the kernel's counts, and `promtool check metrics` accepts the exposition.
+    pub fn prometheus_counts_are_the_kernels(&self) {
+        let before = (self.snapshot)();
+        // -N is a display flag: the metrics stay in seconds.
+        let (run, addr) = crate::prom::serving(self.name, &["-N"]);
+        let p0 = (self.snapshot)();
+        (self.workload)();
+        let p1 = (self.snapshot)();
+        let text = crate::prom::scrape(&addr);
+        run.signal(libc::SIGTERM);
+        let done = run.finish(Duration::from_secs(20));
+        done.assert_success();
+        done.assert_no_programs_left();
+        let after = (self.snapshot)();
+        crate::prom::promtool_accepts(&text);
+        let label = self.name.trim_end_matches('s');
+        let prefix = format!("corebpf_{}_handler_seconds_count{{{label}=\"", self.name);
+        let counts: BTreeMap<String, u64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .map(|l| {
+                let (name, n) = l.split_once("\"} ").unwrap();
+                (name.to_string(), n.parse().unwrap())
+            })
+            .collect();
+        // /proc counts an IRQ as its handler starts, the tool as it ends: at the scrape, one handler a CPU may have
+        // started (counted by /proc before p1) and not ended (a vCPU the host stopped in it), so the lower bound
+        // allows that many.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        let bounds: Bounds = after
+            .keys()
+            .map(|n| {
+                let lo = (on(&p1, n, None) - on(&p0, n, None)).saturating_sub(cpus);
+                ((self.rename)(n), (lo, on(&after, n, None) - on(&before, n, None)))
+            })
+            .collect();
+        (self.check)(&counts, &bounds, &text);
     }
 
     /// `-j -d 1`: every histogram holds its events ([`json_counts`]) and the counts are the kernel's.

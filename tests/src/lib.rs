@@ -7,10 +7,15 @@
 
 pub mod anchor;
 pub mod cgroup;
+pub mod fsmount;
 pub mod irq;
+pub mod loopdev;
 pub mod memcg;
 pub mod offwake;
+pub mod pinned;
 pub mod pipe;
+pub mod prom;
+pub mod runtimes;
 pub mod scenario;
 pub mod sock;
 pub mod usage;
@@ -30,8 +35,18 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// Every tool of the workspace: each `tools/NAME` with a Cargo.toml, sorted (tests that cover every tool read it, so a
-/// new tool is covered with no change to them).
+/// new tool is covered with no change to them). `COREBPF_TEST_TOOLS=a,b` keeps those only, to run the sweeps over
+/// every tool (bad_input, conformance) for the tools one is working on.
 pub fn tool_names() -> Vec<String> {
+    let mut tools = all_tool_names();
+    if let Ok(only) = std::env::var("COREBPF_TEST_TOOLS") {
+        tools.retain(|t| only.split(',').any(|o| o == t));
+    }
+    tools
+}
+
+/// Every tool of the workspace, whatever COREBPF_TEST_TOOLS says: what the package holds.
+pub fn all_tool_names() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools");
     let mut tools: Vec<String> = fs::read_dir(root)
         .unwrap()
@@ -178,12 +193,23 @@ pub fn links_of(pid: u32) -> usize {
     entries.flatten().filter(|e| fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
 }
 
+/// The number of perf event descriptors process `pid` holds: how kernels before 5.15 attach kprobes and classic
+/// tracepoints (a perf event with the program set on it, no BPF link), and how profile samples.
+pub fn perf_events_of(pid: u32) -> usize {
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fd")) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| fs::read_link(e.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:[perf_event]"))
+        .count()
+}
+
 /// How long a tool must hold its programs and links, with none added, to count as attached. (Shorter, 60 ms once
 /// every loaded program had a link, made offcputime's tests miss a helper's first sleep now and then: 300 ms.)
 const SETTLED: Duration = Duration::from_millis(300);
 
-/// Waits until process `pid` is tracing: it holds BPF programs and links, and has added none for 300 ms (a tool
-/// attaches one program after another). Returns the IDs of its programs;
+/// Waits until process `pid` is tracing: it holds BPF programs and links (or, before 5.15, the perf events its
+/// kprobes and classic tracepoints are attached through), and has added none for 300 ms (a tool attaches one
+/// program after another). Returns the IDs of its programs;
 /// `Err` says why not: the process ended first, or `timeout` went by.
 pub fn wait_attached(pid: u32, timeout: Duration) -> Result<Vec<u32>, String> {
     let started = Instant::now();
@@ -193,9 +219,13 @@ pub fn wait_attached(pid: u32, timeout: Duration) -> Result<Vec<u32>, String> {
         // The state follows the command name, which is in parentheses and may hold spaces.
         let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
         if matches!(state, None | Some("Z" | "X")) {
+            // A tool that held programs and attachments and then ended (a `-d 1` run) was tracing.
+            if !progs.is_empty() && links > 0 {
+                return Ok(progs);
+            }
             return Err(format!("it ended before attaching (programs seen: {progs:?})"));
         }
-        let now_links = links_of(pid);
+        let now_links = links_of(pid) + perf_events_of(pid);
         let mut grew = now_links > links;
         links = links.max(now_links);
         for id in prog_ids_of(pid) {
@@ -207,7 +237,10 @@ pub fn wait_attached(pid: u32, timeout: Duration) -> Result<Vec<u32>, String> {
         if grew {
             changed = Instant::now();
         }
-        if !progs.is_empty() && links > 0 && changed.elapsed() >= SETTLED {
+        // Fewer attachments than programs: more may come after a slow attach (a kprobe in an emulated guest takes
+        // longer than SETTLED), so wait longer before calling it done.
+        let settled = if links < progs.len() { SETTLED * 5 } else { SETTLED };
+        if !progs.is_empty() && links > 0 && changed.elapsed() >= settled {
             return Ok(progs);
         }
         if started.elapsed() >= timeout {
@@ -242,6 +275,12 @@ impl Running {
     pub fn start_wrapped(wrapper: &[&str], name: &str, args: &[&str]) -> Running {
         let mut cmd = Command::new(wrapper[0]);
         cmd.args(&wrapper[1..]).arg(bin(name)).args(args);
+        Self::spawn(name, cmd)
+    }
+
+    /// Starts a command made by the caller (`name` for messages): a binary other than [`bin`]'s, or one started
+    /// under another argv[0].
+    pub fn from_command(name: &str, cmd: Command) -> Running {
         Self::spawn(name, cmd)
     }
 
@@ -544,11 +583,24 @@ pub fn hist_rows(text: &str) -> Vec<(u64, u64, u64)> {
         .collect()
 }
 
-/// Parses every line of `text` as JSON, panicking with the line if one is not.
+/// The records a tool says it may have missed because the kernel skipped runs of its probes (its stderr line
+/// `tool: lost N <what> (at most: the kernel skipped ...)`), 0 if it says none.
+pub fn skipped_runs(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter(|l| l.contains("(at most: the kernel skipped"))
+        .find_map(|l| l.split_once(": lost ")?.1.split_once(' ')?.0.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Parses every line of `text` as JSON, panicking with the line if one is not. The line a tool adds when the
+/// kernel skipped runs of its probes (`{"lost":N,...,"why":"at most: the kernel skipped ..."}`) is left out: it
+/// may come from any run, on kernels where other BPF programs share the CPU; [`skipped_runs`] reads its count.
 pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .filter(|v| !v["why"].as_str().is_some_and(|why| why.starts_with("at most: the kernel skipped")))
         .collect()
 }
 
@@ -709,4 +761,17 @@ pub fn heatmap_cells(svg: &str) -> Vec<(usize, usize, u64)> {
             (attr("data-column") as usize, attr("data-slot") as usize, attr("data-count"))
         })
         .collect()
+}
+
+/// Starts a C helper's work with a "go" byte on its stdin, waits for its "done" line, closes stdin and reaps it,
+/// failing the test if it did not finish its work or exited with an error (the block tools' I/O helpers).
+pub fn go_and_wait(helper: &mut Child) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stdin = helper.stdin.take().expect("the helper's stdin");
+    stdin.write_all(b"g").unwrap();
+    let mut line = String::new();
+    BufReader::new(helper.stdout.take().expect("the helper's stdout")).read_line(&mut line).unwrap();
+    assert_eq!(line, "done\n", "the helper failed");
+    drop(stdin);
+    assert!(helper.wait().unwrap().success(), "the helper failed");
 }

@@ -52,3 +52,24 @@ pub fn assert_ends_when_pipe_closes(tool: &str, args: &[&str], prefix: &str, mut
     assert!(stderr.is_empty(), "stderr: {stderr}");
     crate::Finished { status, stdout: first, stderr, prog_ids: ids }.assert_no_programs_left();
 }
+
+/// The two ways a stream tool is stopped besides Ctrl-C, in one check: `tool args` (narrowed to something quiet,
+/// e.g. `-p` of this test's own PID) is stopped with SIGTERM once it printed a line starting with `ready`, and
+/// must succeed with an empty stderr and no BPF program left; then `tool | head -1`, whose first line starts with
+/// `first`, as in [`assert_ends_when_pipe_closes`], with `poke` making events.
+pub fn assert_sigterm_and_closed_pipe_end_cleanly(
+    tool: &str,
+    args: &[&str],
+    ready: &str,
+    first: &str,
+    poke: impl FnMut(),
+) {
+    let mut run = crate::Running::start(tool, args);
+    run.wait_for_line(ready, std::time::Duration::from_secs(20));
+    run.signal(libc::SIGTERM);
+    let done = run.finish(std::time::Duration::from_secs(20));
+    done.assert_success();
+    assert!(done.stderr.is_empty(), "{tool} {args:?}: {}", done.stderr);
+    done.assert_no_programs_left();
+    assert_ends_when_pipe_closes(tool, &[], first, poke);
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `biolatency --heatmap FILE.svg`: the picture of a run checked against the same run's JSON (one column per
 //! interval, every cell's count), parsed as XML, and rendered by headless Chromium into a screenshot that is not
-//! blank.
+//! blank; runqlat's, cpudist's, hardirqs' and softirqs' (their families' heat maps) against their JSON the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,6 +16,89 @@ fn python(script: &str, arg: &Path) -> String {
     let out = Command::new("python3").args(["-c", script]).arg(arg).output().expect("python3");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Checks the heat map `svg` against the JSON lines of the same run (one per interval, one histogram each): a column
+/// per line, and each cell's count that of its bucket. Returns the count of all cells.
+fn cells_match_json(svg: &str, lines: &[serde_json::Value]) -> u64 {
+    let cells = heatmap_cells(svg);
+    let columns = cells.iter().map(|c| c.0).max().unwrap() + 1;
+    assert_eq!(columns, lines.len(), "one column per interval");
+    let mut total = 0;
+    for (column, line) in lines.iter().enumerate() {
+        let buckets = line["buckets"].as_array().unwrap();
+        for &(_, slot, count) in cells.iter().filter(|c| c.0 == column) {
+            let expect = buckets.get(slot).map_or(0, |b| b["count"].as_u64().unwrap());
+            assert_eq!(count, expect, "column {column} slot {slot}: {line}");
+            total += count;
+        }
+        // Every non-empty JSON bucket has its cell.
+        let non_empty = buckets.iter().filter(|b| b["count"].as_u64() > Some(0)).count();
+        assert!(non_empty <= cells.iter().filter(|c| c.0 == column && c.2 > 0).count(), "{line}");
+    }
+    total
+}
+
+#[test]
+fn scheduler_histograms_draw_the_same_heat_map_as_their_json() {
+    // runqlat and cpudist share the scheduler histogram family's run; a busy loop and sleeps make waits and slices.
+    for (tool, extra) in [("runqlat", &[][..]), ("cpudist", &[][..]), ("cpudist", &["-O"][..])] {
+        let svg = std::env::temp_dir().join(format!("corebpf-heatmap-{tool}-{}.svg", std::process::id()));
+        let svg_arg = svg.to_str().unwrap().to_string();
+        let mut args = vec!["-j", "--heatmap", &svg_arg];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["1", "3"]);
+        let mut run = Running::start(tool, &args);
+        run.wait_attached(Duration::from_secs(30));
+        let mut sleeper =
+            KillOnDrop(Command::new("sh").args(["-c", "for i in $(seq 200); do sleep 0.01; done"]).spawn().unwrap());
+        let done = run.finish(Duration::from_secs(30));
+        let _ = sleeper.0.wait();
+        done.assert_success();
+        let lines = json_lines(&done.stdout);
+        assert_eq!(lines.len(), 3, "{tool}: {}", done.stdout);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        let _ = std::fs::remove_file(&svg);
+        let total = cells_match_json(&text, &lines);
+        assert!(total > 0, "{tool}: the heat map is empty");
+        assert!(text.contains("(usecs)"), "{tool}: the unit is on the axis");
+    }
+}
+
+#[test]
+fn irq_time_heat_maps_add_up_every_irqs_histogram() {
+    // hardirqs -d and softirqs -d: each JSON line holds one histogram per IRQ; the column is their sum.
+    for (tool, array) in [("hardirqs", "hardirqs"), ("softirqs", "softirqs")] {
+        let svg = std::env::temp_dir().join(format!("corebpf-heatmap-{tool}-{}.svg", std::process::id()));
+        let svg_arg = svg.to_str().unwrap().to_string();
+        let mut run = Running::start(tool, &["-d", "-j", "--heatmap", &svg_arg, "1", "3"]);
+        run.wait_attached(Duration::from_secs(30));
+        // Disk and timer interrupts while it runs: a few direct writes.
+        let file = ScratchFile::new(&format!("heatmap-{tool}"));
+        direct_writes(&file.0, 50);
+        let done = run.finish(Duration::from_secs(30));
+        done.assert_success();
+        let summed: Vec<serde_json::Value> = json_lines(&done.stdout)
+            .iter()
+            .map(|line| {
+                let mut counts: Vec<u64> = Vec::new();
+                for irq in line[array].as_array().unwrap() {
+                    for (slot, b) in irq["buckets"].as_array().unwrap().iter().enumerate() {
+                        if counts.len() <= slot {
+                            counts.resize(slot + 1, 0);
+                        }
+                        counts[slot] += b["count"].as_u64().unwrap();
+                    }
+                }
+                serde_json::json!({ "buckets": counts.iter().map(|c| serde_json::json!({ "count": c })).collect::<Vec<_>>() })
+            })
+            .collect();
+        assert_eq!(summed.len(), 3, "{tool}: {}", done.stdout);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        let _ = std::fs::remove_file(&svg);
+        let total = cells_match_json(&text, &summed);
+        assert!(total > 0, "{tool}: the heat map is empty");
+    }
 }
 
 #[test]
@@ -40,20 +123,7 @@ fn heat_map_columns_and_cells_match_the_json_of_the_same_run() {
     assert_eq!(lines.len(), INTERVALS, "{}", done.stdout);
 
     let text = std::fs::read_to_string(&svg).unwrap();
-    let cells = heatmap_cells(&text);
-    let columns = cells.iter().map(|c| c.0).max().unwrap() + 1;
-    assert_eq!(columns, INTERVALS, "one column per interval");
-    let mut total = 0;
-    for (column, line) in lines.iter().enumerate() {
-        let buckets = line["buckets"].as_array().unwrap();
-        for &(_, slot, count) in cells.iter().filter(|c| c.0 == column) {
-            let expect = buckets.get(slot).map_or(0, |b| b["count"].as_u64().unwrap());
-            assert_eq!(count, expect, "column {column} slot {slot}: {line}");
-            total += count;
-        }
-        // Every non-empty JSON bucket has its cell.
-        assert!(buckets.len() <= cells.iter().filter(|c| c.0 == column).count());
-    }
+    let total = cells_match_json(&text, &lines);
     assert!(total >= 300, "the writes are in the picture: {total}");
     assert!(text.contains("latency (usecs)") && text.contains("id=\"legend\""));
 

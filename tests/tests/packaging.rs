@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use corebpf_tests::{bin, tool_names};
+use corebpf_tests::{all_tool_names, bin};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -28,13 +28,14 @@ fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
 }
 
-/// Every tool: each `tools/NAME` with a Cargo.toml, sorted; `COREBPF_TOOLS=a,b` checks only those (pass the
-/// same list to make as `PKG_TOOLS="a b"`).
+/// Every tool: each `tools/NAME` with a Cargo.toml, sorted, as the package holds them (COREBPF_TEST_TOOLS, which
+/// narrows the sweeps, does not apply); `COREBPF_TOOLS=a,b` checks only those (pass the same list to make as
+/// `PKG_TOOLS="a b"`).
 fn tools() -> Vec<String> {
     let only: Option<Vec<String>> =
         std::env::var("COREBPF_TOOLS").ok().map(|s| s.split(',').map(|t| t.trim().to_owned()).collect());
     let tools: Vec<String> =
-        tool_names().into_iter().filter(|t| only.as_ref().is_none_or(|only| only.contains(t))).collect();
+        all_tool_names().into_iter().filter(|t| only.as_ref().is_none_or(|only| only.contains(t))).collect();
     assert!(!tools.is_empty(), "no tools found in tools/*");
     tools
 }
@@ -123,6 +124,15 @@ fn expected_install(prefix: &str, app_prefix: &str, zsh_dir: &str) -> BTreeSet<S
         files.insert(format!("{prefix}/share/bash-completion/completions/{name}"));
         files.insert(format!("{prefix}/share/{zsh_dir}/_{name}"));
         files.insert(format!("{prefix}/share/fish/vendor_completions.d/{name}.fish"));
+        // The tool's other names (tools/TOOL/aliases): a link each, and a link to its man page.
+        let aliases =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools").join(&tool).join("aliases"));
+        for alias in
+            aliases.unwrap_or_default().lines().map(|l| l.split('#').next().unwrap().trim()).filter(|l| !l.is_empty())
+        {
+            files.insert(format!("{prefix}/sbin/{app_prefix}{alias}"));
+            files.insert(format!("{prefix}/share/man/man8/{app_prefix}{alias}.8.gz"));
+        }
     }
     files
 }
@@ -405,7 +415,7 @@ fn deb_control_fields_and_contents() {
     run_ok(Command::new("dpkg-deb").arg("-I").arg(&deb));
 
     // Contents: exactly the tools (bpf- prefixed), man pages, completions, the copyright file, the changelog, NOTICE
-    // (the credits the Apache licence asks to ship) and the lintian overrides.
+    // (the credits the Apache licence asks to ship), the exporter's example config and unit, and the lintian overrides.
     let listing = run_ok(Command::new("dpkg-deb").arg("-c").arg(&deb));
     let mut files = BTreeSet::new();
     let mut kib = 0u64;
@@ -425,6 +435,8 @@ fn deb_control_fields_and_contents() {
     expected.insert("usr/share/doc/corebpf-tools/copyright".into());
     expected.insert("usr/share/doc/corebpf-tools/changelog.gz".into());
     expected.insert("usr/share/doc/corebpf-tools/NOTICE".into());
+    expected.insert("usr/share/doc/corebpf-tools/examples/exporter.conf".into());
+    expected.insert("usr/share/doc/corebpf-tools/examples/corebpf-exporter.service".into());
     expected.insert("usr/share/lintian/overrides/corebpf-tools".into());
     assert_eq!(files, expected);
     assert_eq!(field("Installed-Size"), kib.to_string(), "Installed-Size must be the contents' size in KiB");

@@ -3,9 +3,11 @@
 //!
 //! Invoked through a link named after a tool (`biolatency`, or `bpf-biolatency` with an install prefix), it runs
 //! that tool; invoked as itself, its first argument names the tool (`corebpf-tools biolatency -m 1 1`), or one of
-//! its own commands: `--list` (or `list`) and `features`. The list of tools is generated from the workspace's
+//! its own commands: `--list` (or `list`), `features` and `exporter` (several tools' Prometheus metrics from one
+//! process). The list of tools is generated from the workspace's
 //! `tools/*` folders by build.rs.
 
+mod exporter;
 mod features;
 mod list;
 mod system;
@@ -26,6 +28,7 @@ const USAGE: &str = "\
 Usage: corebpf-tools TOOL [ARGS]...
        corebpf-tools --list | list
        corebpf-tools features [--json]
+       corebpf-tools exporter [--listen ADDR:PORT] [--config FILE] [--check] [TOOL_COMMAND]...
        TOOL [ARGS]...            (through a link named after the tool, optionally with a prefix: bpf-TOOL)
 
 Prebuilt CO-RE BPF tracing tools, BCC's tools rebuilt in Rust. `corebpf-tools TOOL --help` shows a tool's
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
     match first.as_str() {
         "--list" | "list" => list::print(TOOLS),
         "features" => features::main(TOOLS, &argv[1..]),
+        "exporter" => exporter::main(TOOLS, argv),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -61,7 +65,7 @@ fn main() -> ExitCode {
             println!("{NAME} {}", common::tool::version_line());
             ExitCode::SUCCESS
         }
-        name => match TOOLS.iter().find(|t| t.name == name) {
+        name => match TOOLS.iter().find(|t| t.name == name).or_else(|| tool_for_alias(name)) {
             Some(tool) => (tool.main)(argv),
             None => {
                 let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
@@ -72,13 +76,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// The tool a link is named after: its exact name, else the longest tool name that ends the link's name after
-/// an install prefix (`bpf-biolatency`, `corebpf-biolatency`); never a part of a name inside another.
+/// The tool `name` is an alias of (`corebpf-tools ext4slower` runs fsslower, which reads the name it was given).
+fn tool_for_alias(name: &str) -> Option<&'static Tool> {
+    let (_, tool) = ALIASES.iter().find(|(alias, _)| *alias == name)?;
+    TOOLS.iter().find(|t| t.name == *tool)
+}
+
+/// The tool a link is named after: its exact name or alias (`ext4slower` runs fsslower), else the longest tool
+/// name or alias that ends the link's name after an install prefix (`bpf-biolatency`, `corebpf-ext4slower`);
+/// never a part of a name inside another.
 fn tool_for_link(invoked: &str) -> Option<&'static Tool> {
-    if let Some(tool) = TOOLS.iter().find(|t| t.name == invoked) {
-        return Some(tool);
-    }
-    TOOLS.iter().filter(|t| invoked.len() > t.name.len() && invoked.ends_with(t.name)).max_by_key(|t| t.name.len())
+    let names = TOOLS.iter().map(|t| (t.name, t.name)).chain(ALIASES.iter().copied());
+    let (_, tool) = names
+        .filter(|(name, _)| invoked == *name || invoked.ends_with(name))
+        .max_by_key(|(name, _)| (invoked == *name, name.len()))?;
+    TOOLS.iter().find(|t| t.name == tool)
 }
 
 #[cfg(test)]
@@ -91,6 +103,9 @@ mod tests {
         assert_eq!(tool_for_link("bpf-biolatency").map(|t| t.name), Some("biolatency"));
         assert!(tool_for_link("corebpf-tools").is_none());
         assert!(tool_for_link("biolatency-x").is_none());
+        assert_eq!(tool_for_link("ext4slower").map(|t| t.name), Some("fsslower"));
+        assert_eq!(tool_for_link("bpf-xfsdist").map(|t| t.name), Some("fsdist"));
+        assert_eq!(tool_for_alias("btrfsslower").map(|t| t.name), Some("fsslower"));
     }
 
     #[test]

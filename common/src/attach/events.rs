@@ -10,7 +10,11 @@
 //! pipe, typically) into its error instead of a panic inside libbpf's C callback. It returns the [`Lost`] records,
 //! which every tool reports the same way at the end ([`Lost::report`]): one line `tool: lost N <what> (<why>)` on
 //! stderr and, with `--json`, one more JSON line `{"lost":N,"what":...,"why":...}` on stdout; nothing if none was
-//! lost.
+//! lost. A tool whose BPF side also drops records for want of room in a map of its own (calls in flight, sockets
+//! being timed) names that counter with [`EventStream::also_dropped`]: the loop reports what it dropped as it
+//! happens and at the end ([`DropCounter`]). Two more losses are said the same way at the end: records still
+//! queued [`STOP_GRACE`] after a stop signal (not shown, so a stop always ends the tool), and the probe runs the
+//! kernel skipped ([`crate::attach::skipped`]), an upper bound on the records those runs would have made.
 
 use std::cell::RefCell;
 use std::io;
@@ -21,14 +25,22 @@ use anyhow::{Context, Result};
 use libbpf_rs::{ErrorKind, MapCore, RingBufferBuilder};
 use serde::Serialize;
 
+use crate::attach::maps::DropCounter;
 use crate::output::stdout::Output;
 use crate::run::Signals;
 
 /// How often the loop wakes without events, to check for a stop request.
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
+/// How long records still in the ring buffer are handed on after a stop signal. A handler slower than the records
+/// arrive (naming stacks on a busy host) would otherwise keep the drain going for ever: past this, the rest are
+/// skipped, so a stop always ends the tool.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
 /// Why records are lost unless told otherwise ([`EventStream::because`]).
 const RING_FULL: &str = "ring buffer full";
+/// Why records still queued after [`STOP_GRACE`] are lost.
+const NOT_DRAINED: &str = "still queued when the stop's grace time ran out";
 
 /// A tool's ring buffer of records and the `.bss` counters of the records the BPF side could not send.
 pub struct EventStream<'a> {
@@ -36,24 +48,33 @@ pub struct EventStream<'a> {
     lost: Vec<&'a u64>,
     what: &'static str,
     why: &'static str,
+    /// Other `.bss` counters of records the BPF side dropped, with what they count and why.
+    dropped: Vec<(&'a u64, &'static str, &'static str)>,
 }
 
 impl<'a> EventStream<'a> {
     /// The records of ring buffer `ring`, called `what` (`execs`, `connects`) when lost; `lost` is the BPF side's
     /// counter of those it could not send (a `u64` in the skeleton's `.bss`).
     pub fn new(ring: &'a dyn MapCore, lost: &'a u64, what: &'static str) -> Self {
-        EventStream { rings: vec![ring], lost: vec![lost], what, why: RING_FULL }
+        EventStream { rings: vec![ring], lost: vec![lost], what, why: RING_FULL, dropped: Vec::new() }
     }
 
     /// One stream over several BPF objects (trace's one object per probe): their ring buffers (often one map,
     /// shared: give it once) and each object's own counter.
     pub fn shared(rings: Vec<&'a dyn MapCore>, lost: Vec<&'a u64>, what: &'static str) -> Self {
-        EventStream { rings, lost, what, why: RING_FULL }
+        EventStream { rings, lost, what, why: RING_FULL, dropped: Vec::new() }
     }
 
     /// Says `why` the records were lost, when a full ring buffer is not all a user should know.
     pub fn because(self, why: &'static str) -> Self {
         EventStream { why, ..self }
+    }
+
+    /// Another counter of `what` the BPF side dropped, because of `why` (`too many calls in flight`): a `u64` in
+    /// the skeleton's `.bss`, reported by [`EventStream::run`] while it runs and at the end.
+    pub fn also_dropped(mut self, counter: &'a u64, what: &'static str, why: &'static str) -> Self {
+        self.dropped.push((counter, what, why));
+        self
     }
 
     /// The records lost so far.
@@ -65,21 +86,32 @@ impl<'a> EventStream<'a> {
     }
 
     /// Calls `handle` for every record until a stop signal arrives, `until` returns true (it is polled between
-    /// batches: for `-d DURATION` style limits and interval reports) or `handle` fails. Returns the records lost.
+    /// batches: for `-d DURATION` style limits and interval reports) or `handle` fails. Returns the records lost:
+    /// those the BPF side could not send, and those not handled because they were still queued [`STOP_GRACE`]
+    /// after a stop (records already queued at a stop are handled for up to that long).
     pub fn poll(
         &self,
         signals: &Signals,
         mut until: impl FnMut() -> bool,
         handle: impl FnMut(&[u8]) -> Result<()>,
-    ) -> Result<Lost> {
+    ) -> Result<[Lost; 2]> {
         let failure: RefCell<Option<anyhow::Error>> = RefCell::new(None);
         let handle = RefCell::new(handle);
+        let stopping: RefCell<Option<std::time::Instant>> = RefCell::new(None);
+        let not_drained = std::cell::Cell::new(0u64);
+        let lost = || [self.lost(), Lost { count: not_drained.get(), what: self.what, why: NOT_DRAINED }];
         let mut builder = RingBufferBuilder::new();
         for ring in &self.rings {
             builder
                 .add(*ring, |data: &[u8]| {
                     if failure.borrow().is_some() {
                         return -1;
+                    }
+                    if signals.stopped()
+                        && stopping.borrow_mut().get_or_insert_with(std::time::Instant::now).elapsed() > STOP_GRACE
+                    {
+                        not_drained.set(not_drained.get() + 1);
+                        return 0;
                     }
                     match (handle.borrow_mut())(data) {
                         Ok(()) => 0,
@@ -110,7 +142,7 @@ impl<'a> EventStream<'a> {
             }
         }
         if signals.stdout_gone() {
-            return Ok(self.lost());
+            return Ok(lost());
         }
         // Records already in the buffer when the stop came are still reported.
         let drained = ring.consume();
@@ -118,26 +150,57 @@ impl<'a> EventStream<'a> {
             return Err(err);
         }
         drained.context("draining the ring buffer")?;
-        Ok(self.lost())
+        Ok(lost())
     }
 }
 
 impl EventStream<'_> {
     /// The whole event-stream run of a tool: [`EventStream::poll`], handing each record to `handle` with `out`,
-    /// then the [`Lost::report`] (unless the reader of stdout went away: nobody reads it).
+    /// then the [`Lost::report`] of each loss, with the probe runs the kernel skipped (unless the reader of stdout
+    /// went away: nobody reads it). The counters of [`EventStream::also_dropped`] are checked between batches and
+    /// once more at the end.
     pub fn run(
         &self,
         signals: &Signals,
         out: &mut Output,
         json: bool,
-        until: impl FnMut() -> bool,
+        mut until: impl FnMut() -> bool,
         mut handle: impl FnMut(&mut Output, &[u8]) -> Result<()>,
     ) -> Result<()> {
-        let lost = self.poll(signals, until, |data| handle(out, data))?;
+        let mut dropped: Vec<(DropCounter, &u64)> =
+            self.dropped.iter().map(|&(counter, what, why)| (DropCounter::new(what, why), counter)).collect();
+        let mut check_dropped = || dropped.iter_mut().for_each(|(drops, counter)| _ = drops.check(counter));
+        let lost = self.poll(
+            signals,
+            || {
+                check_dropped();
+                until()
+            },
+            |data| handle(out, data),
+        )?;
+        check_dropped();
         if !signals.stdout_gone() {
-            lost.report(out, json)?;
+            let skipped = Lost {
+                count: crate::attach::skipped::skipped_runs(),
+                what: self.what,
+                why: crate::attach::skipped::WHY,
+            };
+            for loss in lost.iter().chain([&skipped]) {
+                loss.report(out, json)?;
+            }
         }
         Ok(())
+    }
+
+    /// [`EventStream::run`] until a stop signal: the loop of a tool that prints every record as it comes.
+    pub fn print(
+        &self,
+        signals: &Signals,
+        out: &mut Output,
+        json: bool,
+        handle: impl FnMut(&mut Output, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.run(signals, out, json, || false, handle)
     }
 }
 
@@ -183,7 +246,7 @@ mod tests {
     #[test]
     fn counters_of_several_objects_add_up() {
         let (a, b) = (2u64, 5u64);
-        let stream = EventStream { rings: Vec::new(), lost: vec![&a, &b], what: "events", why: RING_FULL };
+        let stream = EventStream::shared(Vec::new(), vec![&a, &b], "events");
         assert_eq!(stream.lost().count, 7);
     }
 }

@@ -104,6 +104,15 @@ impl KernelBtf {
     pub fn has_function(&self, name: &str) -> bool {
         self.btf.type_by_name::<BtfType<'_>>(name).is_some_and(|t| t.kind() == libbpf_rs::btf::BtfKind::Func)
     }
+
+    /// The first of `names` (one function under the names kernels gave it over time, newest first) that the
+    /// kernel has; the error names `what` the function does and every name tried.
+    pub fn first_function(&self, names: &[&'static str], what: &str) -> Result<&'static str> {
+        match names.iter().copied().find(|n| self.has_function(n)) {
+            Some(name) => Ok(name),
+            None => bail!("the kernel has no {what} function to trace ({})", names.join(", ")),
+        }
+    }
 }
 
 /// Ways a tool attaches its programs, cheapest first within each family.

@@ -92,18 +92,25 @@ pub fn init_libbpf_log(verbosity: u8) {
     };
 }
 
-/// The mechanisms of `preferred` that `COREBPF_ATTACH` allows, in order.
+/// The mechanisms of `preferred` that `COREBPF_ATTACH` allows, in order. Unset or empty, it allows them all.
 pub fn allowed(preferred: &[Attach]) -> Result<Vec<Attach>> {
-    let Ok(forced) = std::env::var(FORCE_ATTACH_ENV) else {
-        return Ok(preferred.to_vec());
-    };
+    let forced = std::env::var(FORCE_ATTACH_ENV).unwrap_or_default();
     let wanted: Vec<&str> = forced.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if wanted.is_empty() {
+        return Ok(preferred.to_vec());
+    }
     let chosen: Vec<Attach> = preferred.iter().copied().filter(|a| wanted.contains(&a.name())).collect();
     if chosen.is_empty() {
         let names: Vec<&str> = preferred.iter().map(|a| a.name()).collect();
         bail!("{FORCE_ATTACH_ENV}={forced} allows none of this tool's attach mechanisms ({})", names.join(", "));
     }
     Ok(chosen)
+}
+
+/// Whether `COREBPF_ATTACH` names `mech`: a user (or a test) asked for it, so a tool uses it even where its own
+/// cost rules would pick another.
+pub fn forced(mech: Attach) -> bool {
+    std::env::var(FORCE_ATTACH_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mech.name()))
 }
 
 /// Tries `attempt` with each allowed mechanism in turn and returns the first success with the mechanism used.

@@ -45,6 +45,9 @@ pub fn parse<T: Parser>(argv: Vec<OsString>) -> T {
     let name = crate::tool::set_invoked_name(argv.first(), cmd.get_name());
     let examples = cmd.get_after_help().map(|text| with_invoked_name(&text.to_string(), cmd.get_name(), name));
     let version: &'static str = Box::leak(crate::tool::version_line().into_boxed_str());
+    if crate::output::exporter::active() && !cmd.get_arguments().any(|a| a.get_id() == "prometheus") {
+        exit_usage_with(name, "keeps no histograms or counters to export (it has no --prometheus)");
+    }
     let mut cmd = cmd.name(name).bin_name(name).display_name(name).version(version);
     if let Some(examples) = examples {
         cmd = cmd.after_help(examples);
@@ -101,6 +104,11 @@ fn exit_usage(name: &str, err: clap::Error) -> ! {
     exit_usage_with(name, first.strip_prefix("error: ").unwrap_or(first))
 }
 
+/// A usage error found after parsing: `tool: MESSAGE (see --help)` on stderr, exit status 2.
+pub fn usage_error(message: &str) -> ! {
+    exit_usage_with(crate::tool::invoked_name(), message)
+}
+
 /// A usage error: `tool: MESSAGE (see --help)` on stderr, exit status 2.
 fn exit_usage_with(name: &str, message: &str) -> ! {
     eprintln!("{name}: {message} (see --help)");
@@ -138,6 +146,69 @@ pub struct ExportArgs {
     /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
     #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus", value_parser = parse_output_file)]
     pub heatmap: Option<std::path::PathBuf>,
+}
+
+/// `--prometheus` and `--max-series` alone, for a tool with no heat map ([`ExportArgs`] without `--heatmap`).
+#[derive(Debug, Clone, Args)]
+pub struct MetricsArgs {
+    /// Serve the histograms or counts as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given)
+    /// instead of printing them
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen, conflicts_with = "json")]
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// With --prometheus: the most label sets per metric (1 to 100000); later ones are summed into one series
+    /// labelled "other". Each set is one more series in every scrape
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SERIES, value_parser = parse_max_series)]
+    pub max_series: usize,
+}
+
+impl MetricsArgs {
+    /// As [`ExportArgs::display`].
+    pub fn display(&self, flag: bool) -> bool {
+        flag && self.prometheus.is_none()
+    }
+
+    /// As [`ExportArgs::endpoint`].
+    pub fn endpoint(
+        &self,
+        tool: &str,
+        interval_given: bool,
+    ) -> anyhow::Result<Option<crate::output::metrics::Endpoint>> {
+        endpoint(self.prometheus, self.max_series, tool, interval_given)
+    }
+}
+
+/// The endpoint of `--prometheus listen`, bound now; an interval or count as well is a usage error.
+fn endpoint(
+    listen: Option<SocketAddr>,
+    max_series: usize,
+    tool: &str,
+    interval_given: bool,
+) -> anyhow::Result<Option<crate::output::metrics::Endpoint>> {
+    let Some(listen) = listen else { return Ok(None) };
+    if interval_given {
+        usage_error("--prometheus serves cumulative metrics: it takes no interval or count");
+    }
+    crate::output::metrics::Endpoint::bind(tool, listen, max_series).map(Some)
+}
+
+impl ExportArgs {
+    /// A display flag (`-m` milliseconds, `-N` nanoseconds, ...) as it applies: off when serving metrics. Display
+    /// flags never change metrics: every exported histogram is collected in one fixed base unit, so hosts run
+    /// with different flags can be aggregated. A tool passes its unit flags through this before using them.
+    pub fn display(&self, flag: bool) -> bool {
+        flag && self.prometheus.is_none()
+    }
+
+    /// With `--prometheus`: the endpoint, bound now (call before loading anything, so a busy port is one line at
+    /// once). `interval_given`: the tool was also given an interval or count, which metrics have no use for (a
+    /// usage error).
+    pub fn endpoint(
+        &self,
+        tool: &str,
+        interval_given: bool,
+    ) -> anyhow::Result<Option<crate::output::metrics::Endpoint>> {
+        endpoint(self.prometheus, self.max_series, tool, interval_given)
+    }
 }
 
 /// The `-v` flag every tool has: `-v` says which attach path was taken and why others failed, `-vv` adds
@@ -201,6 +272,15 @@ pub fn require_process(pid: u32) -> anyhow::Result<()> {
         anyhow::bail!("no process with PID {pid}");
     }
     Ok(())
+}
+
+/// [`require_process`] for a thread ID (`-t TID`): the same namespace check, and `no thread with TID N` if there
+/// is none (/proc/TID exists for every thread, though only processes are listed).
+pub fn require_thread(tid: u32) -> anyhow::Result<()> {
+    if tid != 0 && in_initial_pid_namespace() && !Path::new(&format!("/proc/{tid}")).exists() {
+        anyhow::bail!("no thread with TID {tid}");
+    }
+    require_process(tid)
 }
 
 /// True unless this process runs in a PID namespace below the kernel's first one (a container's). The first

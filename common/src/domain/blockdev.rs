@@ -148,6 +148,19 @@ impl RqFlagNames {
         }
         desc
     }
+
+    /// The operation of `cmd_flags` as a metric label, as node_exporter and ebpf_exporter name them: `read`,
+    /// `write`, `flush`, `discard`, or `other` (the flag bits and rarer operations are left out, so an idle disk
+    /// gives a handful of series, not one per combination).
+    pub fn operation(&self, cmd_flags: u64) -> &'static str {
+        match self.ops.get(&(cmd_flags & self.op_mask)).map(String::as_str) {
+            Some("Read") => "read",
+            Some("Write") => "write",
+            Some("Flush") => "flush",
+            Some("Discard") => "discard",
+            _ => "other",
+        }
+    }
 }
 
 /// `WRITE_ZEROES` -> `WriteZeros` (BCC's spelling), `SECURE_ERASE` -> `SecureErase`.
@@ -180,6 +193,22 @@ mod tests {
         assert_eq!(op_display_name("SECURE_ERASE"), "SecureErase");
         assert_eq!(op_display_name("WRITE_ZEROES"), "WriteZeros");
         assert_eq!(op_display_name("ZONE_RESET"), "ZoneReset");
+    }
+
+    #[test]
+    fn operations_ignore_the_flag_bits() {
+        let names = RqFlagNames::from_btf(&KernelBtf::load().unwrap());
+        let sync = 1u64 << btf_bit("__REQ_SYNC");
+        assert_eq!(names.operation(0), "read");
+        assert_eq!(names.operation(1 | sync), "write");
+        assert_eq!(names.operation(2), "flush");
+        assert_eq!(names.operation(3), "discard");
+        assert_eq!(names.operation(9), "other");
+        assert_eq!(names.describe(1 | sync), "Sync-Write");
+    }
+
+    fn btf_bit(name: &str) -> u32 {
+        KernelBtf::load().unwrap().enum_value(name).map(|v| v as u32).unwrap_or(11)
     }
 
     #[test]

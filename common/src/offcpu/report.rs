@@ -188,8 +188,8 @@ pub trait StackSkel {
     fn notices(&self) -> Result<EventStream<'_>>;
     /// Every total, with its raw stacks.
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>>;
-    /// The `.bss` counters `lost_blocks` and `lost_starts`.
-    fn lost(&self) -> Option<[&u64; 2]>;
+    /// The `.bss` counters `lost_blocks`, `lost_starts` and `missed_switch_ins`.
+    fn lost(&self) -> Option<[&u64; 3]>;
 }
 
 /// Every nonzero total of a `totals` map (keys `K`, microseconds) as a sample: `sample` makes the task, and the
@@ -225,8 +225,8 @@ macro_rules! stack_skel_maps {
             Ok($crate::process::symbols::process_notices(&self.maps.new_pids, &bss.lost_notices))
         }
 
-        fn lost(&self) -> Option<[&u64; 2]> {
-            self.maps.bss_data.as_ref().map(|bss| [&bss.lost_blocks, &bss.lost_starts])
+        fn lost(&self) -> Option<[&u64; 3]> {
+            self.maps.bss_data.as_ref().map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.missed_switch_ins])
         }
     };
 }
@@ -249,9 +249,16 @@ pub fn run<S: StackSkel>(
     let json = report.form == Form::Json;
     let lost_notices = collect(&signals, &skel.notices()?, report.duration, &mut symbolizer)?;
     drop(links); // stop tracing before reading, so the snapshot is consistent
+    let (tool, verbose) = (report.tool, report.verbose);
     self::report(&mut out, skel.read_samples(collected)?, &mut symbolizer, report)?;
-    if let Some([blocks, starts]) = skel.lost() {
+    if let Some([blocks, starts, missed]) = skel.lost() {
         warn_lost(blocks, starts);
+        // A diagnostic for -v: a thread switched out twice with no switch-in seen between. With a PID filter it
+        // names a lost block; system-wide a few a second are seen here with no recursion miss counted on the
+        // program, whose cause is not understood yet (issue 31 item 6), so it is not a warning.
+        if verbose && *missed > 0 {
+            eprintln!("{tool}: {missed} switch-ins not seen (threads switched out twice), their blocks not counted");
+        }
     }
     lost_notices.report(&mut out, json)?;
     Ok(())

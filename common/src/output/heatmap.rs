@@ -10,7 +10,7 @@
 //! the whole module costs a few kilobytes of binary.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -21,6 +21,48 @@ const CELL_H: usize = 16;
 const LEFT: usize = 130;
 const TOP: usize = 40;
 const LEGEND_W: usize = 90;
+
+/// `--heatmap FILE.svg` in a tool's run: the map and its file, made by [`HeatmapFile::open`] only when the flag is
+/// given, so a tool calls [`HeatmapFile::push`] each interval and [`HeatmapFile::finish`] at the end unconditionally
+/// on an `Option`.
+#[derive(Debug)]
+pub struct HeatmapFile {
+    map: Heatmap,
+    path: PathBuf,
+}
+
+impl HeatmapFile {
+    /// A heat map titled `title` in `unit` for `path`, if given. The file is created (empty) at once, so a path that
+    /// cannot be written fails before tracing starts, not after it.
+    pub fn open(path: Option<&Path>, title: &str, unit: &'static str) -> Result<Option<HeatmapFile>> {
+        let Some(path) = path else { return Ok(None) };
+        std::fs::write(path, "").with_context(|| format!("--heatmap: cannot write {}", path.display()))?;
+        Ok(Some(HeatmapFile { map: Heatmap::new(title, unit), path: path.to_path_buf() }))
+    }
+
+    /// Adds this interval's column, labelled with the time of day, from the cumulative slots of every histogram.
+    pub fn push(&mut self, cumulative: &[u64]) {
+        self.map.push_cumulative(super::stdout::clock_hms(), cumulative);
+    }
+
+    /// Writes the SVG.
+    pub fn finish(&self) -> Result<()> {
+        self.map.write_svg(&self.path)
+    }
+}
+
+/// The slot-by-slot sum of several cumulative log2 histograms (every disk, task or function a tool keeps): what
+/// one heat map column is made from.
+pub fn sum_slots<'a>(hists: impl IntoIterator<Item = &'a [u64]>) -> Vec<u64> {
+    let mut total: Vec<u64> = Vec::new();
+    for slots in hists {
+        if total.len() < slots.len() {
+            total.resize(slots.len(), 0);
+        }
+        total.iter_mut().zip(slots).for_each(|(t, n)| *t += n);
+    }
+    total
+}
 
 /// The columns of a heat map, one per interval.
 #[derive(Debug, Clone)]

@@ -6,7 +6,8 @@
 //! and log2 histogram; the report subtracts the previous read to get the interval's events and prints them as
 //! BCC does: total time (default), event counts (`-C`) or histograms (`-d`), a blank line and the time with `-T`
 //! before each interval, or one JSON line per interval (`-j`). [`Kind`] holds what differs between the tools:
-//! the words of the banner, the column header and width, and the names of the JSON fields.
+//! the words of the banner, the column header and width, and the names of the JSON fields. `--heatmap FILE.svg`
+//! draws the handler times of every interval, all IRQs added up, whatever the report shows.
 
 use std::io::Write;
 
@@ -17,6 +18,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::attach::loader::attach_loaded_tracepoint;
 use crate::cli::IntervalCount;
+use crate::output::heatmap::{sum_slots, HeatmapFile};
 use crate::output::hist::{log2_buckets, write_log2_hist, write_totals, IntervalDiff, Log2Hist};
 use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
 use crate::run::{run_intervals, Signals};
@@ -45,12 +47,25 @@ pub struct IrqArgs {
     #[arg(short = 'j', long)]
     pub json: bool,
     #[command(flatten)]
+    pub export: crate::cli::ExportArgs,
+    #[command(flatten)]
     pub verbose: crate::cli::Verbose,
     #[command(flatten)]
     pub every: IntervalCount,
 }
 
 impl IrqArgs {
+    /// The flags as they apply: `-N` is a display flag, off with `--prometheus` (metrics keep one fixed unit).
+    pub fn applied(mut self) -> Self {
+        self.nanoseconds = self.export.display(self.nanoseconds);
+        self
+    }
+
+    /// With `--prometheus`, the endpoint, bound now (before loading); see [`crate::cli::ExportArgs::endpoint`].
+    pub fn endpoint(&self, tool: &str) -> Result<Option<crate::output::metrics::Endpoint>> {
+        self.export.endpoint(tool, self.every.interval.is_some())
+    }
+
     /// What the report shows, from `-C` and `-d`.
     pub fn mode(&self) -> Mode {
         if self.count {
@@ -198,16 +213,45 @@ impl Report {
     }
 }
 
+impl Report {
+    /// `--prometheus`: each IRQ's cumulative histogram as `corebpf_<tool>_handler_seconds`, labelled by its name
+    /// (`hardirq`, `softirq`): its `_count` is the events, its `_sum` their exact time.
+    pub fn metrics(&self, s: &mut crate::output::metrics::Snapshot, irqs: Vec<(Irq, Log2Hist)>) {
+        use crate::output::metrics::HistogramValue;
+        let help = "Time spent in each interrupt's handler (BCC log2 buckets)";
+        s.declare_histogram_seconds("handler", help, &[self.kind.field]);
+        for (irq, h) in irqs {
+            let value = HistogramValue::from_log2_slots(&h.slots, h.sum, self.ns_per_unit);
+            s.histogram_seconds("handler", help, &[self.kind.field], vec![irq.name], value);
+        }
+    }
+}
+
 /// The run: BCC's banner (text only), then one report per interval (or one at Ctrl-C) of what `read` returns,
-/// every IRQ's cumulative record.
+/// every IRQ's cumulative record. With an `endpoint` (`--prometheus`), serves them instead, and `full` (the BPF
+/// side's count of events dropped for a full histogram map) as `corebpf_map_full_total`.
 pub fn run(
     kind: Kind,
     args: &IrqArgs,
     signals: &Signals,
+    endpoint: Option<crate::output::metrics::Endpoint>,
+    full: Option<&u64>,
     mut read: impl FnMut() -> Result<Vec<(Irq, Log2Hist)>>,
 ) -> Result<()> {
+    if let Some(endpoint) = endpoint {
+        let report = Report::new(kind, args.mode(), false);
+        return endpoint.serve(signals, |s| {
+            if let Some(full) = full {
+                s.map_full("hists", full);
+            }
+            report.metrics(s, read()?);
+            Ok(())
+        });
+    }
     let mut out = Output::new();
     let mut report = Report::new(kind, args.mode(), args.nanoseconds);
+    let title = format!("{} handler time", kind.words);
+    let mut heat = HeatmapFile::open(args.export.heatmap.as_deref(), &title, report.unit)?;
     if !args.json {
         if args.count {
             writeln!(out, "Tracing {} events... Hit Ctrl-C to end.", kind.words)?;
@@ -218,12 +262,17 @@ pub fn run(
     }
     run_intervals(signals, args.every.interval(), args.every.count, |_| {
         let irqs = read()?;
+        if let Some(heat) = heat.as_mut() {
+            heat.push(&sum_slots(irqs.iter().map(|(_, h)| &h.slots[..])));
+        }
         if args.json {
             report.write_json(&mut out, irqs)
         } else {
             report.write_text(&mut out, irqs, args.timestamp)
         }
-    })
+    })?;
+    heat.map(|h| h.finish()).transpose()?;
+    Ok(())
 }
 
 /// Attaches the loaded programs of the `irq:` tracepoints `names` (entry, then exit: the halves of their

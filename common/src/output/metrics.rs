@@ -5,24 +5,25 @@
 //! closure runs on the tool's own thread once per scrape, so a scrape costs one map read and nothing is lost
 //! between scrapes (the kernel's counts are cumulative). The exposition is written by the official
 //! `prometheus-client` crate (OpenMetrics text, or the Prometheus text format 0.0.4 derived from it, chosen from
-//! the request's `Accept` header) and served by `tiny_http`, whose threads read requests: a slow or malformed
-//! request holds only its own connection, never the tool. Label sets are bounded ([`SeriesCap`]): past the cap
-//! new ones are folded into one series labelled `other`, and the number folded is exported.
+//! the request's `Accept` header) and served by a bounded server on the same thread ([`super::metrics_http`]),
+//! bound before anything is loaded ([`Endpoint::bind`]). Label sets are bounded ([`SeriesCap`]): past the cap
+//! new ones are folded into one series labelled `other`, and the number folded is exported. Every tool's
+//! exposition also carries the same self metrics ([`super::metrics_self`]): build, attach mechanism, lost
+//! events, full maps, and each BPF program's run time and count.
+//!
+//! A tool serves in a few lines: `let endpoint = args.export.endpoint(TOOL_NAME, interval_given)?` before
+//! loading, `endpoint.attached(mech, skel.object())` after attaching, then `endpoint.serve(&signals, |s| ...)`.
 //!
 //! Conventions: names `corebpf_<tool>_...`, base units (seconds), counters `_total`, histograms with every
-//! bucket and `+Inf`. A BCC log2 slot `i` holds `[2^i, 2^(i+1)-1]` units, so its `le` is `2^(i+1)-1` units; the
-//! last, clamped slot belongs to `+Inf` ([`log2_buckets_seconds`]).
+//! bucket and `+Inf`. A BCC log2 slot `i` counts values whose whole number of units (the floor: `ns / 1000` for
+//! microseconds) is in `[2^i, 2^(i+1)-1]`, so the real values in it are below `2^(i+1)` units: its `le` is
+//! `2^(i+1)` units, in seconds, as in ebpf_exporter's exp2 buckets (a value lands in the bucket whose `le` is the
+//! next power of two above it). The last, clamped slot belongs to `+Inf` ([`log2_buckets_seconds`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::{Read, Write as _};
+use std::io::Write as _;
 use std::net::SocketAddr;
-use std::os::fd::AsFd;
-use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread;
-use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use prometheus_client::collector::Collector;
@@ -30,11 +31,11 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use super::metrics_http::Listener;
+use super::metrics_http::{Request, Response};
+pub use super::metrics_self::SelfMetrics;
 pub use crate::cli::{parse_listen, DEFAULT_MAX_SERIES};
 use crate::run::Signals;
-
-/// Responses being written at once; a scrape beyond this is answered `503` at once.
-const MAX_RESPONDERS: usize = 16;
 
 /// A bucketed value: sum (in seconds), count and per-bucket counts with their upper bounds (last `+Inf`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -55,6 +56,18 @@ impl HistogramValue {
         }
     }
 
+    /// A log2 histogram of sizes (counts per slot, in units of `bytes_per_unit` bytes, e.g. 1024 for BCC's
+    /// Kbytes) with its exact sum in bytes: buckets `le = 2^(i+1)` units, in bytes.
+    pub fn from_log2_slots_bytes(slots: &[u64], sum_bytes: u64, bytes_per_unit: u64) -> Self {
+        let last = slots.len().saturating_sub(1);
+        let buckets = slots
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (if i == last { f64::INFINITY } else { 2f64.powi(i as i32 + 1) * bytes_per_unit as f64 }, c))
+            .collect();
+        HistogramValue { sum: sum_bytes as f64, count: slots.iter().sum(), buckets }
+    }
+
     fn add(&mut self, other: &HistogramValue) {
         self.sum += other.sum;
         self.count += other.count;
@@ -69,27 +82,31 @@ impl HistogramValue {
 }
 
 /// BCC log2 slots (counts per slot, in units of `ns_per_unit` nanoseconds) as buckets in seconds: slot `i` up to
-/// `le = (2^(i+1)-1)` units, the last slot (where larger values are clamped) `+Inf`.
+/// `le = 2^(i+1)` units (its values were floored to whole units, so each is below that), the last slot (where
+/// larger values are clamped) `+Inf`.
 pub fn log2_buckets_seconds(slots: &[u64], ns_per_unit: u64) -> Vec<(f64, u64)> {
     let last = slots.len().saturating_sub(1);
     slots
         .iter()
         .enumerate()
         .map(|(i, &count)| {
-            let le = if i == last {
-                f64::INFINITY
-            } else {
-                let (_, high) = super::hist::log2_bounds(i);
-                high as f64 * ns_per_unit as f64 / 1e9
-            };
+            let le = if i == last { f64::INFINITY } else { log2_le_seconds(i, ns_per_unit) };
             (le, count)
         })
         .collect()
 }
 
+/// The `le` of log2 slot `i` in seconds: `2^(i+1)` units of `ns_per_unit` nanoseconds.
+pub fn log2_le_seconds(slot: usize, ns_per_unit: u64) -> f64 {
+    2f64.powi(slot as i32 + 1) * ns_per_unit as f64 / 1e9
+}
+
 #[derive(Debug, Clone)]
 enum Value {
     Counter(u64),
+    /// A counter of a real quantity (seconds).
+    CounterF(f64),
+    Gauge(f64),
     Histogram(HistogramValue),
 }
 
@@ -97,6 +114,7 @@ impl Value {
     fn add(&mut self, other: &Value) {
         match (self, other) {
             (Value::Counter(a), Value::Counter(b)) => *a += b,
+            (Value::CounterF(a), Value::CounterF(b)) | (Value::Gauge(a), Value::Gauge(b)) => *a += b,
             (Value::Histogram(a), Value::Histogram(b)) => a.add(b),
             _ => {}
         }
@@ -108,6 +126,9 @@ struct Family {
     name: String,
     help: String,
     unit: Option<Unit>,
+    kind: MetricType,
+    /// A self metric: named `corebpf_<name>` (labelled by tool), not `corebpf_<tool>_<name>`.
+    global: bool,
     labels: Vec<&'static str>,
     series: BTreeMap<Vec<String>, Value>,
 }
@@ -115,33 +136,155 @@ struct Family {
 /// The metrics of one scrape, filled by the tool's closure from its maps.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    tool: String,
     families: Vec<Family>,
 }
 
 impl Snapshot {
-    fn family(&mut self, name: &str, help: &str, unit: Option<Unit>, labels: &[&'static str]) -> &mut Family {
+    /// An empty snapshot of `tool`'s metrics.
+    pub fn new(tool: &str) -> Snapshot {
+        Snapshot { tool: tool.to_string(), families: Vec::new() }
+    }
+
+    /// The tool whose metrics these are.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    fn family(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<Unit>,
+        kind: MetricType,
+        labels: &[&'static str],
+    ) -> &mut Family {
         if let Some(i) = self.families.iter().position(|f| f.name == name) {
             return &mut self.families[i];
         }
-        self.families.push(Family {
-            name: name.to_string(),
-            help: help.to_string(),
-            unit,
-            labels: labels.to_vec(),
-            series: BTreeMap::new(),
-        });
+        let global = false;
+        let (name, help, labels) = (name.to_string(), help.to_string(), labels.to_vec());
+        self.families.push(Family { name, help, unit, kind, global, labels, series: BTreeMap::new() });
         self.families.last_mut().expect("just pushed")
+    }
+
+    fn add(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<Unit>,
+        labels: &[&'static str],
+        values: Vec<String>,
+        v: Value,
+    ) {
+        let kind = match v {
+            Value::Counter(_) | Value::CounterF(_) => MetricType::Counter,
+            Value::Gauge(_) => MetricType::Gauge,
+            Value::Histogram(_) => MetricType::Histogram,
+        };
+        let family = self.family(name, help, unit, kind, labels);
+        match family.series.get_mut(&values) {
+            Some(old) => old.add(&v),
+            None => {
+                family.series.insert(values, v);
+            }
+        }
+    }
+
+    /// A self metric (`corebpf_<name>`, its first label `tool`), added by [`super::metrics_self`]; `None`
+    /// declares the family only.
+    pub(crate) fn add_global(&mut self, desc: &Global<'_>, mut values: Vec<String>, value: Option<f64>) {
+        let Global { name, help, kind, labels, .. } = *desc;
+        let unit = desc.unit.clone();
+        let mut all = vec!["tool"];
+        all.extend_from_slice(labels);
+        values.insert(0, self.tool.clone());
+        let real = unit.is_some();
+        let family = self.family(&format!(" {name}"), help, unit, kind, &all);
+        family.global = true;
+        let Some(v) = value else { return };
+        let v = match kind {
+            MetricType::Gauge => Value::Gauge(v),
+            _ if real => Value::CounterF(v),
+            _ => Value::Counter(v as u64),
+        };
+        match family.series.get_mut(&values) {
+            Some(old) => old.add(&v),
+            None => {
+                family.series.insert(values, v);
+            }
+        }
     }
 
     /// Declares counter `name` (exported as `corebpf_<tool>_<name>_total`), so it is exported even with no series.
     pub fn declare_counter(&mut self, name: &str, help: &str, labels: &[&'static str]) {
-        self.family(name, help, None, labels);
+        self.family(name, help, None, MetricType::Counter, labels);
     }
 
     /// Adds `value` to counter `name`'s series with these label values (one per label name, in order).
     pub fn counter(&mut self, name: &str, help: &str, labels: &[&'static str], values: Vec<String>, value: u64) {
-        let family = self.family(name, help, None, labels);
-        family.series.entry(values).or_insert(Value::Counter(0)).add(&Value::Counter(value));
+        self.add(name, help, None, labels, values, Value::Counter(value));
+    }
+
+    /// Declares histogram `name` in seconds, so it is exported (its HELP and TYPE) even with no series yet.
+    pub fn declare_histogram_seconds(&mut self, name: &str, help: &str, labels: &[&'static str]) {
+        self.family(name, help, Some(Unit::Seconds), MetricType::Histogram, labels);
+    }
+
+    /// Declares counter `name` in seconds (`corebpf_<tool>_<name>_seconds_total`), exported even with no series.
+    pub fn declare_counter_seconds(&mut self, name: &str, help: &str, labels: &[&'static str]) {
+        self.family(name, help, Some(Unit::Seconds), MetricType::Counter, labels);
+    }
+
+    /// Adds `seconds` to counter `name` in seconds (`corebpf_<tool>_<name>_seconds_total`).
+    pub fn counter_seconds(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[&'static str],
+        values: Vec<String>,
+        seconds: f64,
+    ) {
+        self.add(name, help, Some(Unit::Seconds), labels, values, Value::CounterF(seconds));
+    }
+
+    /// Declares histogram `name` in bytes, exported (its HELP and TYPE) even with no series yet.
+    pub fn declare_histogram_bytes(&mut self, name: &str, help: &str, labels: &[&'static str]) {
+        self.family(name, help, Some(Unit::Bytes), MetricType::Histogram, labels);
+    }
+
+    /// Sets gauge `name` (`corebpf_<tool>_<name>`) of the series with these label values.
+    pub fn gauge(&mut self, name: &str, help: &str, labels: &[&'static str], values: Vec<String>, value: f64) {
+        self.add(name, help, None, labels, values, Value::Gauge(value));
+    }
+
+    /// Records records lost on their way to user space (a full ring buffer), `what` naming them (`events`),
+    /// from a counter the BPF side keeps: `corebpf_lost_events_total{tool, what}`.
+    pub fn lost_events(&mut self, what: &str, counter: &u64) {
+        let help = "Records lost on their way to user space (a full ring or perf buffer)";
+        let v = read_counter(counter) as f64;
+        self.add_global(&Global::counter("lost_events", help, &["what"]), vec![what.into()], Some(v));
+    }
+
+    /// [`Snapshot::lost_events`] from a total already read (e.g. the kernel's count of missed probe hits).
+    pub fn lost_events_total(&mut self, what: &str, total: u64) {
+        let help = "Records lost on their way to user space (a full ring or perf buffer)";
+        self.add_global(&Global::counter("lost_events", help, &["what"]), vec![what.into()], Some(total as f64));
+    }
+
+    /// [`Snapshot::map_full`] for a count kept in several objects' `.bss` (one object per attach site).
+    pub fn map_full_sum<'a>(&mut self, map: &str, counters: impl IntoIterator<Item = &'a u64>) {
+        let total: u64 = counters.into_iter().map(read_counter).sum();
+        let help = "Events not counted because a BPF map was full";
+        self.add_global(&Global::counter("map_full", help, &["map"]), vec![map.into()], Some(total as f64));
+    }
+
+    /// Records events not counted because BPF map `map` was full, from a counter the BPF side keeps:
+    /// `corebpf_map_full_total{tool, map}`.
+    pub fn map_full(&mut self, map: &str, counter: &u64) {
+        let help = "Events not counted because a BPF map was full";
+        let v = read_counter(counter) as f64;
+        self.add_global(&Global::counter("map_full", help, &["map"]), vec![map.into()], Some(v));
     }
 
     /// Adds a histogram in seconds (`corebpf_<tool>_<name>_seconds`) to the series with these label values.
@@ -153,15 +296,54 @@ impl Snapshot {
         values: Vec<String>,
         value: HistogramValue,
     ) {
-        let family = self.family(name, help, Some(Unit::Seconds), labels);
-        let value = Value::Histogram(value);
-        match family.series.get_mut(&values) {
-            Some(old) => old.add(&value),
-            None => {
-                family.series.insert(values, value);
-            }
-        }
+        self.add(name, help, Some(Unit::Seconds), labels, values, Value::Histogram(value));
     }
+
+    /// Adds a histogram of a count with no unit (`corebpf_<tool>_<name>`, e.g. a queue length).
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[&'static str],
+        values: Vec<String>,
+        value: HistogramValue,
+    ) {
+        self.add(name, help, None, labels, values, Value::Histogram(value));
+    }
+
+    /// Adds a histogram in bytes (`corebpf_<tool>_<name>_bytes`); `value`'s sum and bounds are in bytes.
+    pub fn histogram_bytes(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[&'static str],
+        values: Vec<String>,
+        value: HistogramValue,
+    ) {
+        self.add(name, help, Some(Unit::Bytes), labels, values, Value::Histogram(value));
+    }
+}
+
+/// What a self metric is: its name (without `corebpf_`), help, unit, type and labels (besides `tool`).
+#[derive(Debug, Clone)]
+pub(crate) struct Global<'a> {
+    pub name: &'a str,
+    pub help: &'a str,
+    pub unit: Option<Unit>,
+    pub kind: MetricType,
+    pub labels: &'a [&'static str],
+}
+
+impl Global<'_> {
+    pub const fn counter<'a>(name: &'a str, help: &'a str, labels: &'a [&'static str]) -> Global<'a> {
+        Global { name, help, unit: None, kind: MetricType::Counter, labels }
+    }
+}
+
+/// A `u64` counter in a skeleton's memory-mapped `.bss`, which the kernel updates concurrently.
+pub fn read_counter(counter: &u64) -> u64 {
+    // SAFETY: an aligned u64 in live, mapped memory: read as volatile, not as a plain Rust value.
+    unsafe { std::ptr::read_volatile(counter) }
 }
 
 /// The label sets admitted per metric, kept across scrapes so a series never moves in or out of `other` (which
@@ -181,7 +363,7 @@ impl SeriesCap {
     pub fn apply(&mut self, snapshot: &mut Snapshot) -> u64 {
         let mut folded = 0;
         for family in &mut snapshot.families {
-            if family.labels.is_empty() {
+            if family.labels.is_empty() || family.global {
                 continue;
             }
             let admitted = self.admitted.entry(family.name.clone()).or_default();
@@ -215,13 +397,12 @@ struct SnapshotCollector(Snapshot);
 impl Collector for SnapshotCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         for family in &self.0.families {
-            let metric_type = match family.series.values().next() {
-                Some(Value::Histogram(_)) => MetricType::Histogram,
-                _ if family.unit.is_some() => MetricType::Histogram,
-                _ => MetricType::Counter,
+            let name = match family.global {
+                true => family.name.trim_start().to_string(),
+                false => format!("{}_{}", self.0.tool, family.name),
             };
-            let mut metric =
-                encoder.encode_descriptor(&family.name, &family.help, family.unit.as_ref(), metric_type)?;
+            let metric_type = family.kind;
+            let mut metric = encoder.encode_descriptor(&name, &family.help, family.unit.as_ref(), metric_type)?;
             if family.labels.is_empty() {
                 if let Some(value) = family.series.values().next() {
                     SeriesValue(value).encode(metric)?;
@@ -245,13 +426,17 @@ impl EncodeMetric for SeriesValue<'_> {
     fn encode(&self, mut encoder: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
         match self.0 {
             Value::Counter(v) => encoder.encode_counter::<NoLabelSet, u64, f64>(v, None),
+            Value::CounterF(v) => encoder.encode_counter::<NoLabelSet, f64, f64>(v, None),
+            Value::Gauge(v) if v.fract() == 0.0 && v.abs() < 9e15 => encoder.encode_gauge(&(*v as i64)),
+            Value::Gauge(v) => encoder.encode_gauge(v),
             Value::Histogram(h) => encoder.encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None),
         }
     }
 
     fn metric_type(&self) -> MetricType {
         match self.0 {
-            Value::Counter(_) => MetricType::Counter,
+            Value::Counter(_) | Value::CounterF(_) => MetricType::Counter,
+            Value::Gauge(_) => MetricType::Gauge,
             Value::Histogram(_) => MetricType::Histogram,
         }
     }
@@ -283,13 +468,45 @@ impl Format {
     }
 }
 
+/// Adds the overflow gauge (`corebpf_<tool>_series_overflow`): `overflow` label sets were folded into `other`.
+pub(crate) fn with_overflow(snapshot: &mut Snapshot, overflow: u64) {
+    let help = "Label sets folded into the series labelled other (past --max-series)";
+    snapshot.gauge("series_overflow", help, &[], Vec::new(), overflow as f64);
+}
+
 /// Encodes `snapshot` for tool `tool` in `format`, with the overflow gauge (`corebpf_<tool>_series_overflow`).
-pub fn encode(tool: &str, snapshot: Snapshot, overflow: u64, format: Format) -> Result<String> {
-    let mut registry = Registry::with_prefix(format!("corebpf_{tool}"));
-    registry.register_collector(Box::new(SnapshotCollector(snapshot)));
-    let gauge = prometheus_client::metrics::gauge::Gauge::<i64>::default();
-    gauge.set(overflow.min(i64::MAX as u64) as i64);
-    registry.register("series_overflow", "Label sets folded into the series labelled other (past --max-series)", gauge);
+pub fn encode(tool: &str, mut snapshot: Snapshot, overflow: u64, format: Format) -> Result<String> {
+    snapshot.tool = tool.to_string();
+    with_overflow(&mut snapshot, overflow);
+    encode_merged(vec![snapshot], format)
+}
+
+/// Encodes several tools' snapshots as one exposition (the exporter's): each tool's own families under its
+/// prefix, and the self metrics, which all tools share, merged into one family each (their series differ by
+/// the `tool` label).
+pub fn encode_merged(snapshots: Vec<Snapshot>, format: Format) -> Result<String> {
+    let mut registry = Registry::with_prefix("corebpf");
+    let mut shared = Snapshot::default();
+    for snapshot in snapshots {
+        let (global, own): (Vec<Family>, Vec<Family>) = snapshot.families.into_iter().partition(|f| f.global);
+        for family in global {
+            match shared.families.iter_mut().find(|f| f.name == family.name) {
+                Some(merged) => {
+                    for (labels, value) in family.series {
+                        match merged.series.get_mut(&labels) {
+                            Some(old) => old.add(&value),
+                            None => {
+                                merged.series.insert(labels, value);
+                            }
+                        }
+                    }
+                }
+                None => shared.families.push(family),
+            }
+        }
+        registry.register_collector(Box::new(SnapshotCollector(Snapshot { tool: snapshot.tool, families: own })));
+    }
+    registry.register_collector(Box::new(SnapshotCollector(shared)));
     let mut open = String::new();
     prometheus_client::encoding::text::encode(&mut open, &registry).map_err(|_| anyhow!("encoding metrics"))?;
     Ok(match format {
@@ -318,132 +535,85 @@ fn openmetrics_to_prometheus(open: &str) -> String {
     out
 }
 
-/// Serves `/metrics` on `listen` until a stop signal: prints where, then answers each scrape with what `collect`
-/// reads at that moment (on this thread), capped at `max_series` label sets per metric.
+/// A bound `--prometheus` endpoint: made before the BPF programs are loaded, then told what was attached, then
+/// served.
+#[derive(Debug)]
+pub struct Endpoint {
+    tool: String,
+    /// None inside the exporter, whose one server serves every tool ([`super::exporter`]).
+    listener: Option<Listener>,
+    max_series: usize,
+    own: SelfMetrics,
+}
+
+impl Endpoint {
+    /// Binds `listen` for `tool`'s metrics (a busy port or a foreign address fails here, before anything loads);
+    /// inside the exporter nothing is bound: the exporter's server serves the tool.
+    pub fn bind(tool: &str, listen: SocketAddr, max_series: usize) -> Result<Endpoint> {
+        let listener = match super::exporter::active() {
+            true => None,
+            false => Some(Listener::bind(listen)?),
+        };
+        Ok(Endpoint { tool: tool.to_string(), listener, max_series, own: SelfMetrics::new() })
+    }
+
+    /// Records how the programs were attached and which programs of `object` are loaded, for the self metrics
+    /// (call once per BPF object a tool loads).
+    pub fn attached(&mut self, mechanism: impl std::fmt::Display, object: &libbpf_rs::Object) {
+        self.own.attached(&mechanism.to_string(), object);
+    }
+
+    /// Serves `/metrics` until a stop signal: prints where, then answers each scrape with what `collect` reads
+    /// at that moment (on this thread), capped at `max_series` label sets per metric, with the self metrics.
+    pub fn serve(self, signals: &Signals, mut collect: impl FnMut(&mut Snapshot) -> Result<()>) -> Result<()> {
+        let Some(listener) = &self.listener else {
+            return super::exporter::serve_tool(&self.tool, signals, &self.own, self.max_series, collect);
+        };
+        let bound = listener.local_addr();
+        {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "Serving Prometheus metrics on http://{bound}/metrics... Hit Ctrl-C to end.");
+            let _ = stdout.flush();
+        }
+        let mut cap = SeriesCap::new(self.max_series);
+        let (tool, own) = (self.tool.as_str(), &self.own);
+        super::metrics_http::run(listener, signals, |request: &Request| {
+            let get = matches!(request.method.as_str(), "GET" | "HEAD");
+            match (request.path.as_str(), get) {
+                ("/metrics", true) => {
+                    let format = Format::from_accept(request.accept.as_deref());
+                    let mut snapshot = Snapshot::new(tool);
+                    let read = collect(&mut snapshot).and_then(|()| {
+                        let overflow = cap.apply(&mut snapshot);
+                        own.add_to(&mut snapshot);
+                        encode(tool, snapshot, overflow, format)
+                    });
+                    match read {
+                        Ok(body) => (Response { status: 200, content_type: format.content_type(), body }, None),
+                        Err(e) => (Response::text(500, &format!("{e:#}\n")), Some(e)),
+                    }
+                }
+                ("/metrics", false) => (Response::text(405, "use GET\n"), None),
+                ("/", true) => {
+                    let body = "<html><body><a href=\"/metrics\">/metrics</a></body></html>\n".to_string();
+                    (Response { status: 200, content_type: "text/html", body }, None)
+                }
+                _ => (Response::text(404, "not found: try /metrics\n"), None),
+            }
+        })
+    }
+}
+
+/// Serves `/metrics` on `listen` until a stop signal (binding it now): [`Endpoint`] in one call, for a tool
+/// that has nothing to bind early.
 pub fn serve(
     tool: &str,
     listen: SocketAddr,
     max_series: usize,
     signals: &Signals,
-    mut collect: impl FnMut(&mut Snapshot) -> Result<()>,
+    collect: impl FnMut(&mut Snapshot) -> Result<()>,
 ) -> Result<()> {
-    let server = tiny_http::Server::http(listen).map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?;
-    let server = Arc::new(server);
-    let bound = server.server_addr().to_ip().unwrap_or(listen);
-    {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "Serving Prometheus metrics on http://{bound}/metrics... Hit Ctrl-C to end.");
-        let _ = stdout.flush();
-    }
-
-    let (wake_rx, wake_tx) = UnixStream::pair()?;
-    wake_rx.set_nonblocking(true)?;
-    let (tx, rx) = mpsc::sync_channel::<tiny_http::Request>(MAX_RESPONDERS);
-    let stop = Arc::new(AtomicBool::new(false));
-    let accept = {
-        let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
-        thread::spawn(move || accept_loop(&server, &stop, &tx, &wake_tx))
-    };
-
-    let mut cap = SeriesCap::new(max_series);
-    let responders = Arc::new(AtomicUsize::new(0));
-    let result = loop {
-        if signals.stopped() {
-            break Ok(());
-        }
-        if !signals.wait_readable(wake_rx.as_fd(), Duration::from_secs(3600)) {
-            continue;
-        }
-        let mut drain = [0u8; 256];
-        while matches!((&wake_rx).read(&mut drain), Ok(n) if n > 0) {}
-        let mut failed = None;
-        while let Ok(request) = rx.try_recv() {
-            let accept =
-                request.headers().iter().find(|h| h.field.equiv("Accept")).map(|h| h.value.as_str().to_string());
-            let format = Format::from_accept(accept.as_deref());
-            let mut snapshot = Snapshot::default();
-            let response = match collect(&mut snapshot) {
-                Ok(()) => {
-                    let overflow = cap.apply(&mut snapshot);
-                    encode(tool, snapshot, overflow, format).map(|body| (body, format.content_type(), 200))
-                }
-                Err(e) => Err(e),
-            };
-            let (body, content_type, status) = match response {
-                Ok(r) => r,
-                Err(e) => {
-                    let text = format!("{e:#}\n");
-                    failed = Some(e);
-                    (text, "text/plain; charset=utf-8", 500)
-                }
-            };
-            respond(request, body, content_type, status, &responders);
-            if failed.is_some() {
-                break;
-            }
-        }
-        if let Some(e) = failed {
-            break Err(e.context("reading the maps for a scrape"));
-        }
-    };
-    stop.store(true, Ordering::SeqCst);
-    server.unblock();
-    let _ = accept.join();
-    result
-}
-
-/// Receives requests (tiny_http's threads parse them) and passes scrapes of `/metrics` to the tool's thread;
-/// anything else is answered here.
-fn accept_loop(
-    server: &tiny_http::Server,
-    stop: &AtomicBool,
-    scrapes: &mpsc::SyncSender<tiny_http::Request>,
-    wake: &UnixStream,
-) {
-    let responders = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Ordering::SeqCst) {
-        let Ok(request) = server.recv() else { continue };
-        let path = request.url().split('?').next().unwrap_or("");
-        let get = matches!(request.method(), tiny_http::Method::Get | tiny_http::Method::Head);
-        match (path, get) {
-            ("/metrics", true) => match scrapes.try_send(request) {
-                Ok(()) => {
-                    let _ = (&*wake).write(&[1]);
-                }
-                Err(mpsc::TrySendError::Full(r)) | Err(mpsc::TrySendError::Disconnected(r)) => {
-                    respond(r, "too many scrapes at once\n".into(), "text/plain", 503, &responders)
-                }
-            },
-            ("/metrics", false) => respond(request, "use GET\n".into(), "text/plain", 405, &responders),
-            ("/", true) => respond(
-                request,
-                "<html><body><a href=\"/metrics\">/metrics</a></body></html>\n".into(),
-                "text/html",
-                200,
-                &responders,
-            ),
-            _ => respond(request, "not found: try /metrics\n".into(), "text/plain", 404, &responders),
-        }
-    }
-}
-
-/// Writes a response from its own thread, so a client that does not read never holds the caller; past
-/// MAX_RESPONDERS at once, the request is dropped (its connection closed).
-fn respond(request: tiny_http::Request, body: String, content_type: &str, status: u16, busy: &Arc<AtomicUsize>) {
-    if busy.fetch_add(1, Ordering::SeqCst) >= MAX_RESPONDERS {
-        busy.fetch_sub(1, Ordering::SeqCst);
-        return;
-    }
-    let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes()).ok();
-    let mut response = tiny_http::Response::from_string(body).with_status_code(status);
-    if let Some(header) = header {
-        response = response.with_header(header);
-    }
-    let busy = Arc::clone(busy);
-    thread::spawn(move || {
-        let _ = request.respond(response);
-        busy.fetch_sub(1, Ordering::SeqCst);
-    });
+    Endpoint::bind(tool, listen, max_series)?.serve(signals, collect)
 }
 
 #[cfg(test)]
@@ -451,17 +621,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log2_edges_are_slot_tops_and_last_is_inf() {
+    fn log2_edges_are_powers_of_two_and_last_is_inf() {
         let b = log2_buckets_seconds(&[1, 2, 3, 4], 1000);
-        assert_eq!(b[0], (1e-6, 1));
-        assert_eq!(b[1], (3e-6, 2));
-        assert_eq!(b[2], (7e-6, 3));
+        assert_eq!(b[0], (2e-6, 1));
+        assert_eq!(b[1], (4e-6, 2));
+        assert_eq!(b[2], (8e-6, 3));
         assert_eq!(b[3], (f64::INFINITY, 4));
+        assert_eq!(log2_le_seconds(9, 1_000_000), 1.024);
+    }
+
+    #[test]
+    fn every_value_is_at_most_its_bucket_le_and_above_the_one_below() {
+        // Values in nanoseconds, floored to microseconds as the BPF side does, then slotted.
+        for ns in (0..5_000_000u64).step_by(97).chain([1999, 2000, 3999, 4000, 1_048_575_999]) {
+            let slot = super::super::hist::log2_slot(ns / 1000);
+            let v = ns as f64 / 1e9;
+            assert!(v < log2_le_seconds(slot, 1000), "{ns} ns in slot {slot}");
+            if slot > 0 {
+                assert!(v >= log2_le_seconds(slot - 1, 1000), "{ns} ns in slot {slot}");
+            }
+        }
     }
 
     #[test]
     fn counters_and_histograms_in_both_formats() {
-        let mut s = Snapshot::default();
+        let mut s = Snapshot::new("t");
         s.counter("calls", "Calls", &["function"], vec!["vfs_read".into()], 5);
         let h = HistogramValue { sum: 0.5, count: 3, buckets: log2_buckets_seconds(&[1, 2, 0], 1000) };
         s.histogram_seconds("io_latency", "Latency", &["disk"], vec!["vda".into()], h);

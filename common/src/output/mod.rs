@@ -4,13 +4,19 @@
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
 //! [`namedhist`] is the run and report of tools with a histogram per name (bitesize).
 //! [`taskhist`] is the run and report of the scheduler latency histogram tools (cpudist, runqlat).
+//! [`exporter`] is the hub of `corebpf-tools exporter`, several tools' metrics in one process.
+//! [`topscreen`] is the top of BCC's top-style screens (cleared screen, loadavg line).
 //! [`sockevents`] is what the socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife) share.
 
+pub mod exporter;
 pub mod heatmap;
 pub mod hist;
 pub mod irqtime;
 pub mod metrics;
+pub mod metrics_http;
+pub mod metrics_self;
 pub mod namedhist;
 pub mod sockevents;
 pub mod stdout;
 pub mod taskhist;
+pub mod topscreen;

@@ -35,16 +35,36 @@ struct JsonHist<'a> {
     name: std::collections::BTreeMap<&'static str, &'a str>,
     buckets: Vec<Bucket>,
     count: u64,
+    /// With [`run_with_mean`]: the sum of the values and their mean (integer division, as BCC prints it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sum: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean: Option<u64>,
+}
+
+/// The mean of an interval's values, as BCC's `[AVG n]` shows it.
+fn mean_of(hist: &Log2Hist) -> u64 {
+    hist.sum.checked_div(hist.count).unwrap_or(0)
 }
 
 /// Writes one interval in BCC's layout: a blank line, the time with `-T`, then a section per name.
-fn write_text(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)], timestamp: bool) -> Result<()> {
+fn write_text(
+    out: &mut Output,
+    layout: &Layout,
+    sections: &[(String, Log2Hist)],
+    timestamp: bool,
+    mean: bool,
+) -> Result<()> {
     writeln!(out)?;
     if timestamp {
         writeln!(out, "{:<8}", clock_hms())?;
     }
     for (name, hist) in sections {
-        writeln!(out, "\n{} = {name}", layout.header)?;
+        if mean {
+            writeln!(out, "\n{} = {name} [AVG {}]", layout.header, mean_of(hist))?;
+        } else {
+            writeln!(out, "\n{} = {name}", layout.header)?;
+        }
         write_log2_hist(out, &hist.slots, layout.unit)?;
     }
     out.flush()?;
@@ -52,7 +72,7 @@ fn write_text(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)]
 }
 
 /// Writes one JSON line per name of this interval.
-fn write_json(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)]) -> Result<()> {
+fn write_json(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)], mean: bool) -> Result<()> {
     let timestamp = clock_rfc3339();
     for (name, hist) in sections {
         let line = JsonHist {
@@ -61,6 +81,8 @@ fn write_json(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)]
             name: [(layout.field, name.as_str())].into(),
             buckets: log2_buckets(&hist.slots),
             count: hist.count,
+            sum: mean.then_some(hist.sum),
+            mean: mean.then(|| mean_of(hist)),
         };
         out.json_line(&line)?;
     }
@@ -75,6 +97,20 @@ pub fn run(
     layout: &Layout,
     json: bool,
     timestamp: bool,
+    read: impl FnMut() -> Result<Vec<(String, Log2Hist)>>,
+) -> Result<()> {
+    run_with_mean(signals, every, layout, json, timestamp, false, read)
+}
+
+/// [`run`], with each histogram's mean when `mean` is set (the histograms' `sum` over their `count`): BCC's
+/// ` [AVG n]` after the section's name (tcprtt's `-e`), and `sum` and `mean` fields in JSON.
+pub fn run_with_mean(
+    signals: &Signals,
+    every: &IntervalCount,
+    layout: &Layout,
+    json: bool,
+    timestamp: bool,
+    mean: bool,
     mut read: impl FnMut() -> Result<Vec<(String, Log2Hist)>>,
 ) -> Result<()> {
     let mut out = Output::new();
@@ -86,9 +122,36 @@ pub fn run(
     run_intervals(signals, every.interval(), every.count, |_| {
         let sections = diff.update(read()?);
         if json {
-            write_json(&mut out, layout, &sections)
+            write_json(&mut out, layout, &sections, mean)
         } else {
-            write_text(&mut out, layout, &sections, timestamp)
+            write_text(&mut out, layout, &sections, timestamp, mean)
         }
+    })
+}
+
+/// `--prometheus`: serves the cumulative histograms `read` returns (slots of `bytes_per_unit` bytes, sums in
+/// bytes) as the histogram `corebpf_<tool>_<name>_bytes` labelled by the layout's field (`comm`), and `full` (the
+/// BPF side's count of events dropped for a full map) as `corebpf_map_full_total`, until a stop signal.
+pub fn serve(
+    endpoint: crate::output::metrics::Endpoint,
+    signals: &Signals,
+    layout: &Layout,
+    (name, help): (&str, &str),
+    bytes_per_unit: u64,
+    full: Option<&u64>,
+    mut read: impl FnMut() -> Result<Vec<(String, Log2Hist)>>,
+) -> Result<()> {
+    use crate::output::metrics::HistogramValue;
+    let labels = [layout.field];
+    endpoint.serve(signals, |s| {
+        if let Some(full) = full {
+            s.map_full("hists", full);
+        }
+        s.declare_histogram_bytes(name, help, &labels);
+        for (key, h) in read()? {
+            let value = HistogramValue::from_log2_slots_bytes(&h.slots, h.sum, bytes_per_unit);
+            s.histogram_bytes(name, help, &labels, vec![key], value);
+        }
+        Ok(())
     })
 }

@@ -5,7 +5,8 @@
 //!
 //! The histograms are cumulative; [`Report`] subtracts the previous read to get the interval's, names the
 //! sections as libbpf-tools does (`pid = 1234 comm`) and writes them in BCC's layout (a blank line, the time with
-//! `-T`, each histogram, with `-e` BCC's average/total/count line), or as one JSON line per histogram.
+//! `-T`, each histogram, with `-e` BCC's average/total/count line), or as one JSON line per histogram; with
+//! `--heatmap` ([`Report::heatmap`]) the run also draws every interval, all histograms added up, as a heat map.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -14,6 +15,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::IntervalCount;
+use crate::output::heatmap::{sum_slots, HeatmapFile};
 use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
 use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
 use crate::run::{run_intervals, Signals};
@@ -85,13 +87,21 @@ pub struct Report {
     /// The first task seen in each histogram (its comm), by key.
     comms: HashMap<u32, String>,
     diff: IntervalDiff<u32>,
+    heat: Option<HeatmapFile>,
 }
 
 impl Report {
     /// Histograms in milliseconds (`-m`) or microseconds; `extension` (`-e`) adds BCC's average/total/count line.
     pub fn new(millis: bool, per: Per, extension: bool) -> Self {
         let (unit, ns_per_unit) = if millis { ("msecs", 1_000_000) } else { ("usecs", 1_000) };
-        Report { unit, ns_per_unit, per, extension, comms: HashMap::new(), diff: IntervalDiff::new() }
+        Report { unit, ns_per_unit, per, extension, comms: HashMap::new(), diff: IntervalDiff::new(), heat: None }
+    }
+
+    /// `--heatmap FILE.svg` for a run titled `title`: the file is created now (a path that cannot be written fails
+    /// before tracing) and the picture written when the run ends.
+    pub fn heatmap(mut self, path: Option<&std::path::Path>, title: &str) -> Result<Self> {
+        self.heat = HeatmapFile::open(path, title, self.unit)?;
+        Ok(self)
     }
 
     /// This interval's non-empty histograms, sorted by key.
@@ -158,6 +168,53 @@ impl Report {
     }
 }
 
+impl Report {
+    /// `--prometheus`: the cumulative histograms as `corebpf_<tool>_<name>_seconds`, labelled `pid` and `comm`
+    /// (-P), `tid` and `comm` (-L) or `pidns` (--pidnss); one unlabelled series otherwise, present from the start.
+    pub fn metrics(&self, s: &mut crate::output::metrics::Snapshot, name: &str, help: &str, entries: Vec<Entry>) {
+        use crate::output::metrics::HistogramValue;
+        let labels: &[&'static str] = match self.per {
+            Per::All => &[],
+            Per::Process => &["pid", "comm"],
+            Per::Thread => &["tid", "comm"],
+            Per::PidNamespace => &["pidns"],
+        };
+        let mut series: Vec<(Vec<String>, Log2Hist)> = entries
+            .into_iter()
+            .map(|(key, comm, hist)| match self.per {
+                Per::All => (Vec::new(), hist),
+                Per::PidNamespace => (vec![key.to_string()], hist),
+                _ => (vec![key.to_string(), comm], hist),
+            })
+            .collect();
+        if series.is_empty() && self.per == Per::All {
+            series.push((Vec::new(), Log2Hist { slots: vec![0; 2], count: 0, sum: 0 }));
+        }
+        for (values, h) in series {
+            let value = HistogramValue::from_log2_slots(&h.slots, h.sum, self.ns_per_unit);
+            s.histogram_seconds(name, help, labels, values, value);
+        }
+    }
+}
+
+/// `--prometheus`: serves the histograms (see [`Report::metrics`]) and the BPF side's counters of the start map
+/// and the histogram map being full (`full`: start, hists), until a stop signal.
+pub fn serve(
+    endpoint: crate::output::metrics::Endpoint,
+    signals: &Signals,
+    report: &Report,
+    (name, help): (&str, &str),
+    full: [&u64; 2],
+    mut read: impl FnMut() -> Result<Vec<Entry>>,
+) -> Result<()> {
+    endpoint.serve(signals, |s| {
+        s.map_full("start", full[0]);
+        s.map_full("hists", full[1]);
+        report.metrics(s, name, help, read()?);
+        Ok(())
+    })
+}
+
 /// The run: BCC's banner `Tracing <what>... Hit Ctrl-C to end.` (text only), then one report per interval (or
 /// one at Ctrl-C) of what `read` returns, every histogram's cumulative record.
 pub fn run(
@@ -176,10 +233,15 @@ pub fn run(
     }
     run_intervals(signals, every.interval(), every.count, |_| {
         let entries = read()?;
+        if let Some(heat) = report.heat.as_mut() {
+            heat.push(&sum_slots(entries.iter().map(|(_, _, h)| &h.slots[..])));
+        }
         if json {
             report.write_json(&mut out, entries)
         } else {
             report.write_text(&mut out, entries, timestamp)
         }
-    })
+    })?;
+    report.heat.map(|h| h.finish()).transpose()?;
+    Ok(())
 }

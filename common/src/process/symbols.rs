@@ -77,12 +77,16 @@ impl Symbolizer {
         notices: &EventStream<'_>,
         until: impl FnMut() -> bool,
     ) -> Result<Lost> {
-        notices.poll(signals, until, |data| {
-            if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
-                self.remember_process(pid);
-            }
-            Ok(())
-        })
+        notices
+            .poll(signals, until, |data| {
+                if let Some(pid) = data.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) {
+                    self.remember_process(pid);
+                }
+                Ok(())
+            })
+            // A notice still queued after the stop's grace time names a process whose frames then show unresolved,
+            // which the output says itself.
+            .map(|[no_room, _not_drained]| no_room)
     }
 
     /// Saves process `pid`'s memory maps so that its addresses can be resolved after it exits. Returns false if the

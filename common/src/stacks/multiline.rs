@@ -22,7 +22,8 @@ pub struct FrameFormat {
 }
 
 impl FrameFormat {
-    fn kernel(&self, frame: &Frame, style: Style) -> String {
+    /// One kernel frame as this format writes it.
+    pub fn kernel(&self, frame: &Frame, style: Style) -> String {
         let text = if self.module_and_offset {
             let module = frame.module.as_deref().map(kernel_module_name).unwrap_or("kernel");
             with_module(frame, module)
@@ -36,7 +37,8 @@ impl FrameFormat {
         }
     }
 
-    fn user(&self, frame: &Frame, style: Style) -> String {
+    /// One user frame as this format writes it.
+    pub fn user(&self, frame: &Frame, style: Style) -> String {
         let text = match frame.module.as_deref() {
             Some(module) if self.module_and_offset => with_module(frame, base_name(module)),
             _ if self.module_and_offset => symbol_offset(frame),

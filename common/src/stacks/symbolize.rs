@@ -8,7 +8,7 @@ use crate::process::symbols::{Batch, Symbolizer};
 
 /// The address to look up for frame `i`: every frame but the innermost is a return address, which may already
 /// belong to the next function when the call was the caller's last instruction, so its call site is looked up.
-fn lookup_addr(i: usize, addr: u64) -> u64 {
+pub fn lookup_addr(i: usize, addr: u64) -> u64 {
     if i == 0 {
         addr
     } else {

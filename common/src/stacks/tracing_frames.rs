@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The tracing machinery's own kernel frames (the BPF program, `bpf_trace_run*`, `__traceiter_*`), which a stack
-//! taken in a tracepoint program has innermost: [`drop_tracing_frames`] removes them from named samples.
+//! The tracing machinery's own kernel frames (the BPF program, `bpf_trace_run*`, `__traceiter_*`, an fentry or
+//! fexit program's `bpf_trampoline_*`), which a stack taken in a tracing program has innermost:
+//! [`drop_tracing_frames`] removes them from named samples.
 
 use super::merge::{merge_same, MergeBy};
 use super::{Frame, Sample, Stack, Task};
@@ -12,6 +13,7 @@ pub fn is_tracing_frame(name: &str) -> bool {
         || name.starts_with("bpf_trace_run")
         || name.starts_with("__bpf_trace_")
         || name.starts_with("__traceiter_")
+        || name.starts_with("bpf_trampoline_")
         || name == "bpf_get_stackid"
         || name.starts_with("bpf_get_stackid_")
 }

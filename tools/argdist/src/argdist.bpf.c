@@ -26,6 +26,8 @@ struct count_key {
 };
 
 __u64 hist_slots[HIST_SLOTS] = {};
+/* The sum of the histogram's values (as unsigned 64-bit integers), for Prometheus' `_sum`. */
+__u64 hist_sum = 0;
 /* Events not counted: the count map was full. */
 __u64 dropped = 0;
 
@@ -68,6 +70,7 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 		if (slot >= HIST_SLOTS)
 			slot = HIST_SLOTS - 1;
 		__sync_fetch_and_add(&hist_slots[slot], 1);
+		__sync_fetch_and_add(&hist_sum, v);
 		return 0;
 	}
 

@@ -27,6 +27,7 @@ use common::probe::plan::{plan, Limits};
 use common::probe::spec::{parse_argdist, Spec};
 use common::probe::usage_exit;
 use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::Skel;
 
 use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_KEYS, STR_MAX};
 
@@ -46,9 +47,9 @@ struct Args {
     #[arg(short = 'z', long = "string-size", default_value_t = 80,
           value_parser = clap::value_parser!(u32).range(1..=STR_MAX as i64))]
     string_size: u32,
-    /// Seconds between reports
-    #[arg(short = 'i', long, default_value_t = 1, value_parser = parse_interval_secs)]
-    interval: u64,
+    /// Seconds between reports (1 if not given)
+    #[arg(short = 'i', long, value_parser = parse_interval_secs)]
+    interval: Option<u64>,
     /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = parse_interval_secs)]
     duration: Option<u64>,
@@ -74,6 +75,8 @@ struct Args {
     /// Print JSON lines: an object per probe per report
     #[arg(short = 'j', long)]
     json: bool,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
 }
@@ -134,6 +137,11 @@ fn argdist(args: Args) -> Result<()> {
     }
     let resolved = resolve_all(&args);
     let signals = Signals::install()?;
+    let reports = args.interval.is_some() || args.duration.is_some() || args.count.is_some();
+    if args.export.prometheus.is_some() && (args.cumulative || args.top.is_some()) {
+        common::cli::usage_error("--prometheus serves every value since the start: -c and -T do not apply");
+    }
+    let endpoint = args.export.endpoint("argdist", reports)?;
     let options = |hist| attach::Options {
         pid: args.pid,
         tid: args.tid,
@@ -149,9 +157,22 @@ fn argdist(args: Args) -> Result<()> {
         }
         probes.push(report::Probe::new(spec, plan, hist, attached));
     }
+    if let Some(mut endpoint) = endpoint {
+        for p in &probes {
+            endpoint.attached(p.attached.how, p.attached.skel.object());
+        }
+        return endpoint.serve(&signals, |s| {
+            s.map_full_sum("counts", probes.iter().map(|p| p.dropped()));
+            if probes.iter().any(|p| !p.hist) {
+                report::declare_metrics(s);
+            }
+            probes.iter().try_for_each(|p| p.metrics(s))
+        });
+    }
     let mut out = Output::new();
-    let interval = Duration::from_secs(args.interval);
-    let by_duration = args.duration.map(|d| d.div_ceil(args.interval));
+    let interval_s = args.interval.unwrap_or(1);
+    let interval = Duration::from_secs(interval_s);
+    let by_duration = args.duration.map(|d| d.div_ceil(interval_s));
     let count = match (args.count, by_duration) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -18,6 +18,15 @@ use serde_json::{json, Map, Value};
 use crate::attach::Attached;
 use crate::bpf::consts::{HIST_SLOTS, MAX_KEYS, STR_MAX};
 
+const HIST_HELP: &str = "Values of an argdist -H expression (log2 buckets)";
+const COUNT_HELP: &str = "Events of an argdist -C spec, per value of its expressions";
+
+/// Declares the counter family, so that it is exported before the first event (every -H spec has its histogram
+/// series from the start).
+pub fn declare_metrics(s: &mut common::output::metrics::Snapshot) {
+    s.declare_counter("events", COUNT_HELP, &["probe", "event"]);
+}
+
 /// One spec's output state.
 pub struct Probe {
     pub spec: Spec,
@@ -112,6 +121,33 @@ impl Probe {
             return format!("retval = {}", values[0]);
         }
         self.plan.exprs.iter().zip(values).map(|(e, v)| format!("{} = {v}", e.text)).collect::<Vec<_>>().join(", ")
+    }
+
+    /// `--prometheus`: this spec's cumulative values, a histogram `corebpf_argdist_value` (log2 buckets, `le` of
+    /// slot i 2^(i+1), `_sum` the values' sum) or a counter `corebpf_argdist_events_total` per counted key (the
+    /// EVENT column as the `event` label), each labelled with the spec (its label if it has one).
+    pub fn metrics(&self, s: &mut common::output::metrics::Snapshot) -> Result<()> {
+        use common::output::metrics::HistogramValue;
+        let probe = self.spec.title().to_string();
+        if self.hist {
+            let slots = self.hist_now();
+            let sum = self
+                .attached
+                .skel
+                .maps
+                .bss_data
+                .as_ref()
+                .map_or(0, |b| common::output::metrics::read_counter(&b.hist_sum));
+            // Unitless log2 buckets: what from_log2_slots_bytes makes with one "byte" a unit.
+            let value = HistogramValue::from_log2_slots_bytes(&slots, sum, 1);
+            s.histogram("value", HIST_HELP, &["probe"], vec![probe], value);
+            return Ok(());
+        }
+        for (key, count) in self.counts_now()? {
+            let event = self.event(&self.decode(&key));
+            s.counter("events", COUNT_HELP, &["probe", "event"], vec![probe.clone(), event], count);
+        }
+        Ok(())
     }
 
     /// Prints this interval's part (and remembers the totals, unless `cumulative`).

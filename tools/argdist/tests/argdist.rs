@@ -213,3 +213,58 @@ fn bad_specs_fail_with_one_line() {
     let done = run_tool("argdist", &[]);
     assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
 }
+
+/// `--prometheus`: a -H spec's cumulative buckets, count and sum, and a -C spec's counts per value, exactly the
+/// helper's writes and calls; the exposition passes promtool; an interval, -c or -T is refused.
+#[test]
+fn prometheus_serves_the_histogram_and_counts() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let exe = helper();
+    let child = Command::new(&exe).stdin(Stdio::piped()).spawn().expect("starting the helper");
+    let mut helper = KillOnDrop(child);
+    let pid = helper.0.id().to_string();
+    let hist = "t:syscalls:sys_enter_write():u64:args->count";
+    let count = format!("p:{}:work(int n):int:n", exe.display());
+    let (run, addr) = serving("argdist", &["-p", &pid, "-H", hist, "-C", &count]);
+    helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(helper.0.wait().unwrap().success(), "helper failed");
+    let text = scrape(&addr);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    promtool_accepts(&text);
+
+    // Cumulative buckets: `le` 2 holds the 1-byte writes, `le` 8192 (slot 12, 4096 to 8191) adds the 4096-byte ones.
+    let probe = format!("probe=\"{hist}\"");
+    let buckets: Vec<(f64, u64)> = text
+        .lines()
+        .filter(|l| l.starts_with("corebpf_argdist_value_bucket{") && l.contains(&probe))
+        .map(|l| {
+            let le = l.split("le=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
+            let le = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() };
+            (le, l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+        })
+        .collect();
+    let at = |le: f64| buckets.iter().find(|b| b.0 == le).map(|b| b.1);
+    assert_eq!(at(1.0), None, "slot 0's `le` is 2: {text}");
+    assert_eq!(at(2.0), Some(N_SMALL), "{text}");
+    assert_eq!(at(4096.0), Some(N_SMALL), "{text}");
+    assert_eq!(at(8192.0), Some(N_SMALL + M_LARGE), "{text}");
+    assert_eq!(at(f64::INFINITY), Some(N_SMALL + M_LARGE), "{text}");
+    let series = |name: &str| sample(&text, &format!("corebpf_argdist_value_{name}{{{probe}}}"));
+    assert_eq!(series("count"), Some((N_SMALL + M_LARGE) as f64), "{text}");
+    assert_eq!(series("sum"), Some((N_SMALL + 4096 * M_LARGE) as f64), "{text}");
+    for (n, calls) in [(1, 10), (2, 20), (3, 30)] {
+        let name = format!("corebpf_argdist_events_total{{probe=\"{count}\",event=\"n = {n}\"}}");
+        assert_eq!(sample(&text, &name), Some(calls as f64), "{text}");
+    }
+
+    for extra in [&["-i", "5"][..], &["-c"][..], &["-T", "3"][..]] {
+        let mut args = vec!["-H", hist, "--prometheus", "127.0.0.1:1"];
+        args.extend(extra);
+        let refused = run_tool("argdist", &args);
+        assert_eq!(refused.status.code(), Some(2), "{extra:?}: {}", refused.stderr);
+        assert_eq!(refused.stderr.lines().count(), 1, "{extra:?}: {}", refused.stderr);
+    }
+}

@@ -77,13 +77,8 @@ fn bashreadline(args: Args) -> Result<()> {
     let report = Report::new(args.json);
     report.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    EventStream::new(&skel.maps.events, &bss.lost, "command lines").run(
-        &signals,
-        &mut out,
-        args.json,
-        || false,
-        |out, data| report.write_line(out, data),
-    )
+    EventStream::new(&skel.maps.events, &bss.lost, "command lines")
+        .print(&signals, &mut out, args.json, |out, data| report.write_line(out, data))
 }
 
 /// The file to probe, the function and its offset: `-s`'s library, else /bin/bash if it defines readline, else

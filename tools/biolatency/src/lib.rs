@@ -21,6 +21,7 @@ use common::attach::loader::{
 use common::attach::maps::DropCounter;
 use common::cli::IntervalCount;
 use common::domain::blockdev::{Disks, RqFlagNames};
+use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -73,7 +74,8 @@ struct Args {
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    args.milliseconds = args.export.display(args.milliseconds);
     run::bpf_main(args.verbose, || biolatency(args))
 }
 
@@ -83,8 +85,9 @@ fn biolatency(args: Args) -> Result<()> {
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
+    let endpoint = args.export.endpoint("biolatency", args.every.interval.is_some())?;
 
-    let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
+    let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         load_and_attach(&args, &disks, &btf, target_dev, cgroup.as_ref(), mech)
     })?;
 
@@ -96,8 +99,12 @@ fn biolatency(args: Args) -> Result<()> {
         args.disks,
         args.extension,
     );
-    if let Some(listen) = args.export.prometheus {
-        common::output::metrics::serve("biolatency", listen, args.export.max_series, &signals, |snapshot| {
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        endpoint.serve(&signals, |snapshot| {
+            if let Some(bss) = skel.maps.bss_data.as_ref() {
+                snapshot.map_full("start", &bss.start_map_full);
+            }
             report.metrics(snapshot, common::attach::maps::hash_entries(&skel.maps.hists)?);
             Ok(())
         })?;
@@ -107,16 +114,13 @@ fn biolatency(args: Args) -> Result<()> {
         out.flush()?;
     }
     let unit = if args.milliseconds { "msecs" } else { "usecs" };
-    let mut heat =
-        args.export.heatmap.as_ref().map(|_| common::output::heatmap::Heatmap::new("Block I/O latency", unit));
-    if let Some(path) = &args.export.heatmap {
-        std::fs::write(path, "").with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    let mut heat = HeatmapFile::open(args.export.heatmap.as_deref(), "Block I/O latency", unit)?;
     if args.export.prometheus.is_none() {
         run_intervals(&signals, args.every.interval(), args.every.count, |_| {
-            let hists = common::attach::maps::hash_entries(&skel.maps.hists)?;
+            let hists: Vec<(bpf::types::hist_key, bpf::types::hist)> =
+                common::attach::maps::hash_entries(&skel.maps.hists)?;
             if let Some(heat) = heat.as_mut() {
-                heat.push_cumulative(common::output::stdout::clock_hms(), &report::total_slots(&hists));
+                heat.push(&sum_slots(hists.iter().map(|(_, h)| &h.slots[..])));
             }
             if args.json {
                 report.write_json(&mut out, hists)
@@ -126,9 +130,7 @@ fn biolatency(args: Args) -> Result<()> {
         })?;
     }
 
-    if let (Some(heat), Some(path)) = (&heat, &args.export.heatmap) {
-        heat.write_svg(path)?;
-    }
+    heat.map(|h| h.finish()).transpose()?;
     if let Some(bss) = skel.maps.bss_data.as_ref() {
         DropCounter::new("I/Os from the histograms", "too many in flight for the start map").check(&bss.start_map_full);
     }

@@ -150,47 +150,36 @@ impl Report {
 }
 
 impl Report {
-    /// `--prometheus`: the cumulative histograms as `corebpf_biolatency_io_latency_seconds`, labelled by `disk`
-    /// with -D and `flags` with -F (one unlabelled series otherwise, present before the first I/O).
+    /// `--prometheus`: the cumulative histograms as `corebpf_biolatency_io_latency_seconds`, labelled by `device`
+    /// with -D and `operation` (read, write, flush, discard, other) with -F; one unlabelled series otherwise,
+    /// present before the first I/O. The flag bits that -F prints (Sync, Metadata, ...) are summed over: each
+    /// combination would be a series of its own.
     pub fn metrics(&self, snapshot: &mut common::output::metrics::Snapshot, entries: Vec<(hist_key, hist)>) {
-        use common::output::metrics::{log2_buckets_seconds, HistogramValue};
+        use common::output::metrics::HistogramValue;
         const HELP: &str = "Block device I/O latency (BCC log2 buckets)";
         let mut labels: Vec<&'static str> = Vec::new();
         if self.per_disk {
-            labels.push("disk");
+            labels.push("device");
         }
         if self.flag_names.is_some() {
-            labels.push("flags");
+            labels.push("operation");
         }
         let mut series = Vec::new();
         for (k, h) in entries {
             let key = (k.dev, k.cmd_flags);
-            let values: Vec<String> =
-                self.disk_name(key).map(str::to_string).into_iter().chain(self.flags_name(key)).collect();
+            let operation = self.flag_names.as_ref().map(|names| names.operation(k.cmd_flags).to_string());
+            let values: Vec<String> = self.disk_name(key).map(str::to_string).into_iter().chain(operation).collect();
             series.push((values, h.slots.to_vec(), h.sum_ns));
         }
         if series.is_empty() && labels.is_empty() {
             series.push((Vec::new(), vec![0; crate::bpf::consts::MAX_SLOTS], 0));
         }
+        // Declared even before the first I/O of a labelled histogram, so the family is always in the exposition.
+        snapshot.declare_histogram_seconds("io_latency", HELP, &labels);
         for (values, slots, sum_ns) in series {
             // The +Inf bucket is the count: both from the same read of the slots.
-            let value = HistogramValue {
-                sum: sum_ns as f64 / 1e9,
-                count: slots.iter().sum(),
-                buckets: log2_buckets_seconds(&slots, self.units.ns_per_unit),
-            };
+            let value = HistogramValue::from_log2_slots(&slots, sum_ns, self.units.ns_per_unit);
             snapshot.histogram_seconds("io_latency", HELP, &labels, values, value);
         }
     }
-}
-
-/// `--heatmap`: the slots of every histogram (all disks and flags) added up, cumulative as in the kernel.
-pub fn total_slots(entries: &[(hist_key, hist)]) -> Vec<u64> {
-    let mut total = vec![0u64; crate::bpf::consts::MAX_SLOTS];
-    for (_, h) in entries {
-        for (t, s) in total.iter_mut().zip(h.slots) {
-            *t += s;
-        }
-    }
-    total
 }

@@ -22,7 +22,6 @@ use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
 };
-use common::attach::maps::DropCounter;
 use common::domain::blockdev::{Disks, RqFlagNames};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -105,18 +104,15 @@ fn biosnoop(args: Args) -> Result<()> {
     // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
     let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut missed = DropCounter::new("I/Os", "too many in flight");
-    EventStream::new(&skel.maps.events, &bss.lost, "I/Os").run(
+    EventStream::new(&skel.maps.events, &bss.lost, "I/Os")
+        .also_dropped(&bss.reqs_full, "I/Os", "too many in flight")
+        .run(
         &signals,
         &mut out,
         args.json,
-        || {
-            missed.check(&bss.reqs_full);
-            deadline.is_some_and(|d| Instant::now() >= d)
-        },
+        || deadline.is_some_and(|d| Instant::now() >= d),
         |out, data| Ok(printer.write(out, &Io::from_bytes(data))?),
     )?;
-    missed.check(&bss.reqs_full);
     Ok(())
 }
 

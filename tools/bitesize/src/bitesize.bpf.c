@@ -54,7 +54,7 @@ static __always_inline int count_request(struct request *rq)
 	struct block_issuer issuer;
 	struct name_key key = {};
 	struct hist *hist;
-	__u64 slot;
+	__u64 slot, bytes;
 
 	if (!block_issuer_first_issue(rq, &issuer))
 		return 0;
@@ -68,26 +68,18 @@ static __always_inline int count_request(struct request *rq)
 		__sync_fetch_and_add(&hists_full, 1);
 		return 0;
 	}
-	slot = log2l(BPF_CORE_READ(rq, __data_len) / 1024);
+	bytes = BPF_CORE_READ(rq, __data_len);
+	slot = log2l(bytes / 1024);
 	if (slot >= MAX_SLOTS)
 		slot = MAX_SLOTS - 1;
 	__sync_fetch_and_add(&hist->slots[slot], 1);
 	__sync_fetch_and_add(&hist->count, 1);
+	/* The shared struct's sum_ns field holds bytes here: the exact total that --prometheus exports. */
+	__sync_fetch_and_add(&hist->sum_ns, bytes);
 	return 0;
 }
 
-TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)
-{
-	block_issuer_note(rq, true);
-	return 0;
-}
-
-/* Only where the kernel has no block_io_start (user space loads one of the two). */
-TP_BTF_RAW(block_rq_insert, block_rq_insert)
-{
-	block_issuer_note(block_rq_arg(ctx, insert_has_queue), false);
-	return 0;
-}
+BLOCK_ISSUER_PROGRAMS
 
 TP_BTF_RAW(block_rq_issue, block_rq_issue)
 {

@@ -57,6 +57,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -92,7 +94,8 @@ fn bitesize(args: Args) -> Result<()> {
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
     let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
+    let endpoint = args.export.endpoint("bitesize", args.every.interval.is_some())?;
+    let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let mut open = open_skeleton::<BpfSkelBuilder>()?;
         let rodata = rodata(&mut open.maps.rodata_data)?;
         rodata.filter_dev = target_dev.is_some();
@@ -115,15 +118,25 @@ fn bitesize(args: Args) -> Result<()> {
         Ok((skel, links))
     })?;
 
-    let mut hists_full = DropCounter::new("requests", "too many process names");
-    namedhist::run(&signals, &args.every, &LAYOUT, args.json, args.timestamp, || {
-        if let Some(bss) = skel.maps.bss_data.as_ref() {
-            hists_full.check(&bss.hists_full);
-        }
+    // Sums in bytes (the BPF side keeps them in the shared struct's sum_ns).
+    let read = || -> Result<Vec<(String, Log2Hist)>> {
         let entries: Vec<(name_key, hist)> = hash_entries(&skel.maps.hists)?;
         Ok(entries
             .into_iter()
-            .map(|(k, h)| (c_string(&k.comm), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: 0 }))
+            .map(|(k, h)| (c_string(&k.comm), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns }))
             .collect())
+    };
+    let full = skel.maps.bss_data.as_ref().map(|bss| &bss.hists_full);
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let name = ("io_size", "Block I/O request sizes, by the name of the process that submitted them");
+        return namedhist::serve(endpoint, &signals, &LAYOUT, name, 1024, full, read);
+    }
+    let mut hists_full = DropCounter::new("requests", "too many process names");
+    namedhist::run(&signals, &args.every, &LAYOUT, args.json, args.timestamp, || {
+        if let Some(full) = full {
+            hists_full.check(full);
+        }
+        read()
     })
 }

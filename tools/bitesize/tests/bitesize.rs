@@ -4,65 +4,20 @@
 //! disk counts) and on a loop device of its own, where libbpf-tools' bitesize sees the same requests: the
 //! helper's histogram holds exactly its requests, in text and JSON, filtered by name (-c) and disk (-d).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsRawFd;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use corebpf_tests::anchor::Anchor;
+use corebpf_tests::loopdev::LoopDevice;
 use corebpf_tests::*;
 
 /// The helper's requests by the low bound of their KiB slot.
 const EXPECTED: [(u64, u64); 2] = [(4, 30), (64, 40)];
 /// This binary's root-disk tests take turns.
 static DISK: Mutex<()> = Mutex::new(());
-
-/// A loop device over a file in memory (so its requests reach no real disk), detached when dropped.
-struct LoopDevice {
-    dev: File,
-    path: PathBuf,
-    _backing: ScratchFile,
-}
-
-impl LoopDevice {
-    fn new(tag: &str) -> LoopDevice {
-        const LOOP_SET_FD: libc::c_ulong = 0x4C00;
-        const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
-        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-        let backing = ScratchFile(format!("{dir}/corebpf-bitesize-{tag}-{}", std::process::id()).into());
-        let file = File::create(&backing.0).unwrap();
-        file.set_len(8 << 20).unwrap();
-        let file = OpenOptions::new().read(true).write(true).open(&backing.0).unwrap();
-        let control = File::open("/dev/loop-control").expect("/dev/loop-control (the loop driver)");
-        // Another test may take the free device first: ask again.
-        for _ in 0..20 {
-            // SAFETY: ioctls on descriptors we own, with integer arguments.
-            let n = unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) };
-            assert!(n >= 0, "no free loop device: {}", std::io::Error::last_os_error());
-            let path = PathBuf::from(format!("/dev/loop{n}"));
-            let dev = OpenOptions::new().read(true).write(true).open(&path).unwrap();
-            if unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_SET_FD, file.as_raw_fd()) } == 0 {
-                return LoopDevice { dev, path, _backing: backing };
-            }
-        }
-        panic!("could not set up a loop device");
-    }
-
-    fn name(&self) -> String {
-        self.path.file_name().unwrap().to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
-        // SAFETY: an ioctl on a descriptor we own.
-        unsafe { libc::ioctl(self.dev.as_raw_fd(), LOOP_CLR_FD, 0) };
-    }
-}
 
 /// A file of 3 MiB on the root file system, written and synced, so that the helper's writes are overwrites.
 fn root_disk_file(tag: &str) -> ScratchFile {
@@ -102,13 +57,7 @@ fn trace_helper(
         Anchor::start("bitesize", &a, "Tracing")
     });
 
-    let mut stdin = helper.0.stdin.take().unwrap();
-    stdin.write_all(b"g").unwrap();
-    let mut line = String::new();
-    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line, "done\n", "the helper failed");
-    drop(stdin);
-    assert!(helper.0.wait().unwrap().success(), "the helper failed");
+    go_and_wait(&mut helper.0);
     run.signal(libc::SIGINT);
     (run.finish(Duration::from_secs(20)), anchor.map(Anchor::finish).unwrap_or_default(), comm)
 }
@@ -190,4 +139,41 @@ fn bad_disk_and_name_are_one_line() {
     let done = run_tool("bitesize", &["-c", ""]);
     assert_eq!(done.status.code(), Some(2), "stderr: {}", done.stderr);
     assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
+}
+
+#[test]
+fn root_disk_prometheus_sizes_in_bytes() {
+    let _turn = DISK.lock().unwrap_or_else(|e| e.into_inner());
+    let file = root_disk_file("prom");
+    let exe = build_c_helper("bitesize-writer", include_str!("writer.c"), &["-O1"]);
+    let named = ScratchFile::new("bsw");
+    std::os::unix::fs::symlink(&exe, &named.0).unwrap();
+    let child = Command::new(&named.0).arg(&file.0).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut helper = KillOnDrop(child);
+    wait_sleeping(helper.0.id(), Duration::from_secs(10));
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", helper.0.id())).unwrap().trim_end().to_string();
+    let (run, addr) = prom::serving("bitesize", &["-c", &comm]);
+    let mut stdin = helper.0.stdin.take().unwrap();
+    stdin.write_all(b"g").unwrap();
+    let mut line = String::new();
+    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "done\n", "the helper failed");
+    let text = prom::scrape(&addr);
+    drop(stdin);
+    assert!(helper.0.wait().unwrap().success());
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    prom::promtool_accepts(&text);
+    // 40 writes of 64 KiB and 30 of 4 KiB: buckets at powers of two KiB, in bytes, and the exact sum.
+    let get = |series: String| prom::sample(&text, &series).unwrap_or_else(|| panic!("no {series}:\n{text}"));
+    let family = "corebpf_bitesize_io_size_bytes";
+    let bucket = |le: &str| get(format!("{family}_bucket{{le=\"{le}\",comm=\"{comm}\"}}"));
+    assert_eq!(bucket("4096.0"), 0.0, "{text}");
+    assert_eq!(bucket("8192.0"), 30.0, "{text}");
+    assert_eq!(bucket("65536.0"), 30.0, "{text}");
+    assert_eq!(bucket("131072.0"), 70.0, "{text}");
+    assert_eq!(get(format!("{family}_count{{comm=\"{comm}\"}}")), 70.0);
+    assert_eq!(get(format!("{family}_sum{{comm=\"{comm}\"}}")), (40 * 65536 + 30 * 4096) as f64);
 }

@@ -64,6 +64,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::ExportArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -72,7 +74,8 @@ struct Args {
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    args.milliseconds = args.export.display(args.milliseconds);
     run::bpf_main(args.verbose, || cpudist(args))
 }
 
@@ -85,23 +88,37 @@ fn cpudist(args: Args) -> Result<()> {
         common::cli::require_process(pid)?;
     }
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("cpudist", args.every.interval.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let report = Report::new(args.milliseconds, per(&args), args.extension);
     let what = if args.offcpu { "off-CPU time" } else { "on-CPU time" };
-    let mut start_full = DropCounter::new("slices from the histograms", "too many tasks for the start map");
-    let mut hists_full = DropCounter::new("slices from the histograms", "too many histograms");
-    taskhist::run(&signals, &args.every, what, report, args.json, args.timestamp, || {
+    let entries = || -> Result<Vec<taskhist::Entry>> {
         let hists: Vec<(u32, hist)> = hash_entries(&skel.maps.hists)?;
-        if let Some(bss) = skel.maps.bss_data.as_ref() {
-            start_full.check(&bss.start_map_full);
-            hists_full.check(&bss.hists_full);
-        }
         Ok(hists
             .into_iter()
             .map(|(k, h)| (k, c_string(&h.comm), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns }))
             .collect())
+    };
+    let bss = skel.maps.bss_data.as_ref().context("the BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let name = match args.offcpu {
+            true => ("offcpu_time", "Time tasks spent switched out, from leaving a CPU to running again"),
+            false => ("oncpu_time", "Time tasks ran on a CPU before switching out"),
+        };
+        let full = [&bss.start_map_full, &bss.hists_full];
+        return taskhist::serve(endpoint, &signals, &report, name, full, entries);
+    }
+    let mut start_full = DropCounter::new("slices from the histograms", "too many tasks for the start map");
+    let mut hists_full = DropCounter::new("slices from the histograms", "too many histograms");
+    let title = if args.offcpu { "Off-CPU time" } else { "On-CPU time" };
+    let report = report.heatmap(args.export.heatmap.as_deref(), title)?;
+    taskhist::run(&signals, &args.every, what, report, args.json, args.timestamp, || {
+        start_full.check(&bss.start_map_full);
+        hists_full.check(&bss.hists_full);
+        entries()
     })
 }
 

@@ -159,7 +159,14 @@ fn per_process_names_the_helper_and_milliseconds() {
     let section =
         done.stdout.split("\npid = ").find(|s| s.contains(" cpdworker\n")).unwrap_or_else(|| panic!("{}", done.stdout));
     assert!(section.contains("     msecs               : count     distribution"), "{}", done.stdout);
-    assert!(hist_total(section) + 1 >= runs, "{}", done.stdout);
+    // One slice short for the run that started before the tool attached, and one more of slack, as for the
+    // other slice counts (a sched_switch now and then not seen under load: issue 31 item 6).
+    assert!(
+        hist_total(section) + 2 >= runs,
+        "{} slices counted, schedstat {runs} runs:\n{}",
+        hist_total(section),
+        done.stdout
+    );
     let (done, _) = traced(&["-L", "-j"], &[]);
     let lines = json_lines(&done.stdout);
     assert!(lines.iter().any(|l| l["comm"] == "cpdworker" && l["tid"].as_u64().is_some()), "{}", done.stdout);
@@ -170,7 +177,8 @@ fn raw_tp_fallback_counts_the_same() {
     let (done, (runs, _, _)) = traced(&["-v"], &[("COREBPF_ATTACH", "raw_tp")]);
     assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
     let total = hist_total(&done.stdout);
-    assert!(total + 1 >= runs && total <= runs + 3, "{total} vs {runs}:\n{}", done.stdout);
+    // The slack of the other slice counts: a sched_switch now and then not seen under load (issue 31 item 6).
+    assert!(total + 2 >= runs && total <= runs + 3, "{total} vs {runs}:\n{}", done.stdout);
     done.assert_no_programs_left();
 }
 
@@ -202,4 +210,32 @@ fn bad_input_and_closed_pipe() {
     let out = Command::new("sh").arg("-c").arg(format!("{} 1 | head -1", bin("cpudist").display())).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(BANNER));
     assert!(out.status.success());
+}
+
+#[test]
+fn prometheus_counts_the_slices_of_a_pid() {
+    let mut worker = Worker::start();
+    let pid = worker.pid.to_string();
+    let (run, addr) = prom::serving("cpudist", &["-m", "-p", &pid]);
+    wait_sleeping(worker.pid, Duration::from_secs(10));
+    let runs_before = schedstat_runs(worker.pid);
+    let (_, _, ivcsw) = worker.run();
+    wait_sleeping(worker.pid, Duration::from_secs(10));
+    let text = prom::scrape(&addr);
+    let runs = schedstat_runs(worker.pid) - runs_before;
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    worker.end();
+    prom::promtool_accepts(&text);
+    let family = "corebpf_cpudist_oncpu_time_seconds";
+    let total = prom::sample(&text, &format!("{family}_count")).unwrap_or_else(|| panic!("{text}")) as u64;
+    // Up to 3 slices short: the loss the nextest config lists as a known flake (issue 31 item 6) showed here in
+    // 2 of 4 runs (104 of 106, 120 of 123), with the text output's own test passing beside it.
+    assert!(total + 3 >= runs && total <= runs + 3, "{total} slices, schedstat {runs} runs:\n{text}");
+    // The 5 ms slices are in the bucket (4.096 ms, 8.192 ms] despite -m.
+    let upto = |le: &str| prom::sample(&text, &format!("{family}_bucket{{le=\"{le}\"}}")).unwrap() as u64;
+    let five_ms = upto("0.008192") - upto("0.004096");
+    assert!(five_ms + ivcsw >= K && five_ms <= K + 2, "{five_ms} slices of 4-8 ms, {ivcsw} preemptions:\n{text}");
 }

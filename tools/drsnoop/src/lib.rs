@@ -79,9 +79,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn drsnoop(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
-    if let Some(tid) = args.tid {
-        common::cli::require_process(tid)?;
-    }
+    args.tid.map(common::cli::require_thread).transpose()?;
     if args.name.as_deref() == Some("") {
         bail!("the name given to -n is empty");
     }

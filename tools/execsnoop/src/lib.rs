@@ -20,7 +20,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -121,16 +120,9 @@ fn execsnoop(args: Args) -> Result<()> {
     printer.write_header(&mut out)?;
 
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untracked = DropCounter::new("execs", "too many in flight");
-    EventStream::new(&skel.maps.events, &bss.lost, "execs").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untracked.check(&bss.inflight_full);
-            false
-        },
-        |out, data| {
+    EventStream::new(&skel.maps.events, &bss.lost, "execs")
+        .also_dropped(&bss.inflight_full, "execs", "too many in flight")
+        .print(&signals, &mut out, args.json, |out, data| {
             let exec = Exec::from_bytes(data, args.max_args as usize);
             if args.name.as_ref().is_some_and(|re| !re.is_match(&exec.comm))
                 || args.line.as_ref().is_some_and(|re| !re.is_match(&exec.args.join(" ")))
@@ -138,9 +130,7 @@ fn execsnoop(args: Args) -> Result<()> {
                 return Ok(());
             }
             Ok(printer.write(out, &exec)?)
-        },
-    )?;
-    untracked.check(&bss.inflight_full);
+        })?;
     Ok(())
 }
 

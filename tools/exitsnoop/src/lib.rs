@@ -86,13 +86,8 @@ fn exitsnoop(args: Args) -> Result<()> {
     });
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    EventStream::new(&skel.maps.events, &bss.lost, "exits").run(
-        &signals,
-        &mut out,
-        args.json,
-        || false,
-        |out, data| Ok(printer.write(out, &Exit::from_bytes(data))?),
-    )
+    EventStream::new(&skel.maps.events, &bss.lost, "exits")
+        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &Exit::from_bytes(data))?))
 }
 
 /// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.

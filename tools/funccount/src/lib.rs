@@ -21,6 +21,7 @@ use common::attach::features::{Attach, KernelBtf};
 use common::cli::{parse_interval_secs, parse_pid};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals, Tick};
+use libbpf_rs::skel::Skel;
 
 use crate::bpf::consts::FUNCCOUNT_SLOTS;
 
@@ -109,20 +110,32 @@ fn funccount(args: Args) -> Result<()> {
         return print_plan(&target, &btf);
     }
     let signals = Signals::install()?;
+    let interval_given = args.interval.is_some() || args.duration.is_some();
+    let endpoint = args.prometheus.map(|listen| {
+        if interval_given {
+            common::cli::usage_error("--prometheus serves cumulative metrics: it takes no interval or duration");
+        }
+        common::output::metrics::Endpoint::bind("funccount", listen, args.max_series)
+    });
+    let endpoint = endpoint.transpose()?;
     let filters = Filters { pid: args.pid, cpu: args.cpu, matches: target.matches.len() };
     let cookies = if kernel_has_cookies(&btf) { Cookies::Index } else { Cookies::Slots };
     if args.verbose.on() && cookies == Cookies::Slots {
         eprintln!("this kernel has no BPF cookies: one program per match, {FUNCCOUNT_SLOTS} per object");
     }
     let attacher = Attacher { objects: &filters, target: &target, pid: args.pid, cookies, btf: Some(&btf) };
-    let (attached, _mech) = attacher.attach_first_working_with(TOOL.attach, args.verbose.on(), |mech| match mech {
+    let (attached, mech) = attacher.attach_first_working_with(TOOL.attach, args.verbose.on(), |mech| match mech {
         Attach::RawTp => object::raw_syscalls(&attacher),
         _ => attacher.attach(mech),
     })?;
     attached.warn_failures();
 
-    if let Some(listen) = args.prometheus {
-        return common::output::metrics::serve("funccount", listen, args.max_series, &signals, |snapshot| {
+    if let Some(mut endpoint) = endpoint {
+        for skel in attached.objects() {
+            endpoint.attached(mech, skel.object());
+        }
+        return endpoint.serve(&signals, |snapshot| {
+            snapshot.lost_events_total("missed_calls", attached.missed());
             let totals = object::totals(&attached, target.matches.len())?;
             snapshot.declare_counter("calls", CALLS_HELP, &["function"]);
             for (m, total) in target.matches.iter().zip(totals) {

@@ -5,7 +5,11 @@
 //!
 //! Syscall tracepoints are funccount's own: they share one raw tracepoint on sys_enter and one on sys_exit (the
 //! syscall number looked up in a BPF map filled before attaching), so that `t:syscalls:*` attaches and detaches
-//! two links, not 700 ([`raw_syscalls`]). `COREBPF_NO_COOKIES=1` uses the slot programs even where cookies work,
+//! two links, not 700 ([`raw_syscalls`]). That pays only for patterns that match many system calls: the raw
+//! tracepoint runs for every system call of every process, a syscall tracepoint link only for its own call (plus
+//! a small toll the kernel takes on every call once any is enabled). A direction (enter or exit) is counted
+//! through the raw tracepoint when the pattern matches at least half of that direction's calls
+//! ([`RAW_SYSCALL_SHARE`]), otherwise with a link per call ([`raw_pays_off`]). `COREBPF_NO_COOKIES=1` uses the slot programs even where cookies work,
 //! so that fallback is tested everywhere.
 
 use anyhow::{bail, Context, Result};
@@ -87,10 +91,26 @@ pub fn totals(attached: &Attached<BpfSkel<'static>>, matches: usize) -> Result<V
         .collect()
 }
 
+/// The share of a direction's system calls a pattern must match for the raw tracepoint to be the cheaper way.
+/// Measured with `make bench` (docs/benchmarks.md, "funccount on syscall tracepoints"): on a workload cycling
+/// through eight system calls, a link per matched call cost 32 ns on every call plus 166 ns per counted one, the
+/// raw tracepoint 75 ns on every call plus 72 ns per counted one; the two meet when about 45% of the calls made are
+/// counted. Which calls a workload makes is unknown at attach time, so the rule counts the calls the pattern
+/// names: half of the table is a wildcard (`sys_enter_*`, `sys_*`), where the raw path is also far quicker to
+/// attach and detach (two links instead of hundreds), and a list of named calls gets a link each.
+pub const RAW_SYSCALL_SHARE: f64 = 0.5;
+
+/// Whether counting `matched` of a direction's `table` system calls through the raw tracepoint costs less than a
+/// link each ([`RAW_SYSCALL_SHARE`]).
+pub fn raw_pays_off(matched: usize, table: usize) -> bool {
+    table > 0 && matched as f64 >= RAW_SYSCALL_SHARE * table as f64
+}
+
 /// Syscall tracepoints: one raw tracepoint on sys_enter and one on sys_exit, the syscall number mapped to the
 /// match's index in BPF; the other matches (tracepoints of other categories, syscalls this table does not know)
-/// get a classic tracepoint link each, with the index as cookie. Fails (for the classic fallback) when no match
-/// is a known syscall tracepoint or the kernel has no cookies for the rest.
+/// get a classic tracepoint link each, with the index as cookie, and so do the calls of a direction the pattern
+/// matches too few of for the raw tracepoint to pay ([`raw_pays_off`]). Fails (for the classic fallback) when no
+/// direction is left for the raw tracepoints or the kernel has no cookies for the rest.
 pub fn raw_syscalls(attacher: &Attacher<'_, Filters>) -> Result<Attached<BpfSkel<'static>>> {
     let matches = &attacher.target.matches;
     let mut enter = Vec::new();
@@ -112,6 +132,19 @@ pub fn raw_syscalls(attacher: &Attacher<'_, Filters>) -> Result<Attached<BpfSkel
     }
     if enter.is_empty() && exit.is_empty() {
         bail!("no syscall tracepoint to count with raw tracepoints");
+    }
+    // Unless COREBPF_ATTACH asks for raw tracepoints, a direction with few matches gets a link per call.
+    if !common::attach::loader::forced(Attach::RawTp) {
+        let table = common::domain::syscalls::all().len();
+        for list in [&mut enter, &mut exit] {
+            if !raw_pays_off(list.len(), table) {
+                rest.extend(list.drain(..).map(|(_, index)| index));
+            }
+        }
+        if enter.is_empty() && exit.is_empty() {
+            bail!("a link per syscall tracepoint costs less for {} of them", rest.len());
+        }
+        rest.sort_unstable();
     }
     if !rest.is_empty() && attacher.cookies != common::functions::attach::Cookies::Index {
         bail!("tracepoints besides syscalls need BPF cookies here");
@@ -150,4 +183,18 @@ pub fn raw_syscalls(attacher: &Attacher<'_, Filters>) -> Result<Attached<BpfSkel
         }
     }
     Ok(Attached::new(vec![skel], links, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_raw_tracepoint_pays_from_half_of_the_table() {
+        assert!(!raw_pays_off(1, 360));
+        assert!(!raw_pays_off(179, 360));
+        assert!(raw_pays_off(180, 360));
+        assert!(raw_pays_off(360, 360));
+        assert!(!raw_pays_off(0, 0));
+    }
 }

@@ -342,8 +342,9 @@ fn patterns_match_as_bcc_matches_them() {
     assert!(done.stdout.contains("sched:sched_switch"), "{}", done.stdout);
 }
 
-/// Issue 23 item 9: syscall tracepoints are counted by one raw tracepoint on sys_enter and one on sys_exit,
-/// filtered by syscall number in BPF, with the same counts as a tracepoint link each.
+/// Issue 23 item 9: syscall tracepoints can be counted by one raw tracepoint on sys_enter and one on sys_exit,
+/// filtered by syscall number in BPF, with the same counts as a tracepoint link each. Issue 31 item 18: that
+/// path runs for every system call, so a pattern naming a few calls gets a link each unless raw_tp is asked for.
 #[test]
 fn syscall_tracepoints_share_two_raw_tracepoints() {
     let pattern = "t:syscalls:sys_(enter|exit)_(getpid|write)$";
@@ -354,11 +355,28 @@ fn syscall_tracepoints_share_two_raw_tracepoints() {
         ("syscalls:sys_exit_write", WRITES),
     ]);
     let done = count(Helper::standard(), &["-v", "-r"], pattern, &[]);
-    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
-    assert_eq!(rows(&done.stdout), want, "{}", done.stdout);
-    let done = count(Helper::standard(), &["-v", "-r"], pattern, &[("COREBPF_ATTACH", "tracepoint")]);
     assert!(done.stderr.contains("attached with tracepoint"), "{}", done.stderr);
     assert_eq!(rows(&done.stdout), want, "{}", done.stdout);
+    let done = count(Helper::standard(), &["-v", "-r"], pattern, &[("COREBPF_ATTACH", "raw_tp")]);
+    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+    assert_eq!(rows(&done.stdout), want, "{}", done.stdout);
+}
+
+/// Issue 31 item 18: the raw tracepoint is chosen per direction, only where the pattern matches at least half of
+/// the calls (`sys_enter_*`); the other direction's few matches get a link each, and the counts are exact.
+#[test]
+fn a_wildcard_direction_takes_the_raw_tracepoint_and_named_calls_a_link_each() {
+    let done = count(Helper::standard(), &["-v", "-r"], "t:syscalls:(sys_enter_.*|sys_exit_getpid)$", &[]);
+    assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
+    let counts = rows(&done.stdout);
+    assert_eq!(counts.get("syscalls:sys_enter_getpid"), Some(&HOT), "{}", done.stdout);
+    assert_eq!(counts.get("syscalls:sys_exit_getpid"), Some(&HOT), "{}", done.stdout);
+    assert_eq!(counts.get("syscalls:sys_enter_write"), Some(&WRITES), "{}", done.stdout);
+    assert_eq!(counts.get("syscalls:sys_exit_write"), None, "{}", done.stdout);
+    // One named call: a tracepoint link.
+    let done = count(Helper::standard(), &["-v"], "t:syscalls:sys_enter_getpid", &[]);
+    assert!(done.stderr.contains("attached with tracepoint"), "{}", done.stderr);
+    assert_eq!(rows(&done.stdout), expect(&[("syscalls:sys_enter_getpid", HOT)]), "{}", done.stdout);
 }
 
 /// Every syscall tracepoint at once (about 700): two links; and a pattern that mixes syscalls with another
@@ -372,7 +390,7 @@ fn all_syscalls_and_mixed_categories_count_exactly() {
     assert_eq!(counts.get("syscalls:sys_exit_write"), Some(&WRITES), "{}", done.stdout);
 
     let pattern = "t:(syscalls|sched):(sys_enter_getpid|sched_process_exit)$";
-    let done = count(Helper::standard(), &["-v", "-r"], pattern, &[]);
+    let done = count(Helper::standard(), &["-v", "-r"], pattern, &[("COREBPF_ATTACH", "raw_tp")]);
     assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
     let want = expect(&[("syscalls:sys_enter_getpid", HOT), ("sched:sched_process_exit", 1)]);
     assert_eq!(rows(&done.stdout), want, "{}", done.stdout);

@@ -14,15 +14,17 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, require_process};
 use common::functions::attach::{missed_counter, Attacher};
 use common::functions::targets::{resolve, Kind};
+use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals, Tick};
+use libbpf_rs::skel::Skel;
 
 use report::{Report, Unit};
 
@@ -74,7 +76,9 @@ pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Fentry, Attach::KprobeMulti, Attach::Kprobe, Attach::UprobeMulti, Attach::Uprobe]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    (args.milliseconds, args.microseconds) =
+        (args.export.display(args.milliseconds), args.export.display(args.microseconds));
     run::bpf_main(args.verbose, || funclatency(args))
 }
 
@@ -92,6 +96,7 @@ fn funclatency(args: Args) -> Result<()> {
     }
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
+    let endpoint = args.export.endpoint("funclatency", args.interval.is_some() || args.duration.is_some())?;
     let unit = Unit::from_flags(args.microseconds, args.milliseconds);
     let options = object::Options {
         pid: args.pid,
@@ -102,26 +107,25 @@ fn funclatency(args: Args) -> Result<()> {
     };
     let attacher =
         Attacher { objects: &options, target: &target, pid: args.pid, cookies: options.cookies(), btf: Some(&btf) };
-    let (attached, _) = attacher.attach_first_working(TOOL.attach, args.verbose.on())?;
+    let (attached, mech) = attacher.attach_first_working(TOOL.attach, args.verbose.on())?;
     attached.warn_failures();
 
     let mut out = Output::new();
     let names: Vec<String> = target.matches.iter().map(|m| m.name.clone()).collect();
     let mut report = Report::new(unit, names, args.per_function, args.timestamp, args.json);
-    if let Some(listen) = args.export.prometheus {
-        return common::output::metrics::serve("funclatency", listen, args.export.max_series, &signals, |snapshot| {
+    if let Some(mut endpoint) = endpoint {
+        for skel in attached.objects() {
+            endpoint.attached(mech, skel.object());
+        }
+        return endpoint.serve(&signals, |snapshot| {
+            snapshot.map_full_sum("start", object::untimed(&attached));
+            snapshot.lost_events_total("missed_calls", attached.missed());
             report.metrics(snapshot, object::histograms(&attached, &options)?);
             Ok(())
         });
     }
-    let mut heat = match &args.export.heatmap {
-        Some(path) => {
-            std::fs::write(path, "").with_context(|| format!("cannot write {}", path.display()))?;
-            let title = format!("Latency of {}", args.pattern);
-            Some(common::output::heatmap::Heatmap::new(&title, unit.label()))
-        }
-        None => None,
-    };
+    let title = format!("Latency of {}", args.pattern);
+    let mut heat = HeatmapFile::open(args.export.heatmap.as_deref(), &title, unit.label())?;
     if !args.json {
         use std::io::Write;
         let traced = target.matches.len() - attached.failed.len();
@@ -135,16 +139,14 @@ fn funclatency(args: Args) -> Result<()> {
     run_intervals(&signals, interval.map(Duration::from_secs), count, |tick| {
         let hists = object::histograms(&attached, &options)?;
         if let Some(heat) = heat.as_mut() {
-            heat.push_cumulative(common::output::stdout::clock_hms(), &report::total_slots(&hists));
+            heat.push(&sum_slots(hists.iter().map(|h| &h.slots[..])));
         }
         report.write(&mut out, hists, tick == Tick::Last)?;
         untimed.check_all(object::untimed(&attached));
         missed.check(&attached.missed());
         Ok(())
     })?;
-    if let (Some(heat), Some(path)) = (&heat, &args.export.heatmap) {
-        heat.write_svg(path)?;
-    }
+    heat.map(|h| h.finish()).transpose()?;
     Ok(())
 }
 

@@ -36,17 +36,6 @@ impl Unit {
     }
 }
 
-/// The slots of every histogram added up (the heat map's column).
-pub fn total_slots(hists: &[hist]) -> Vec<u64> {
-    let mut total = vec![0u64; crate::bpf::consts::MAX_SLOTS];
-    for h in hists {
-        for (t, s) in total.iter_mut().zip(h.slots) {
-            *t += s;
-        }
-    }
-    total
-}
-
 #[derive(Serialize)]
 struct JsonHist<'a> {
     timestamp: &'a str,

@@ -237,11 +237,14 @@ fn prometheus_serves_each_functions_histogram() {
     let count = "corebpf_funclatency_call_latency_seconds_count";
     assert_eq!(value(&format!("{count}{{function=\"nap_1ms\"}}")), NAPS_1MS as f64);
     assert_eq!(value(&format!("{count}{{function=\"nap_20ms\"}}")), NAPS_20MS as f64);
-    // Buckets in seconds at BCC's log2 edges (nsecs): no 20 ms call at or below 2^24-1 ns, all below 2^26-1.
+    // Buckets in seconds at powers of two of the unit (nsecs): no 20 ms call at or below 2^24 ns.
     let bucket =
         |le: &str| format!("corebpf_funclatency_call_latency_seconds_bucket{{le=\"{le}\",function=\"nap_20ms\"}}");
-    assert_eq!(value(&bucket("0.016777215")), 0.0);
+    assert_eq!(value(&bucket("0.016777216")), 0.0);
     assert_eq!(value(&bucket("+Inf")), NAPS_20MS as f64);
+    // Self metrics: no call missed or untimed.
+    assert_eq!(value("corebpf_lost_events_total{tool=\"funclatency\",what=\"missed_calls\"}"), 0.0);
+    assert_eq!(value("corebpf_map_full_total{tool=\"funclatency\",map=\"start\"}"), 0.0);
     let sum = value("corebpf_funclatency_call_latency_seconds_sum{function=\"nap_20ms\"}");
     assert!(sum >= NAPS_20MS as f64 * 0.020, "sum {sum} s for {NAPS_20MS} calls of 20 ms");
     run.signal(libc::SIGTERM);

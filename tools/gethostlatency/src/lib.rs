@@ -80,13 +80,8 @@ fn gethostlatency(args: Args) -> Result<()> {
     let report = Report::new(args.json);
     report.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    EventStream::new(&skel.maps.events, &bss.lost, "calls").run(
-        &signals,
-        &mut out,
-        args.json,
-        || false,
-        |out, data| report.write_call(out, data),
-    )?;
+    EventStream::new(&skel.maps.events, &bss.lost, "calls")
+        .print(&signals, &mut out, args.json, |out, data| report.write_call(out, data))?;
     drop(links);
 
     if bss.untimed > 0 {

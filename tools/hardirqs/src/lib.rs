@@ -45,19 +45,24 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach:
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.irq.verbose, || hardirqs(args.irq))
+    run::bpf_main(args.irq.verbose, || hardirqs(args.irq.applied()))
 }
 
 fn hardirqs(args: IrqArgs) -> Result<()> {
     args.check_cpu()?;
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let mut endpoint = args.endpoint("hardirqs")?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+    if let Some(endpoint) = endpoint.as_mut() {
+        endpoint.attached(mech, skel.object());
+    }
+    let full = skel.maps.bss_data.as_ref().map(|bss| &bss.hists_full);
     let mut hists_full = DropCounter::new("hard irq events", "too many handler names");
-    irqtime::run(KIND, &args, &signals, || {
+    irqtime::run(KIND, &args, &signals, endpoint, full, || {
         let hists = read_hists(&skel)?;
-        if let Some(bss) = skel.maps.bss_data.as_ref() {
-            hists_full.check(&bss.hists_full);
+        if let Some(full) = full {
+            hists_full.check(full);
         }
         Ok(hists)
     })

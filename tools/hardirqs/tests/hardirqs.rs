@@ -130,3 +130,8 @@ fn bad_input_and_closed_pipe() {
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
     assert_head_1_ends_cleanly("hardirqs", "1", BANNER);
 }
+
+#[test]
+fn prometheus_counts_are_the_kernels() {
+    HARDIRQS.prometheus_counts_are_the_kernels();
+}

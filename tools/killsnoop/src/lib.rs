@@ -19,7 +19,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{load_first_working, open_skeleton_core_free, rodata};
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::domain::killcalls::{self, SignalEvent, SignalSet};
 use common::output::stdout::Output;
@@ -84,18 +83,9 @@ fn killsnoop(args: Args) -> Result<()> {
     let mut printer = Printer::new(args.json, args.name);
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untracked = DropCounter::new("calls", "too many calls in flight");
-    EventStream::new(&skel.maps.events, &bss.lost, "calls").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untracked.check(&bss.inflight_full);
-            false
-        },
-        |out, data| Ok(printer.write(out, &SignalEvent::from_bytes(data))?),
-    )?;
-    untracked.check(&bss.inflight_full);
+    EventStream::new(&skel.maps.events, &bss.lost, "calls")
+        .also_dropped(&bss.inflight_full, "calls", "too many calls in flight")
+        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &SignalEvent::from_bytes(data))?))?;
     Ok(())
 }
 

@@ -41,9 +41,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		/* prev is still current: these are the stacks where it blocked. */
 		fresh.key.user_stack_id = kernel_stacks_only ? -1 : bpf_get_stackid(ctx, &stackmap, BPF_F_USER_STACK);
 		fresh.key.kern_stack_id = user_stacks_only ? -1 : bpf_get_stackid(ctx, &stackmap, 0);
-		if (bpf_map_update_elem(&starts, &pid, &fresh, BPF_ANY))
-			__sync_fetch_and_add(&lost_starts, 1);
-		else if (fresh.key.user_stack_id >= 0)
+		if (stamp_start(&starts, &pid, &fresh) && fresh.key.user_stack_id >= 0)
 			notice_process(&seen_pids, &new_pids, fresh.key.tgid, &lost_notices);
 	}
 

@@ -89,10 +89,17 @@ impl Drop for Helper {
 
 const BANNER: &str = "Tracing off-CPU time (us)";
 
-/// Starts offcputime with `args`, waits until it traces (its banner, or its programs when it prints no banner),
+/// What a run printed, both streams: with -v (which [`trace`] adds) standard error counts the switch-ins the tool
+/// did not see, whose blocks are missing from the totals (issue 31 item 6).
+fn both(done: &Finished) -> String {
+    format!("{}\nstderr:\n{}", done.stdout, done.stderr)
+}
+
+/// Starts offcputime with `args` and -v, waits until it traces (its banner, or its programs when it prints no banner),
 /// lets the helper block K times and exit, then stops the tool with Ctrl-C.
 fn trace(args: &[&str], helper: &mut Helper, banner: bool) -> Finished {
-    let mut tool = Running::start("offcputime", args);
+    let args: Vec<&str> = ["-v"].into_iter().chain(args.iter().copied()).collect();
+    let mut tool = Running::start("offcputime", &args);
     if banner {
         tool.wait_for_line(BANNER, Duration::from_secs(30));
     } else {
@@ -131,14 +138,32 @@ fn helper_sleep_time(lines: &[(String, Vec<String>, u64)]) -> u64 {
         .sum()
 }
 
+/// The switch-ins the tool said it did not see (-v), in `output`: with -p, each is one of the helper's blocks that is
+/// missing from the totals, and said so.
+fn reported_missed(output: &str) -> u64 {
+    output
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("offcputime: ")?
+                .strip_suffix(" switch-ins not seen (threads switched out twice), their blocks not counted")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
 /// The helper's blocks took at least K*T off CPU, and at most their wall time as the helper measured it (a thread
-/// woken on a busy machine waits for a CPU too: that wait is off CPU, so the total can exceed K*T).
+/// woken on a busy machine waits for a CPU too: that wait is off CPU, so the total can exceed K*T). A block the tool
+/// reported as missed (its switch-in unseen: a few runs in a hundred while another instance attaches or detaches on
+/// sched_switch) lowers the bound by T: a loss is allowed only when it is said.
 fn assert_blocked(actual: u64, helper: &Helper, what: &str, output: &str) {
-    let least = helper.k * helper.ms * 1000;
+    let missed = reported_missed(output).min(helper.k);
+    let least = (helper.k - missed) * helper.ms * 1000;
     let most = helper.wall_us + helper.wall_us / 100;
     assert!(
         actual * 100 >= least * 99 && actual <= most,
-        "{what}: {actual} us off CPU, expected from K*T = {least} us to the helper's wall time {} us:\n{output}",
+        "{what}: {actual} us off CPU, expected from K*T = {least} us ({missed} blocks reported missed) to the helper's \
+         wall time {} us:\n{output}",
         helper.wall_us
     );
 }
@@ -148,7 +173,7 @@ fn folded_total_under_the_blocking_functions_is_k_times_t() {
     let mut helper = Helper::start(20, 25, false);
     let done = trace(&["-p", &helper.pid(), "-f"], &mut helper, false);
     let lines = folded(&done.stdout);
-    assert_blocked(helper_sleep_time(&lines), &helper, "time in helper_sleep", &done.stdout);
+    assert_blocked(helper_sleep_time(&lines), &helper, "time in helper_sleep", &both(&done));
     // The kernel part follows the user part: the blocked stack ends in the scheduler.
     let line = lines.iter().find(|(_, f, _)| f.iter().any(|n| n == "helper_sleep")).unwrap();
     assert!(line.1.last().is_some_and(|f| f.contains("schedule")), "{:?}", line.1);
@@ -178,7 +203,7 @@ fn multiline_output_is_bccs_layout() {
         assert_eq!(lines[dash], format!("    {:<16} {comm} ({pid})", "-"));
         total += lines[dash + 1].trim().parse::<u64>().unwrap();
     }
-    assert_blocked(total, &helper, "total of the helper_sleep stacks", &done.stdout);
+    assert_blocked(total, &helper, "total of the helper_sleep stacks", &both(&done));
 }
 
 #[test]
@@ -193,7 +218,7 @@ fn min_and_max_block_time_filter() {
         let done = trace(&all, &mut helper, false);
         let time = helper_sleep_time(&folded(&done.stdout));
         if kept {
-            assert_blocked(time, &helper, &format!("{args:?}"), &done.stdout);
+            assert_blocked(time, &helper, &format!("{args:?}"), &both(&done));
         } else {
             assert_eq!(time, 0, "{args:?} kept blocks of 20 ms:\n{}", done.stdout);
         }
@@ -227,7 +252,7 @@ fn state_filter() {
         let done = trace(&["-p", &helper.pid(), "-f", "--state", state], &mut helper, false);
         let time = helper_sleep_time(&folded(&done.stdout));
         if kept {
-            assert_blocked(time, &helper, &format!("--state {state}"), &done.stdout);
+            assert_blocked(time, &helper, &format!("--state {state}"), &both(&done));
         } else {
             assert_eq!(time, 0, "--state {state} kept interruptible sleeps:\n{}", done.stdout);
         }
@@ -279,7 +304,7 @@ fn json_and_flamegraph() {
         assert_eq!(s["pid"].as_u64().unwrap().to_string(), pid, "{s}");
         assert!(s["kernel_stack"].is_array() && s["user_stack"].is_array(), "{s}");
     }
-    assert_blocked(helper_sleep_json_time(&objects), &helper, "JSON total under helper_sleep", &done.stdout);
+    assert_blocked(helper_sleep_json_time(&objects), &helper, "JSON total under helper_sleep", &both(&done));
     let svg = std::fs::read_to_string(&svg.0).unwrap();
     assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"), "not an SVG");
     assert!(svg.contains("Off-CPU Time Flame Graph"), "no title");
@@ -293,7 +318,7 @@ fn a_helper_that_exits_first_is_still_named() {
     let pid = helper.pid();
     let done = trace(&["-p", &pid, "-f", "-U"], &mut helper, false);
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
-    assert_blocked(helper_sleep_time(&folded(&done.stdout)), &helper, "time of the exited helper", &done.stdout);
+    assert_blocked(helper_sleep_time(&folded(&done.stdout)), &helper, "time of the exited helper", &both(&done));
 }
 
 #[test]
@@ -309,7 +334,7 @@ fn a_zombie_helper_is_still_named() {
     tool.signal(libc::SIGINT);
     let done = tool.finish(Duration::from_secs(60));
     done.assert_success();
-    assert_blocked(helper_sleep_time(&folded(&done.stdout)), &helper, "time of the zombie helper", &done.stdout);
+    assert_blocked(helper_sleep_time(&folded(&done.stdout)), &helper, "time of the zombie helper", &both(&done));
 }
 
 #[test]

@@ -76,8 +76,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		/* prev is still current: these are the stacks where it blocked. */
 		take_stacks(ctx, &fresh.target, BPF_CORE_READ(prev, tgid), pid);
 		bpf_map_delete_elem(&wakers, &pid);
-		if (bpf_map_update_elem(&starts, &pid, &fresh, BPF_ANY))
-			__sync_fetch_and_add(&lost_starts, 1);
+		stamp_start(&starts, &pid, &fresh);
 	}
 
 	pid = BPF_CORE_READ(next, pid);

@@ -53,13 +53,8 @@ fn oomkill(args: Args) -> Result<()> {
     let mut printer = Printer::new(args.json);
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    EventStream::new(&skel.maps.events, &bss.lost, "OOM kills").run(
-        &signals,
-        &mut out,
-        args.json,
-        || false,
-        |out, data| Ok(printer.write(out, &Kill::from_bytes(data))?),
-    )
+    EventStream::new(&skel.maps.events, &bss.lost, "OOM kills")
+        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &Kill::from_bytes(data))?))
 }
 
 /// Opens the BPF object, loads it and attaches its one program on oom:mark_victim.

@@ -20,7 +20,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, open_skeleton_core_free, rodata};
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -87,7 +86,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn opensnoop(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
-    args.tid.map(common::cli::require_process).transpose()?;
+    args.tid.map(common::cli::require_thread).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
     let verbose = args.verbose.on();
@@ -108,24 +107,21 @@ fn opensnoop(args: Args) -> Result<()> {
     // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
     let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untracked = DropCounter::new("opens", "too many in flight");
-    EventStream::new(&skel.maps.events, &bss.lost, "opens").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untracked.check(&bss.inflight_full);
-            deadline.is_some_and(|d| Instant::now() >= d)
-        },
-        |out, data| {
-            let open = Open::from_bytes(data);
-            if args.name.as_ref().is_some_and(|n| !open.comm.contains(n.as_str())) {
-                return Ok(());
-            }
-            Ok(printer.write(out, &open)?)
-        },
-    )?;
-    untracked.check(&bss.inflight_full);
+    EventStream::new(&skel.maps.events, &bss.lost, "opens")
+        .also_dropped(&bss.inflight_full, "opens", "too many in flight")
+        .run(
+            &signals,
+            &mut out,
+            args.json,
+            || deadline.is_some_and(|d| Instant::now() >= d),
+            |out, data| {
+                let open = Open::from_bytes(data);
+                if args.name.as_ref().is_some_and(|n| !open.comm.contains(n.as_str())) {
+                    return Ok(());
+                }
+                Ok(printer.write(out, &open)?)
+            },
+        )?;
     Ok(())
 }
 

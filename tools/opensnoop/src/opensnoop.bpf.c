@@ -10,6 +10,7 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "fdsock.bpf.h"
 #include "filter.bpf.h"
 #include "ringbuf.bpf.h"
 #include "syscall_tp.bpf.h"
@@ -164,10 +165,8 @@ static __always_inline int leave(long ret, const bool full_path)
 			BPF_CORE_READ_INTO(&base, task, fs, pwd);
 			walk(e, &base, task);
 		} else if (a->dfd >= 0) {
-			struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
-			struct file *f = NULL;
+			struct file *f = fd_file(a->dfd);
 
-			bpf_probe_read_kernel(&f, sizeof(f), &fds[a->dfd & 0xffff]);
 			if (f) {
 				BPF_CORE_READ_INTO(&base, f, f_path);
 				walk(e, &base, task);

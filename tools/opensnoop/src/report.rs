@@ -120,22 +120,12 @@ impl Open {
     }
 
     /// -F: the path from the root for a relative path whose directories were read (as BCC: `/` + the directory
-    /// names outermost first + the path as given); an absolute path as given.
+    /// names outermost first + the path as given, less the `/` of stacked mount roots); an absolute path as given.
     pub fn full_path(&self) -> String {
         if self.path.starts_with('/') || (self.dirs.is_empty() && !self.dirs_complete) {
             return self.path.clone();
         }
-        let mut full = String::new();
-        if !self.dirs_complete {
-            full.push_str("...");
-        }
-        for d in self.dirs.iter().rev() {
-            full.push('/');
-            full.push_str(d);
-        }
-        full.push('/');
-        full.push_str(&self.path);
-        full
+        common::domain::paths::from_walk(self.dirs.iter().cloned(), self.dirs_complete, &self.path)
     }
 }
 

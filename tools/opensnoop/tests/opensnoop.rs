@@ -39,6 +39,12 @@ fn has_links(pid: u32) -> bool {
 /// Runs opensnoop with `args` plus `-p <helper>` over a K-open helper; returns the work directory and the run.
 fn traced(args: &[&str], k: u32) -> (Workdir, Finished) {
     let dir = workdir();
+    let done = traced_in(&dir, args, k);
+    (dir, done)
+}
+
+/// [`traced`] in the work directory `dir`.
+fn traced_in(dir: &Workdir, args: &[&str], k: u32) -> Finished {
     let exe = build_c_helper("opensnoop-helper", HELPER, &["-O1"]);
     let mut helper =
         KillOnDrop(Command::new(exe).arg(&dir.0).arg(k.to_string()).stdin(Stdio::piped()).spawn().unwrap());
@@ -58,7 +64,7 @@ fn traced(args: &[&str], k: u32) -> (Workdir, Finished) {
     let done = run.finish(Duration::from_secs(20));
     done.assert_success();
     done.assert_no_programs_left();
-    (dir, done)
+    done
 }
 
 fn with_path<'a>(recs: &'a [Value], path: &str) -> Vec<&'a Value> {
@@ -123,6 +129,37 @@ fn full_path_from_the_dentry_chain() {
     let want = dir.0.join("missing.txt").to_string_lossy().into_owned();
     let line = done.stdout.lines().find(|l| l.contains("missing.txt")).unwrap_or_else(|| panic!("{}", done.stdout));
     assert!(line.ends_with(&format!("  -1   2 {want}")), "{line}");
+}
+
+/// Two tmpfs mounted one on the other over a directory, unmounted on drop.
+struct StackedMounts(PathBuf);
+
+impl Drop for StackedMounts {
+    fn drop(&mut self) {
+        for _ in 0..2 {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+}
+
+/// A directory under mounts stacked on one another (as /dev/shm is on some hosts): the walk up from the file
+/// meets each stacked mount's root, which names itself `/`; the full path holds none of them.
+#[test]
+fn full_path_skips_stacked_mount_roots() {
+    let dir = workdir();
+    let mounts = StackedMounts(dir.0.clone());
+    for _ in 0..2 {
+        let status = Command::new("mount").args(["-t", "tmpfs", "corebpf-stacked"]).arg(&mounts.0).status().unwrap();
+        assert!(status.success(), "mount -t tmpfs {}", mounts.0.display());
+    }
+    std::fs::write(dir.0.join("target.txt"), b"x").unwrap();
+    let done = traced_in(&dir, &["--json", "-F"], 1);
+    let abs = dir.0.join("missing.txt").to_string_lossy().into_owned();
+    let recs = json_lines(&done.stdout);
+    let missing = with_path(&recs, "missing.txt");
+    assert_eq!(missing.len(), 1, "{}", done.stdout);
+    assert_eq!(missing[0]["full_path"], abs.as_str(), "{}", done.stdout);
+    drop(mounts);
 }
 
 #[test]

@@ -33,6 +33,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
 }
 
@@ -63,8 +65,17 @@ fn monotonic_secs() -> f64 {
 
 fn pidpersec(args: Args) -> Result<()> {
     let signals = Signals::install()?;
-    let ((skel, _link), _mech) = load_first_working(TOOL.attach, args.verbose.on(), load_and_attach)?;
+    let endpoint = args.export.endpoint("pidpersec", false)?;
+    let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), load_and_attach)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            let help = "New tasks (forks and clones) since the tool started";
+            s.counter("new_tasks", help, &[], Vec::new(), common::output::metrics::read_counter(&bss.forks));
+            Ok(())
+        });
+    }
     // SAFETY: the .bss is mapped memory the BPF program updates; a volatile read sees its current value.
     let forks = || unsafe { std::ptr::read_volatile(&bss.forks) };
     let mut out = Output::new();

@@ -102,3 +102,26 @@ fn bad_input() {
     let done = run_tool(TOOL, &["5"]);
     assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
 }
+
+#[test]
+fn prometheus_counter_holds_the_burst() {
+    let exe = build_c_helper("pidpersec-burst", include_str!("burst.c"), &["-O1"]);
+    let mut helper =
+        KillOnDrop(Command::new(exe).arg(N.to_string()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap());
+    let (run, addr) = prom::serving(TOOL, &[]);
+    let series = "corebpf_pidpersec_new_tasks_total";
+    let before = prom::sample(&prom::scrape(&addr), series).unwrap();
+    helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let mut text = String::new();
+    helper.0.stdout.take().unwrap().read_to_string(&mut text).unwrap();
+    assert!(helper.0.wait().unwrap().success(), "the helper failed");
+    let after = prom::scrape(&addr);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    prom::promtool_accepts(&after);
+    // System-wide: the N forks, and whatever else started meanwhile.
+    let increase = prom::sample(&after, series).unwrap() - before;
+    assert!(increase >= N as f64, "{increase} new tasks across a burst of {N}:\n{after}");
+}

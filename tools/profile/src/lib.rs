@@ -10,22 +10,23 @@ mod bpf;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd};
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsRawFd, IntoRawFd};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::perf::{Rate, SamplingEvents};
+use common::domain::containers::{ContainerArgs, ContainerMaps};
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
 use common::run::{self, Signals};
 use common::stacks::{self, Collected, FlameGraph, FrameFormat, MergeBy, Palette, Sample, StackTraces, Style};
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
+use libbpf_rs::{Link, MapCore, MapFlags};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 
@@ -75,12 +76,8 @@ struct Args {
     /// Sample this CPU only (-1, the default, samples all)
     #[arg(short = 'C', long, value_name = "CPU", allow_negative_numbers = true, value_parser = parse_cpu)]
     cpu: Option<i32>,
-    /// Only tasks whose cgroup ID is a key of this pinned BPF hash map (as BCC's --cgroupmap)
-    #[arg(long, value_name = "MAPPATH")]
-    cgroupmap: Option<PathBuf>,
-    /// Only tasks whose mount namespace ID is a key of this pinned BPF hash map (as BCC's --mntnsmap)
-    #[arg(long, value_name = "MAPPATH")]
-    mntnsmap: Option<PathBuf>,
+    #[command(flatten)]
+    containers: ContainerArgs,
     /// Only tasks in this cgroup v2 directory or below it
     #[arg(long, value_name = "PATH")]
     cgroup: Option<PathBuf>,
@@ -240,39 +237,15 @@ fn only_cpu(args: &Args) -> Option<u32> {
 /// The cgroup and container filters, opened before loading: `--cgroup`'s directory and BCC's pinned maps.
 struct Filters {
     cgroup: Option<std::fs::File>,
-    cgroupmap: Option<MapHandle>,
-    mntnsmap: Option<MapHandle>,
+    containers: ContainerMaps,
 }
 
 impl Filters {
     fn open(args: &Args) -> Result<Filters> {
         let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-        let cgroupmap = args.cgroupmap.as_deref().map(|p| pinned_id_map(p, "--cgroupmap", "cgroup ids")).transpose()?;
-        let mntnsmap =
-            args.mntnsmap.as_deref().map(|p| pinned_id_map(p, "--mntnsmap", "mount namespace ids")).transpose()?;
-        Ok(Filters { cgroup, cgroupmap, mntnsmap })
+        let containers = args.containers.open()?;
+        Ok(Filters { cgroup, containers })
     }
-}
-
-/// Opens the BPF map pinned at `path` (BCC's `--cgroupmap`/`--mntnsmap`), which must be a hash keyed by 64-bit
-/// ids, as BCC's `BPF_TABLE_PINNED("hash", u64, ...)` is.
-fn pinned_id_map(path: &Path, flag: &str, what: &str) -> Result<MapHandle> {
-    let map = MapHandle::from_pinned_path(path).map_err(|e| match path.exists() {
-        // A file that is not a BPF object (not on a bpf file system) gives EPERM or EINVAL.
-        true => anyhow::anyhow!("{flag}: '{}' is not a pinned BPF map ({e})", path.display()),
-        false => anyhow::anyhow!("{flag}: cannot open the pinned BPF map '{}': {e}", path.display()),
-    })?;
-    let hash =
-        matches!(map.map_type(), MapType::Hash | MapType::LruHash | MapType::PercpuHash | MapType::LruPercpuHash);
-    if !hash || map.key_size() != 8 {
-        bail!(
-            "{flag}: '{}' is a {:?} map with {}-byte keys, not a hash of {what} with 8-byte keys",
-            path.display(),
-            map.map_type(),
-            map.key_size()
-        );
-    }
-    Ok(map)
 }
 
 /// Warnings on stderr, as BCC prints them, for stacks and samples that could not be kept.
@@ -314,17 +287,10 @@ fn load_and_attach(args: &Args, filters: &Filters, cpus: &[u32], rate: Rate) -> 
     rodata.filter_by_pid = args.pids.is_some();
     rodata.filter_by_tid = args.tids.is_some();
     rodata.filter_cgroup = filters.cgroup.is_some();
-    rodata.filter_cgroupmap = filters.cgroupmap.is_some();
-    rodata.filter_mntnsmap = filters.mntnsmap.is_some();
+    (rodata.filter_cgroupmap, rodata.filter_mntnsmap) = filters.containers.flags();
     let maps = &mut open.maps;
-    // BCC's pinned maps are used as they are (the inner map of a one-slot array), so that entries changed while
-    // profile runs count at once.
-    if let Some(map) = &filters.cgroupmap {
-        maps.cgroupset.set_inner_map_fd(map.as_fd()).context("using the --cgroupmap map")?;
-    }
-    if let Some(map) = &filters.mntnsmap {
-        maps.mount_ns_set.set_inner_map_fd(map.as_fd()).context("using the --mntnsmap map")?;
-    }
+    // BCC's pinned maps are used as they are, so that entries changed while profile runs count at once.
+    filters.containers.before_load(&mut maps.cgroupset, &mut maps.mount_ns_set)?;
     maps.stackmap.set_max_entries(args.stack_storage_size)?;
     maps.counts.set_max_entries(args.hash_storage_size)?;
     maps.pids.set_max_entries(args.pids.as_ref().map_or(1, |p| p.len() as u32))?;
@@ -336,14 +302,7 @@ fn load_and_attach(args: &Args, filters: &Filters, cpus: &[u32], rate: Rate) -> 
             map.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
         }
     }
-    for (outer, map) in [(&skel.maps.cgroupset, &filters.cgroupmap), (&skel.maps.mount_ns_set, &filters.mntnsmap)] {
-        if let Some(map) = map {
-            let fd = map.as_fd().as_raw_fd() as u32;
-            outer
-                .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
-                .context("setting the container filter")?;
-        }
-    }
+    filters.containers.after_load(&skel.maps.cgroupset, &skel.maps.mount_ns_set)?;
     if let Some(cgroup) = &filters.cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }

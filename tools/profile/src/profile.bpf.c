@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "containers.bpf.h"
 #include "filter.bpf.h"
 #include "maps.bpf.h"
 #include "stacks.bpf.h"
@@ -24,8 +25,7 @@ const volatile bool filter_by_tid = false;
 /* --cgroup PATH: only tasks in that cgroup v2 directory or below it. */
 CGROUP_FILTER;
 /* --cgroupmap / --mntnsmap: only tasks whose cgroup id / mount namespace id is a key of BCC's pinned map. */
-const volatile bool filter_cgroupmap = false;
-const volatile bool filter_mntnsmap = false;
+CONTAINER_FILTER;
 
 /* Samples not counted because the counts map was full. */
 __u64 lost_samples = 0;
@@ -47,40 +47,6 @@ struct {
 	__uint(max_entries, 1);
 } tids SEC(".maps");
 
-/* BCC's container filters (bcc/containers.py): hashes keyed by cgroup id (u64) and by mount namespace inode
- * (u64), pinned by the user. Each outer array's one slot holds the pinned map itself (user space makes the pinned
- * map the inner-map template and stores it in the slot before attaching), so entries added or removed while
- * profile runs take effect at once, as in BCC. */
-struct id_set {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u64);
-	__type(value, __u64);
-	__uint(max_entries, 1);
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__array(values, struct id_set);
-} cgroupset SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__array(values, struct id_set);
-} mount_ns_set SEC(".maps");
-
-/* True if `id` is a key of the pinned set in slot 0 of `outer`. */
-static __always_inline bool in_pinned_set(void *outer, __u64 id)
-{
-	__u32 slot = 0;
-	void *set = bpf_map_lookup_elem(outer, &slot);
-
-	return set && bpf_map_lookup_elem(set, &id);
-}
-
 STACK_TRACE_MAP(stackmap);
 PROCESS_NOTICE_MAPS(seen_pids, new_pids);
 
@@ -97,18 +63,7 @@ struct stack_key _stack_key_type = {};
 /* BCC's container_should_be_filtered(): true if the current task's cgroup or mount namespace is not wanted. */
 static __always_inline bool container_filtered(void)
 {
-	if (!cgroup_wanted())
-		return true;
-	if (filter_cgroupmap && !in_pinned_set(&cgroupset, bpf_get_current_cgroup_id()))
-		return true;
-	if (filter_mntnsmap) {
-		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-		__u64 ns_id = BPF_CORE_READ(task, nsproxy, mnt_ns, ns.inum);
-
-		if (!in_pinned_set(&mount_ns_set, ns_id))
-			return true;
-	}
-	return false;
+	return !cgroup_wanted() || !container_wanted();
 }
 
 SEC("perf_event")

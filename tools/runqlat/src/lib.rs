@@ -59,6 +59,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::ExportArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -67,7 +69,8 @@ struct Args {
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    args.milliseconds = args.export.display(args.milliseconds);
     run::bpf_main(args.verbose, || runqlat(args))
 }
 
@@ -81,22 +84,32 @@ fn runqlat(args: Args) -> Result<()> {
     }
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("runqlat", args.every.interval.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
 
     let report = Report::new(args.milliseconds, per(&args), false);
-    let mut start_full = DropCounter::new("waits from the histograms", "too many runnable tasks for the start map");
-    let mut hists_full = DropCounter::new("waits from the histograms", "too many histograms");
-    taskhist::run(&signals, &args.every, "run queue latency", report, args.json, args.timestamp, || {
+    let entries = || -> Result<Vec<taskhist::Entry>> {
         let hists: Vec<(u32, hist)> = hash_entries(&skel.maps.hists)?;
-        if let Some(bss) = skel.maps.bss_data.as_ref() {
-            start_full.check(&bss.start_map_full);
-            hists_full.check(&bss.hists_full);
-        }
         Ok(hists
             .into_iter()
             .map(|(k, h)| (k, c_string(&h.comm), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns }))
             .collect())
+    };
+    let bss = skel.maps.bss_data.as_ref().context("the BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let full = [&bss.start_map_full, &bss.hists_full];
+        let name = ("run_queue_latency", "Time runnable tasks waited on a run queue");
+        return taskhist::serve(endpoint, &signals, &report, name, full, entries);
+    }
+    let mut start_full = DropCounter::new("waits from the histograms", "too many runnable tasks for the start map");
+    let mut hists_full = DropCounter::new("waits from the histograms", "too many histograms");
+    let report = report.heatmap(args.export.heatmap.as_deref(), "Run queue latency")?;
+    taskhist::run(&signals, &args.every, "run queue latency", report, args.json, args.timestamp, || {
+        start_full.check(&bss.start_map_full);
+        hists_full.check(&bss.hists_full);
+        entries()
     })
 }
 

@@ -20,7 +20,7 @@ use common::attach::perf::{online_cpus, Rate, SamplingEvents};
 use common::cli::IntervalCount;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -48,6 +48,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -63,10 +65,18 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 fn runqlen(args: Args) -> Result<()> {
     let cpus = online_cpus()?;
     let signals = Signals::install()?;
-    let ((skel, _links), _) = load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &cpus))?;
+    let endpoint = args.export.endpoint("runqlen", args.every.interval.is_some())?;
+    let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &cpus))?;
 
     let mut out = Output::new();
     let mut report = Report::new(args.cpus, args.runqocc);
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            report.metrics(s, read_hists(&skel, &cpus)?);
+            Ok(())
+        });
+    }
     if !args.json {
         use std::io::Write;
         writeln!(out, "Sampling run queue length... Hit Ctrl-C to end.")?;

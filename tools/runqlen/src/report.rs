@@ -123,4 +123,29 @@ impl Report {
         out.json_line(&JsonInterval { timestamp: &timestamp, cpus })?;
         Ok(())
     }
+
+    /// `--prometheus`: the cumulative samples as the histogram `corebpf_runqlen_run_queue_length` (bucket `le = n`
+    /// holds the samples with at most n tasks waiting; the last slot, where longer queues are clamped, is
+    /// `+Inf`), per CPU (`cpu`) with -C, else summed over the CPUs.
+    pub fn metrics(&self, s: &mut common::output::metrics::Snapshot, entries: Vec<(u32, hist)>) {
+        use common::output::metrics::HistogramValue;
+        const HELP: &str = "Tasks waiting on a CPU's run queue, sampled 99 times a second";
+        let mut series: Vec<(Vec<String>, Vec<u64>)> = Vec::new();
+        for (cpu, h) in entries {
+            let values = if self.per_cpu { vec![cpu.to_string()] } else { Vec::new() };
+            series.push((values, h.slots.to_vec()));
+        }
+        if series.is_empty() && !self.per_cpu {
+            series.push((Vec::new(), vec![0; crate::bpf::consts::MAX_SLOTS]));
+        }
+        let labels: &[&'static str] = if self.per_cpu { &["cpu"] } else { &[] };
+        for (values, slots) in series {
+            let last = slots.len() - 1;
+            let buckets =
+                slots.iter().enumerate().map(|(n, &c)| (if n == last { f64::INFINITY } else { n as f64 }, c)).collect();
+            let sum = slots.iter().enumerate().map(|(n, &c)| n as u64 * c).sum::<u64>() as f64;
+            let value = HistogramValue { sum, count: slots.iter().sum(), buckets };
+            s.histogram("run_queue_length", HELP, labels, values, value);
+        }
+    }
 }

@@ -118,3 +118,28 @@ fn bad_input_and_closed_pipe() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(BANNER));
     assert!(out.status.success());
 }
+
+#[test]
+fn prometheus_buckets_of_the_busy_cpu_hold_the_spinners() {
+    let _spin = spinners();
+    let (run, addr) = prom::serving("runqlen", &["-C"]);
+    let cpu = last_cpu();
+    let family = "corebpf_runqlen_run_queue_length";
+    let count = |text: &str| prom::sample(text, &format!("{family}_count{{cpu=\"{cpu}\"}}")).unwrap_or(0.0) as u64;
+    // Scrape until 30 samples of the busy CPU are in (99 a second).
+    let mut text = prom::scrape(&addr);
+    while count(&text) < 30 {
+        thread::sleep(Duration::from_millis(200));
+        text = prom::scrape(&addr);
+    }
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    prom::promtool_accepts(&text);
+    // The spinners never sleep: no sample of their CPU has fewer than SPINNERS-1 waiting.
+    let le = format!("{family}_bucket{{le=\"{}.0\",cpu=\"{cpu}\"}}", SPINNERS - 2);
+    assert_eq!(prom::sample(&text, &le), Some(0.0), "{le}:\n{text}");
+    let inf = prom::sample(&text, &format!("{family}_bucket{{le=\"+Inf\",cpu=\"{cpu}\"}}")).unwrap() as u64;
+    assert_eq!(inf, count(&text), "{text}");
+}

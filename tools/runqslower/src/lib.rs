@@ -21,7 +21,6 @@ use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -81,7 +80,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn runqslower(args: Args) -> Result<()> {
-    args.pid.or(args.tid).map(common::cli::require_process).transpose()?;
+    args.pid.map(common::cli::require_process).transpose()?;
+    args.tid.map(common::cli::require_thread).transpose()?;
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
@@ -91,18 +91,9 @@ fn runqslower(args: Args) -> Result<()> {
     let mut printer = Printer::new(args.json, args.previous);
     printer.write_header(&mut out, args.min_us)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut start_full = DropCounter::new("waits", "too many runnable tasks for the start map");
-    EventStream::new(&skel.maps.events, &bss.lost, "waits").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            start_full.check(&bss.start_map_full);
-            false
-        },
-        |out, data| Ok(printer.write(out, &Wait::from_bytes(data))?),
-    )?;
-    start_full.check(&bss.start_map_full);
+    EventStream::new(&skel.maps.events, &bss.lost, "waits")
+        .also_dropped(&bss.start_map_full, "waits", "too many runnable tasks for the start map")
+        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &Wait::from_bytes(data))?))?;
     Ok(())
 }
 

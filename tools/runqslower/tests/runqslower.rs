@@ -260,5 +260,5 @@ fn bad_input_is_one_line() {
     assert_refused(TOOL, &["-p", "1", "-t", "1"], 2, "cannot be used with");
     assert_refused(TOOL, &["-c", "a-name-of-twenty-chars"], 2, "15");
     assert_refused(TOOL, &["-p", "999999999"], 1, "no process with PID 999999999");
-    assert_refused(TOOL, &["-t", "999999999"], 1, "no process with PID 999999999");
+    assert_refused(TOOL, &["-t", "999999999"], 1, "no thread with TID 999999999");
 }

@@ -23,7 +23,6 @@ use common::attach::links::Links;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::domain::killcalls::{self, SignalEvent, SignalSet};
 use common::output::stdout::Output;
@@ -79,18 +78,9 @@ fn sigsnoop(args: Args) -> Result<()> {
     let mut printer = Printer::new(args.json, args.name);
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untracked = DropCounter::new("signals", "too many calls in flight");
-    EventStream::new(&skel.maps.events, &bss.lost, "signals").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untracked.check(&bss.inflight_full);
-            false
-        },
-        |out, data| Ok(printer.write(out, &SignalEvent::from_bytes(data))?),
-    )?;
-    untracked.check(&bss.inflight_full);
+    EventStream::new(&skel.maps.events, &bss.lost, "signals")
+        .also_dropped(&bss.inflight_full, "signals", "too many calls in flight")
+        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &SignalEvent::from_bytes(data))?))?;
     Ok(())
 }
 

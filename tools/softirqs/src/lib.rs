@@ -44,16 +44,20 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach:
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.irq.verbose, || softirqs(args.irq))
+    run::bpf_main(args.irq.verbose, || softirqs(args.irq.applied()))
 }
 
 fn softirqs(args: IrqArgs) -> Result<()> {
     args.check_cpu()?;
     let names = vector_names()?;
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let mut endpoint = args.endpoint("softirqs")?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
-    irqtime::run(KIND, &args, &signals, || read_hists(&skel, &names))
+    if let Some(endpoint) = endpoint.as_mut() {
+        endpoint.attached(mech, skel.object());
+    }
+    irqtime::run(KIND, &args, &signals, endpoint, None, || read_hists(&skel, &names))
 }
 
 /// The names of the softirq vectors by number, from the kernel's anonymous enum of `*_SOFTIRQ` enumerators
@@ -79,7 +83,12 @@ fn read_hists(skel: &BpfSkel<'_>, names: &[(u32, String)]) -> Result<Vec<(Irq, L
     for vec in 0..bpf::consts::MAX_VECS as u32 {
         if let Some(bytes) = skel.maps.hists.lookup(&vec.to_ne_bytes(), MapFlags::ANY)? {
             let h: hist = common::attach::maps::from_bytes(&bytes);
-            let name = names.iter().find(|(v, _)| *v == vec).map_or_else(|| format!("vec {vec}"), |(_, n)| n.clone());
+            let known = names.iter().find(|(v, _)| *v == vec);
+            if known.is_none() && h.count == 0 {
+                // An array slot past the kernel's vectors: never used.
+                continue;
+            }
+            let name = known.map_or_else(|| format!("vec {vec}"), |(_, n)| n.clone());
             hists.push((
                 Irq { vec: Some(vec), name },
                 Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns },

@@ -4,49 +4,18 @@
 //! its exit), while loopback TCP traffic raises NET_RX. The names are the rows of /proc/softirqs.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use corebpf_tests::irq::{table_counts, Bounds, IrqTool, Snapshot};
+use corebpf_tests::irq::{loopback_ping_pongs, proc_softirqs, table_counts, Bounds, IrqTool};
 use corebpf_tests::pipe::assert_head_1_ends_cleanly;
 use corebpf_tests::*;
 
 const BANNER: &str = "Tracing soft irq";
 
-/// /proc/softirqs: per vector name (as the kernel prints it, e.g. NET_RX), the count per CPU.
-fn proc_softirqs() -> Snapshot {
-    let text = std::fs::read_to_string("/proc/softirqs").unwrap();
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let (name, counts) = l.split_once(':')?;
-            Some((name.trim().to_string(), counts.split_whitespace().map(|c| c.parse().unwrap()).collect()))
-        })
-        .collect()
-}
-
-/// 3000 ping-pongs of 100 bytes over a loopback TCP connection (each delivery is a NET_RX softirq).
+/// The workload: loopback ping-pongs, each delivery raising NET_RX.
 fn loopback_traffic() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        let mut buf = [0u8; 100];
-        while s.read_exact(&mut buf).is_ok() {
-            s.write_all(&buf).unwrap();
-        }
-    });
-    let mut c = TcpStream::connect(addr).unwrap();
-    c.set_nodelay(true).unwrap();
-    let mut buf = [7u8; 100];
-    for _ in 0..3000 {
-        c.write_all(&buf).unwrap();
-        c.read_exact(&mut buf).unwrap();
-    }
-    drop(c);
-    server.join().unwrap();
+    loopback_ping_pongs(3000);
 }
 
 /// `softirqs` around loopback traffic; the bounds per vector are (events while surely attached, events from
@@ -139,4 +108,9 @@ fn sigterm_prints_the_final_report() {
     done.assert_success();
     assert!(table_counts(&done.stdout).get("net_rx").copied().unwrap_or(0) >= 1000, "{}", done.stdout);
     done.assert_no_programs_left();
+}
+
+#[test]
+fn prometheus_counts_are_the_kernels() {
+    SOFTIRQS.prometheus_counts_are_the_kernels();
 }

@@ -18,7 +18,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton_core_free, rodata};
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -69,18 +68,9 @@ fn statsnoop(args: Args) -> Result<()> {
     let mut printer = Printer::new(Style { json: args.json, timestamp: args.timestamp, sysname: args.sysname });
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untracked = DropCounter::new("stats", "too many in flight");
-    EventStream::new(&skel.maps.events, &bss.lost, "stats").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untracked.check(&bss.inflight_full);
-            false
-        },
-        |out, data| Ok(printer.write(out, &Stat::from_bytes(data))?),
-    )?;
-    untracked.check(&bss.inflight_full);
+    EventStream::new(&skel.maps.events, &bss.lost, "stats")
+        .also_dropped(&bss.inflight_full, "stats", "too many in flight")
+        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &Stat::from_bytes(data))?))?;
     Ok(())
 }
 

@@ -89,39 +89,33 @@ fn syncsnoop(args: Args) -> Result<()> {
         out.flush()?;
     }
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    EventStream::new(&skel.maps.events, &bss.lost, "syncs").run(
-        &signals,
-        &mut out,
-        args.json,
-        || false,
-        |out, data| {
-            let mut e = event::default();
-            // SAFETY: event is Plain (any bytes are a valid value).
-            let bytes = unsafe { plain::as_mut_bytes(&mut e) };
-            let n = data.len().min(bytes.len());
-            bytes[..n].copy_from_slice(&data[..n]);
-            let call = CALLS.get(e.call as usize).copied().unwrap_or("N/A");
-            let comm = c_string(&e.comm);
-            let ts = e.ts_ns as f64 / 1e9;
-            if args.json {
-                let takes_fd = !matches!(call, "sync" | "msync");
-                out.json_line(&Call {
-                    time: clock_rfc3339(),
-                    ts,
-                    pid: e.pid,
-                    tid: e.tid,
-                    comm,
-                    call,
-                    fd: takes_fd.then_some(e.arg0 as i32),
-                    addr: (call == "msync").then_some(e.arg0),
-                })?;
-            } else {
-                writeln!(out, "{ts:<18.9} {comm:<16} {call}")?;
-                out.flush()?;
-            }
-            Ok(())
-        },
-    )
+    EventStream::new(&skel.maps.events, &bss.lost, "syncs").print(&signals, &mut out, args.json, |out, data| {
+        let mut e = event::default();
+        // SAFETY: event is Plain (any bytes are a valid value).
+        let bytes = unsafe { plain::as_mut_bytes(&mut e) };
+        let n = data.len().min(bytes.len());
+        bytes[..n].copy_from_slice(&data[..n]);
+        let call = CALLS.get(e.call as usize).copied().unwrap_or("N/A");
+        let comm = c_string(&e.comm);
+        let ts = e.ts_ns as f64 / 1e9;
+        if args.json {
+            let takes_fd = !matches!(call, "sync" | "msync");
+            out.json_line(&Call {
+                time: clock_rfc3339(),
+                ts,
+                pid: e.pid,
+                tid: e.tid,
+                comm,
+                call,
+                fd: takes_fd.then_some(e.arg0 as i32),
+                addr: (call == "msync").then_some(e.arg0),
+            })?;
+        } else {
+            writeln!(out, "{ts:<18.9} {comm:<16} {call}")?;
+            out.flush()?;
+        }
+        Ok(())
+    })
 }
 
 /// Opens the BPF object, sets its filter, loads it and attaches the tracepoints this kernel has (sync_file_range2

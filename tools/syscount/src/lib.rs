@@ -90,6 +90,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
 }
 
@@ -138,9 +140,25 @@ fn syscount(mut args: Args) -> Result<()> {
     }
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
+    let endpoint = args.export.endpoint("syscount", args.interval.is_some() || args.duration.is_some())?;
 
-    let ((skel, _links), _mech) =
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        if let Some(command) = command.as_mut() {
+            command.start()?;
+        }
+        let report = Report::new(args.process, args.latency, false, args.top as usize, false);
+        return endpoint.serve(&signals, |s| {
+            if let Some(bss) = skel.maps.bss_data.as_ref() {
+                s.map_full("processes", &bss.proc_map_full);
+                s.map_full("start", &bss.start_map_full);
+            }
+            report.metrics(s, maps::read_totals(&skel, args.process)?);
+            Ok(())
+        });
+    }
 
     let mut out = Output::new();
     if !args.json {

@@ -117,6 +117,34 @@ impl Report {
         out
     }
 
+    /// `--prometheus`: the cumulative counts as `corebpf_syscount_syscalls_total` labelled `syscall` (or `pid` and
+    /// `comm` with -P) and, with -L, their time as `corebpf_syscount_syscall_time_seconds_total`. With -P the
+    /// exited processes stay in the map, so no counter goes back.
+    pub fn metrics(&self, s: &mut common::output::metrics::Snapshot, totals: Totals) {
+        const CALLS: &str = "System calls that returned";
+        const TIME: &str = "Time spent in the system calls, from entry to return";
+        let labels: &[&'static str] = if self.by_process { &["pid", "comm"] } else { &["syscall"] };
+        s.declare_counter("syscalls", CALLS, labels);
+        if self.latency {
+            s.declare_counter_seconds("syscall_time", TIME, labels);
+        }
+        let rows: Vec<(Vec<String>, u64, u64)> = match totals {
+            Totals::Syscalls(list) => {
+                list.into_iter().map(|(nr, count, ns)| (vec![syscalls::display_name(nr)], count, ns)).collect()
+            }
+            Totals::Processes(list) => list
+                .into_iter()
+                .map(|(pid, stat)| (vec![pid.to_string(), comm_of(pid, &stat)], stat.count, stat.total_ns))
+                .collect(),
+        };
+        for (values, count, ns) in rows {
+            s.counter("syscalls", CALLS, labels, values.clone(), count);
+            if self.latency {
+                s.counter_seconds("syscall_time", TIME, labels, values, ns as f64 / 1e9);
+            }
+        }
+    }
+
     /// The PIDs counted so far whose process has exited (their counts are final and reported); forgotten here,
     /// for the caller to delete from the kernel map.
     pub fn exited(&mut self) -> Vec<u32> {

@@ -393,3 +393,27 @@ fn counts_agree_with_libbpf_tools() {
         assert!(rows.contains(&(name.into(), want, None)), "ours: {rows:?}");
     }
 }
+
+#[test]
+fn prometheus_serves_the_getppid_and_failed_open_counts() {
+    let (exe, _) = helper_exe();
+    let missing = ScratchFile::new("syscount-prom-missing");
+    let mut helper = KillOnDrop(
+        Command::new(exe).arg(&missing.0).arg(N.to_string()).arg(M.to_string()).stdin(Stdio::piped()).spawn().unwrap(),
+    );
+    let pid = helper.0.id().to_string();
+    let (run, addr) = prom::serving("syscount", &["-L", "-p", &pid]);
+    helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(helper.0.wait().unwrap().success());
+    let text = prom::scrape(&addr);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    prom::promtool_accepts(&text);
+    let calls = |name: &str| prom::sample(&text, &format!("corebpf_syscount_syscalls_total{{syscall=\"{name}\"}}"));
+    assert_eq!(calls("getppid"), Some(N as f64), "{text}");
+    assert_eq!(calls("open"), Some(M as f64), "{text}");
+    let time = prom::sample(&text, "corebpf_syscount_syscall_time_seconds_total{syscall=\"getppid\"}").unwrap();
+    assert!(time > 0.0, "{text}");
+}

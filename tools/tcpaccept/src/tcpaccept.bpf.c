@@ -12,6 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "fdsock.bpf.h"
 #include "filter.bpf.h"
 #include "ringbuf.bpf.h"
 #include "sock.bpf.h"
@@ -73,22 +74,13 @@ static __always_inline int accepted(struct sock *sk)
 
 static __always_inline int syscall_exit(long ret)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct file **fds, *file = NULL;
 	struct socket *sock;
-	unsigned int max;
 
 	if (ret < 0)
 		return 0;
 	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	max = BPF_CORE_READ(task, files, fdt, max_fds);
-	if ((unsigned long)ret >= max)
-		return 0;
-	fds = BPF_CORE_READ(task, files, fdt, fd);
-	if (bpf_core_read(&file, sizeof(file), &fds[ret]) || !file)
-		return 0;
-	sock = BPF_CORE_READ(file, private_data);
+	sock = fd_socket(ret);
 	if (!sock)
 		return 0;
 	return accepted(BPF_CORE_READ(sock, sk));

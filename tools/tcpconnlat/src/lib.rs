@@ -20,7 +20,6 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::sockevents::FamilyArgs;
 use common::output::stdout::Output;
@@ -86,24 +85,15 @@ fn tcpconnlat(args: Args) -> Result<()> {
     printer.write_header(&mut out)?;
 
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untimed = DropCounter::new("connects", "socket map full");
-    EventStream::new(&skel.maps.events, &bss.lost, "connects").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untimed.check(&bss.openers_full);
-            false
-        },
-        |out, data| {
+    EventStream::new(&skel.maps.events, &bss.lost, "connects")
+        .also_dropped(&bss.openers_full, "connects", "socket map full")
+        .print(&signals, &mut out, args.json, |out, data| {
             let event: bpf::types::event = common::attach::maps::from_bytes(data);
             match Connect::from_event(&event) {
                 Some(connect) => Ok(printer.write(out, &connect)?),
                 None => Ok(()),
             }
-        },
-    )?;
-    untimed.check(&bss.openers_full);
+        })?;
     Ok(())
 }
 

@@ -60,6 +60,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
 }
 
@@ -90,7 +92,10 @@ fn tcpdrop(args: Args) -> Result<()> {
         bail!("this kernel gives no drop reasons (skb:kfree_skb has no reason), so --reasons cannot filter");
     }
     let signals = Signals::install()?;
-    let opts = Options { args: &args, netns, wanted: wanted.as_deref(), with_reason };
+    // Served metrics are the summary's counts: the BPF side counts instead of sending events.
+    let endpoint = args.export.endpoint("tcpdrop", false)?;
+    let summary = args.summary || endpoint.is_some();
+    let opts = Options { args: &args, netns, wanted: wanted.as_deref(), with_reason, summary };
     let ((skel, _link), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&opts, mech))?;
     if args.verbose.on() {
@@ -103,6 +108,16 @@ fn tcpdrop(args: Args) -> Result<()> {
     let mut out = Output::new();
     let mut printer = Printer::new(args.json, reasons);
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            s.map_full("counts", &bss.summary_full);
+            let counts: Vec<(bpf::types::summary_key, u64)> =
+                common::attach::maps::hash_entries(&skel.maps.counts).context("reading the drop counts")?;
+            printer.metrics(s, counts.into_iter().map(|(k, v)| ((k.reason, k.location), v)).collect());
+            Ok(())
+        });
+    }
     if args.summary {
         if !args.json {
             eprintln!("Tracing TCP drops... Hit Ctrl-C to end.");
@@ -140,6 +155,7 @@ struct Options<'a> {
     netns: u32,
     wanted: Option<&'a [u32]>,
     with_reason: bool,
+    summary: bool,
 }
 
 /// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
@@ -159,7 +175,7 @@ fn load_and_attach(o: &Options<'_>, mech: Attach) -> Result<(BpfSkel<'static>, L
         _ => 0,
     };
     ro.filter_reasons = o.wanted.is_some();
-    ro.summary = o.args.summary;
+    ro.summary = o.summary;
     ro.target_netns = o.netns;
     autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;

@@ -190,6 +190,26 @@ impl Printer {
     }
 
     /// `-s`: drops per reason and kernel location, most first.
+    /// `--prometheus`: the cumulative counts as `corebpf_tcpdrop_drops_total`, labelled `reason` (the kernel's
+    /// name, as in the summary) and `location` (the kernel function that dropped the packet, without the offset,
+    /// so that a few series cover a kernel).
+    pub fn metrics(&mut self, s: &mut common::output::metrics::Snapshot, counts: HashMap<(u32, u64), u64>) {
+        const HELP: &str = "Packets the kernel dropped, per drop reason and the kernel function that dropped them";
+        const LABELS: &[&str] = &["reason", "location"];
+        s.declare_counter("drops", HELP, LABELS);
+        let rows: Vec<((u32, u64), u64)> = counts.into_iter().collect();
+        let locs: Vec<u64> = rows.iter().map(|((_, l), _)| *l).collect();
+        let funcs = self.symbolizer.kernel_each(&locs);
+        let mut series: HashMap<(String, String), u64> = HashMap::new();
+        for (((reason, _), count), func) in rows.into_iter().zip(funcs) {
+            let func = func.map_or_else(|_| common::process::symbols::UNKNOWN.to_string(), |f| f.name.to_string());
+            *series.entry((self.reasons.name(reason).to_string(), func)).or_default() += count;
+        }
+        for ((reason, func), count) in series {
+            s.counter("drops", HELP, LABELS, vec![reason, func], count);
+        }
+    }
+
     pub fn write_summary(&mut self, out: &mut Output, counts: HashMap<(u32, u64), u64>) -> io::Result<()> {
         let mut rows: Vec<((u32, u64), u64)> = counts.into_iter().collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -306,3 +306,35 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     // `tcpdrop | head -1`: the header is read and the pipe closed; the tool ends without waiting for a drop.
     assert_ends_when_pipe_closes("tcpdrop", &[], "TIME ", || {});
 }
+
+/// `--prometheus`: the drops made in a private namespace, exactly, per reason and dropping function; the
+/// exposition passes promtool; an interval is refused.
+#[test]
+fn prometheus_counts_the_drops_made_in_a_private_namespace() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let (netns, go, worker) = in_private_netns(move || {
+        for ip in [V4, V6].into_iter().cycle().take(SYNS) {
+            syn_to_closed(ip, closed_port(ip));
+        }
+    });
+    let ns = netns.to_string();
+    let (run, addr) = serving("tcpdrop", &["--netns-id", &ns]);
+    go.send(()).unwrap();
+    worker.join().unwrap();
+    // Loopback delivers at once: every drop was counted when the worker's connects returned.
+    let text = scrape(&addr);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    promtool_accepts(&text);
+    let drops =
+        |func: &str| sample(&text, &format!("corebpf_tcpdrop_drops_total{{reason=\"NO_SOCKET\",location=\"{func}\"}}"));
+    let v4 = SYNS.div_ceil(2) as f64;
+    assert_eq!(drops("tcp_v4_rcv"), Some(v4), "{text}");
+    assert_eq!(drops("tcp_v6_rcv"), Some(SYNS as f64 - v4), "{text}");
+    let series = text.lines().filter(|l| l.starts_with("corebpf_tcpdrop_drops_total{")).count();
+    assert_eq!(series, 2, "only the SYNs' drops happened in the namespace: {text}");
+
+    assert_refused("tcpdrop", &["--prometheus", "127.0.0.1:1", "--json"], 2, "cannot be used with");
+}

@@ -19,7 +19,6 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
-use common::attach::maps::DropCounter;
 use common::cli::parse_pid;
 use common::output::sockevents::{FamilyArgs, Layout, PortArgs, Style};
 use common::output::stdout::Output;
@@ -85,24 +84,15 @@ fn tcplife(args: Args) -> Result<()> {
     printer.write_header(&mut out)?;
 
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untracked = DropCounter::new("sessions", "socket map full");
-    EventStream::new(&skel.maps.events, &bss.lost, "sessions").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untracked.check(&bss.births_full);
-            false
-        },
-        |out, data| {
+    EventStream::new(&skel.maps.events, &bss.lost, "sessions")
+        .also_dropped(&bss.births_full, "sessions", "socket map full")
+        .print(&signals, &mut out, args.json, |out, data| {
             let event: bpf::types::event = common::attach::maps::from_bytes(data);
             match Session::from_event(&event) {
                 Some(session) => Ok(printer.write(out, &session)?),
                 None => Ok(()),
             }
-        },
-    )?;
-    untracked.check(&bss.births_full);
+        })?;
     Ok(())
 }
 

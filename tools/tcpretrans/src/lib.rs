@@ -48,13 +48,17 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
 }
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    // Metrics are -c's counts, served instead of printed.
+    args.count |= args.export.prometheus.is_some();
     run::bpf_main(args.verbose, || tcpretrans(args))
 }
 
@@ -65,11 +69,20 @@ fn tcpretrans(args: Args) -> Result<()> {
         bail!("-l needs a probe on tcp_send_loss_probe(): this kernel has no tail loss probe tracepoint");
     }
     let signals = Signals::install()?;
-    let ((skel, _link), _mech) =
+    let endpoint = args.export.endpoint("tcpretrans", false)?;
+    let ((skel, _link), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let mut out = Output::new();
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            s.map_full("flows", &bss.flows_full);
+            report::metrics(s, &common::attach::maps::hash_entries(&skel.maps.flows)?);
+            Ok(())
+        });
+    }
     if !args.json {
         println!("Tracing retransmits ... Hit Ctrl-C to end");
     }

@@ -150,6 +150,19 @@ pub fn write_counts(out: &mut Output, json: bool, flows: &[(flow, u64)]) -> io::
     out.flush()
 }
 
+/// `--prometheus`: each connection's count as `corebpf_tcpretrans_retransmits_total`, labelled with its local and
+/// remote address and port (one series per connection, capped by `--max-series`).
+pub fn metrics(s: &mut common::output::metrics::Snapshot, flows: &[(flow, u64)]) {
+    const HELP: &str = "TCP segments retransmitted, per connection (tcp:tcp_retransmit_skb)";
+    const LABELS: &[&str] = &["laddr", "lport", "raddr", "rport"];
+    s.declare_counter("retransmits", HELP, LABELS);
+    for (k, n) in flows {
+        let (Some(laddr), Some(raddr)) = (ip_addr(k.family, &k.saddr), ip_addr(k.family, &k.daddr)) else { continue };
+        let values = vec![laddr.to_string(), k.lport.to_string(), raddr.to_string(), k.rport.to_string()];
+        s.counter("retransmits", HELP, LABELS, values, *n);
+    }
+}
+
 /// BCC's `"%-20s <-> %-20s" % ("[%s]#%d", "[%s]#%d")` then ` %10d`.
 fn count_row(laddr: IpAddr, lport: u16, raddr: IpAddr, rport: u16, n: u64) -> String {
     format!("{:<20} <-> {:<20} {n:>10}", format!("[{laddr}]#{lport}"), format!("[{raddr}]#{rport}"))

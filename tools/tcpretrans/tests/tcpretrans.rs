@@ -212,3 +212,31 @@ fn sigterm_and_closed_pipe_end_cleanly() {
     // `tcpretrans | head -1`: the first line is read and the pipe closed; the tool ends without a retransmit.
     assert_ends_when_pipe_closes("tcpretrans", &[], "Tracing retransmits", || {});
 }
+
+/// `--prometheus` serves -c's counts: the flow's counter equals what `-c --json` counted of the same retransmits.
+#[test]
+fn prometheus_serves_the_counts_of_c() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let count_json = start(&["-c", "--json"]);
+    // Its banner comes once it is attached.
+    let (run, addr) = serving("tcpretrans", &[]);
+    let (client, server) = retransmitting_flow(V4);
+    let text = scrape(&addr);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let count_json = stop(count_json);
+    let flows = json_lines(&count_json.stdout);
+    let flow = of_flow(&flows, client, server);
+    assert_eq!(flow.len(), 1, "{}", count_json.stdout);
+    promtool_accepts(&text);
+    let series = format!(
+        "corebpf_tcpretrans_retransmits_total{{laddr=\"{}\",lport=\"{}\",raddr=\"{}\",rport=\"{}\"}}",
+        client.ip(),
+        client.port(),
+        server.ip(),
+        server.port()
+    );
+    assert_eq!(sample(&text, &series), flow[0]["retransmits"].as_f64(), "{series} in\n{text}");
+}

@@ -19,7 +19,6 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
-use common::attach::maps::DropCounter;
 use common::output::sockevents::{FamilyArgs, Layout, PortArgs, Style};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -90,24 +89,15 @@ fn tcpstates(args: Args) -> Result<()> {
     printer.write_header(&mut out)?;
 
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    let mut untimed = DropCounter::new("state durations", "socket map full");
-    EventStream::new(&skel.maps.events, &bss.lost, "state changes").run(
-        &signals,
-        &mut out,
-        args.json,
-        || {
-            untimed.check(&bss.last_full);
-            false
-        },
-        |out, data| {
+    EventStream::new(&skel.maps.events, &bss.lost, "state changes")
+        .also_dropped(&bss.last_full, "state durations", "socket map full")
+        .print(&signals, &mut out, args.json, |out, data| {
             let event: bpf::types::event = common::attach::maps::from_bytes(data);
             match Change::from_event(&event) {
                 Some(change) => Ok(printer.write(out, &change)?),
                 None => Ok(()),
             }
-        },
-    )?;
-    untimed.check(&bss.last_full);
+        })?;
     Ok(())
 }
 

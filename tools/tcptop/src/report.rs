@@ -98,17 +98,7 @@ pub struct Screen {
 impl Screen {
     /// One interval's screen, as BCC's tcptop prints it.
     pub fn write(&self, out: &mut impl Write, conns: Vec<Conn>) -> Result<()> {
-        if self.clear {
-            // What `clear` prints on a terminal: home, erase the screen.
-            write!(out, "\x1b[H\x1b[2J")?;
-        } else {
-            writeln!(out)?;
-        }
-        if self.summary {
-            let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-            // BCC prints the file with its newline, then print's own: a blank line follows.
-            writeln!(out, "{:<8} loadavg: {}", common::output::stdout::clock_hms(), load)?;
-        }
+        common::output::topscreen::write_top(out, self.clear, self.summary)?;
         write!(out, "{}", self.table(conns))?;
         out.flush()?;
         Ok(())

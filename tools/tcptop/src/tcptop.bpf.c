@@ -14,6 +14,7 @@
 #include "filter.bpf.h"
 #include "tp_btf_raw.bpf.h"
 #include "sock.bpf.h"
+#include "tcpsend.bpf.h"
 #include "tcptop.h"
 
 const volatile __u16 target_family = 0;
@@ -73,9 +74,10 @@ static __always_inline int count(struct sock *sk, int ret, bool sent)
 	return 0;
 }
 
-TP_BTF_RAW(send, sock_send_length, struct sock *sk, int ret, int flags)
+/* The send side, shared with tcpsubnet (tcpsend.bpf.h): sock:sock_send_length, else tcp_sendmsg's return. */
+static __always_inline int tcp_sent(struct sock *sk, int bytes)
 {
-	return count(sk, ret, true);
+	return count(sk, bytes, true);
 }
 
 TP_BTF_RAW(recv, sock_recv_length, struct sock *sk, int ret, int flags)
@@ -83,45 +85,13 @@ TP_BTF_RAW(recv, sock_recv_length, struct sock *sk, int ret, int flags)
 	return count(sk, ret, false);
 }
 
-/* --- kernel function paths (kernels before 6.3), as BCC and libbpf-tools: the return of tcp_sendmsg (bytes
- * sent) and tcp_cleanup_rbuf (bytes copied to the reader), both in the calling task. --- */
-
-SEC("fexit/tcp_sendmsg")
-int BPF_PROG(sendmsg_fexit, struct sock *sk, struct msghdr *msg, size_t size, int ret)
-{
-	return count(sk, ret, true);
-}
+/* --- kernel function paths of the receive side (kernels before 6.3), as BCC and libbpf-tools: tcp_cleanup_rbuf
+ * (bytes copied to the reader), in the calling task. --- */
 
 SEC("fentry/tcp_cleanup_rbuf")
 int BPF_PROG(cleanup_rbuf_fentry, struct sock *sk, int copied)
 {
 	return count(sk, copied, false);
-}
-
-/* The socket each thread is sending on, from tcp_sendmsg's entry to its return. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct sock *);
-} sending SEC(".maps");
-
-SEC("kprobe/tcp_sendmsg")
-int BPF_KPROBE(sendmsg_entry, struct sock *sk)
-{
-	sk_stash(&sending, sk);
-	return 0;
-}
-
-SEC("kretprobe/tcp_sendmsg")
-int BPF_KRETPROBE(sendmsg_ret, int ret)
-{
-	struct sock *sk = sk_take(&sending);
-
-	if (!sk)
-		return 0;
-	return count(sk, ret, true);
 }
 
 SEC("kprobe/tcp_cleanup_rbuf")

@@ -85,11 +85,10 @@ fn threadsnoop(args: Args) -> Result<()> {
     let mut report = Report::new(args.json, args.verbose.on());
     report.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    EventStream::new(&skel.maps.events, &bss.lost, "thread creations").run(
+    EventStream::new(&skel.maps.events, &bss.lost, "thread creations").print(
         &signals,
         &mut out,
         args.json,
-        || false,
         |out, data| report.write_event(out, data),
     )
 }

@@ -44,12 +44,14 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Seconds between reports
-    #[arg(default_value = "1", value_parser = parse_interval_secs)]
-    interval: u64,
+    /// Seconds between reports (1 if not given)
+    #[arg(value_parser = parse_interval_secs)]
+    interval: Option<u64>,
     /// Stop after this many reports
-    #[arg(value_parser = parse_positive_u64)]
+    #[arg(value_parser = parse_positive_u64, requires = "interval")]
     count: Option<u64>,
 }
 
@@ -64,15 +66,24 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 fn vfsstat(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     let signals = Signals::install()?;
+    let endpoint = args.export.endpoint("vfsstat", args.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            report::metrics(s, &totals(&skel)?);
+            Ok(())
+        });
+    }
 
     let mut out = Output::new();
     if !args.json {
         report::write_header(&mut out)?;
     }
     let mut before = [0u64; S_MAXSTAT];
-    let interval = Duration::from_secs(args.interval);
+    let interval_s = args.interval.unwrap_or(1);
+    let interval = Duration::from_secs(interval_s);
     // Taken just before run_intervals takes its own start, so an interval that ends before this clock's deadline
     // ended before the loop's: it was cut short by a signal.
     let start = Instant::now();
@@ -89,7 +100,7 @@ fn vfsstat(args: Args) -> Result<()> {
         let length = Instant::now().saturating_duration_since(began).min(interval);
         let length = if length + Duration::from_millis(1) >= interval { interval } else { length };
         if args.json {
-            report::write_json(&mut out, &counts, args.interval, length, mech)
+            report::write_json(&mut out, &counts, interval_s, length, mech)
         } else {
             report::write_row(&mut out, &counts, length)
         }

@@ -107,3 +107,12 @@ pub fn write_json(
     })?;
     Ok(())
 }
+
+/// `--prometheus`: the cumulative counts as `corebpf_vfsstat_calls_total`, labelled `operation` (read, write,
+/// fsync, open, create, unlink, mkdir, rmdir).
+pub fn metrics(s: &mut common::output::metrics::Snapshot, totals: &[u64; S_MAXSTAT]) {
+    const HELP: &str = "Calls of the main VFS operations";
+    for (name, &total) in NAMES.iter().zip(totals) {
+        s.counter("calls", HELP, &["operation"], vec![name.to_ascii_lowercase()], total);
+    }
+}

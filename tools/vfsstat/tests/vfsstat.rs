@@ -343,3 +343,24 @@ fn bad_input_is_refused_clearly() {
         assert!(done.stdout.is_empty(), "{args:?}: {}", done.stdout);
     }
 }
+
+#[test]
+fn prometheus_counts_only_the_helper() {
+    helper_exe();
+    let mut helper = Helper::start();
+    let pid = helper.pid.to_string();
+    let (run, addr) = prom::serving("vfsstat", &["-p", &pid]);
+    helper.burst();
+    helper.finish();
+    let text = prom::scrape(&addr);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(WAIT);
+    done.assert_success();
+    done.assert_no_programs_left();
+    prom::promtool_accepts(&text);
+    let total = KEYS.map(|k| {
+        prom::sample(&text, &format!("corebpf_vfsstat_calls_total{{operation=\"{k}\"}}"))
+            .unwrap_or_else(|| panic!("no {k}:\n{text}")) as u64
+    });
+    assert_only_the_helper(&total, &text);
+}

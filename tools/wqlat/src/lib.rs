@@ -21,6 +21,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
+use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::hist::Log2Hist;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
@@ -80,7 +81,9 @@ fn parse_wqname(s: &str) -> Result<String, String> {
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    (args.milliseconds, args.nanoseconds) =
+        (args.export.display(args.milliseconds), args.export.display(args.nanoseconds));
     run::bpf_main(args.verbose, || wqlat(args))
 }
 
@@ -96,7 +99,8 @@ fn unit(args: &Args) -> Unit {
 
 fn wqlat(args: Args) -> Result<()> {
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("wqlat", args.every.interval.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let mut start_full = DropCounter::new("work items", "too many queued at once for the start map");
@@ -114,32 +118,28 @@ fn wqlat(args: Args) -> Result<()> {
     };
     let mut report = Report::new(unit(&args), args.workqueues);
 
-    if let Some(listen) = args.export.prometheus {
-        return common::output::metrics::serve("wqlat", listen, args.export.max_series, &signals, |snapshot| {
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |snapshot| {
+            if let Some(bss) = skel.maps.bss_data.as_ref() {
+                snapshot.map_full("start", &bss.start_map_full);
+                snapshot.map_full("hists", &bss.hists_full);
+            }
             report.metrics(snapshot, read()?);
             Ok(())
         });
     }
     let mut out = Output::new();
     report.write_banner(&mut out, args.json)?;
-    let mut heat = args
-        .export
-        .heatmap
-        .as_ref()
-        .map(|_| common::output::heatmap::Heatmap::new("Workqueue latency", unit(&args).label()));
-    if let Some(path) = &args.export.heatmap {
-        std::fs::write(path, "").with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    let mut heat = HeatmapFile::open(args.export.heatmap.as_deref(), "Workqueue latency", unit(&args).label())?;
     run_intervals(&signals, args.every.interval(), args.every.count, |_| {
         let hists = read()?;
         if let Some(heat) = heat.as_mut() {
-            heat.push_cumulative(common::output::stdout::clock_hms(), &report::total_slots(&hists));
+            heat.push(&sum_slots(hists.iter().map(|(_, h)| &h.slots[..])));
         }
         report.write_interval(&mut out, hists, args.json, args.timestamp)
     })?;
-    if let (Some(heat), Some(path)) = (&heat, &args.export.heatmap) {
-        heat.write_svg(path)?;
-    }
+    heat.map(|h| h.finish()).transpose()?;
     Ok(())
 }
 

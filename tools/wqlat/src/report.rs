@@ -122,14 +122,3 @@ impl Report {
         }
     }
 }
-
-/// `--heatmap`: the slots of every histogram added up, cumulative as in the kernel.
-pub fn total_slots(hists: &[(String, Log2Hist)]) -> Vec<u64> {
-    let mut total = vec![0u64; crate::bpf::consts::MAX_SLOTS];
-    for (_, h) in hists {
-        for (t, s) in total.iter_mut().zip(&h.slots) {
-            *t += s;
-        }
-    }
-    total
-}

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* One timer of file system operations (read, write, open, fsync, getattr) for fsslower and fsdist, over three
+ * attach paths. The including tool defines, after including this header,
+ *
+ *     static __always_inline void fsop_done(void *ctx, const struct fsop_call *call, struct file *file,
+ *                                           __s64 ret, __u64 delta_ns);
+ *
+ * which gets each operation of the traced file system once it returns: what it was (call->op), where it started
+ * (call->offset, and call->end for fsync), the file (NULL for getattr), its return value and its duration. User
+ * space attaches the programs of one path only, and of the operations it wants.
+ *
+ * 1. fentry/fexit on the file system's own functions (ext4_file_read_iter, xfs_file_fsync, ...): user space sets
+ *    each program's target before load (the sections name vfs functions only as placeholders).
+ * 2. kprobes/kretprobes on the same functions.
+ * 3. Where kernel functions cannot be traced: the system calls' tracepoints. At sys_enter the file behind the
+ *    descriptor (fdsock.bpf.h) is kept if its super block's magic is fsop_magic (and it is a regular file, for
+ *    reads, writes and opens); an open is kept by thread and its file checked at sys_exit from the descriptor it
+ *    returned; a stat-like call is checked at sys_exit from the device in the result it wrote to user memory,
+ *    against fsop_devs (the devices of the traced file system's mounts, filled by user space). This path times the
+ *    whole system call, path lookup included, and sees only system calls: mmap faults, io_uring, AIO, sendfile,
+ *    splice, copy_file_range and I/O the kernel does on its own are not in it.
+ *
+ * Starts are kept per thread in fsop_calls; a start that finds the map full is counted in fsop_calls_full. */
+#ifndef __COREBPF_FSOP_BPF_H
+#define __COREBPF_FSOP_BPF_H
+
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "fdsock.bpf.h"
+#include "filter.bpf.h"
+#include "syscall_tp.bpf.h"
+#include "fsop.h"
+
+#define FSOP_S_IFMT 00170000
+#define FSOP_S_IFREG 0100000
+#define FSOP_O_PATH 010000000
+#define FSOP_LLONG_MAX 0x7fffffffffffffffLL
+
+/* Tracepoint path: the super block magic of the file system traced (EXT4_SUPER_MAGIC, ...). */
+const volatile __u64 fsop_magic = 0;
+/* The tool's own process, never timed: its output may be a file on the traced file system. */
+const volatile __u32 fsop_self_tgid = 0;
+
+/* How a stat-like system call's result gives the device (tracepoint path, getattr). */
+#define FSOP_STAT_NONE 0
+#define FSOP_STAT_STATX 1	/* struct statx: stx_dev_major, stx_dev_minor */
+#define FSOP_STAT_STAT 2	/* struct stat: st_dev, new_encode_dev() */
+
+struct fsop_call {
+	__u64 ts;
+	__s64 offset;
+	__s64 end;
+	struct file *file;
+	__u64 stat_buf;		/* tracepoint path, getattr: the user buffer the result is written to */
+	__u32 op;
+	__u32 stat_how;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FSOP_MAX_INFLIGHT);
+	__type(key, __u32);
+	__type(value, struct fsop_call);
+} fsop_calls SEC(".maps");
+
+/* Tracepoint path, getattr: the kernel device numbers (major << 20 | minor) of the traced file system's mounts. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FSOP_MAX_DEVS);
+	__type(key, __u32);
+	__type(value, __u8);
+} fsop_devs SEC(".maps");
+
+/* Operations not timed because too many were in progress at once. */
+__u64 fsop_calls_full = 0;
+
+static __always_inline void fsop_done(void *ctx, const struct fsop_call *call, struct file *file, __s64 ret,
+				      __u64 delta_ns);
+
+static __always_inline int fsop_enter_full(struct file *file, __u32 op, __s64 offset, __s64 end, __u64 stat_buf,
+					   __u32 stat_how)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct fsop_call call = {};
+
+	if (!tgid_wanted(id >> 32) || (id >> 32) == fsop_self_tgid)
+		return 0;
+	call.ts = bpf_ktime_get_ns();
+	call.offset = offset;
+	call.end = end;
+	call.file = file;
+	call.op = op;
+	call.stat_buf = stat_buf;
+	call.stat_how = stat_how;
+	if (bpf_map_update_elem(&fsop_calls, &tid, &call, BPF_ANY))
+		__sync_fetch_and_add(&fsop_calls_full, 1);
+	return 0;
+}
+
+static __always_inline int fsop_enter(struct file *file, __u32 op, __s64 offset, __s64 end)
+{
+	return fsop_enter_full(file, op, offset, end, 0, FSOP_STAT_NONE);
+}
+
+/* The end of the current thread's operation: `file` is the one kept at its start unless given here. */
+static __always_inline int fsop_exit_file(void *ctx, __s64 ret, struct file *file)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct fsop_call *found, call;
+	__u64 now = bpf_ktime_get_ns();
+
+	found = bpf_map_lookup_elem(&fsop_calls, &tid);
+	if (!found)
+		return 0;
+	call = *found;
+	bpf_map_delete_elem(&fsop_calls, &tid);
+	fsop_done(ctx, &call, file ? file : call.file, ret, now - call.ts);
+	return 0;
+}
+
+static __always_inline int fsop_exit(void *ctx, __s64 ret)
+{
+	return fsop_exit_file(ctx, ret, NULL);
+}
+
+/* --- 1. fentry/fexit on the file system's functions (targets set by user space) --- */
+
+SEC("fentry/vfs_read")
+int BPF_PROG(fsop_read_fentry, struct kiocb *iocb)
+{
+	return fsop_enter(iocb->ki_filp, FSOP_READ, iocb->ki_pos, 0);
+}
+
+SEC("fexit/vfs_read")
+int BPF_PROG(fsop_read_fexit, struct kiocb *iocb, struct iov_iter *to, ssize_t ret)
+{
+	return fsop_exit(ctx, ret);
+}
+
+SEC("fentry/vfs_write")
+int BPF_PROG(fsop_write_fentry, struct kiocb *iocb)
+{
+	return fsop_enter(iocb->ki_filp, FSOP_WRITE, iocb->ki_pos, 0);
+}
+
+SEC("fexit/vfs_write")
+int BPF_PROG(fsop_write_fexit, struct kiocb *iocb, struct iov_iter *from, ssize_t ret)
+{
+	return fsop_exit(ctx, ret);
+}
+
+SEC("fentry/vfs_open")
+int BPF_PROG(fsop_open_fentry, struct inode *inode, struct file *file)
+{
+	return fsop_enter(file, FSOP_OPEN, 0, 0);
+}
+
+SEC("fexit/vfs_open")
+int BPF_PROG(fsop_open_fexit)
+{
+	return fsop_exit(ctx, 0);
+}
+
+SEC("fentry/vfs_fsync_range")
+int BPF_PROG(fsop_fsync_fentry, struct file *file, loff_t start, loff_t end)
+{
+	return fsop_enter(file, FSOP_FSYNC, start, end);
+}
+
+SEC("fexit/vfs_fsync_range")
+int BPF_PROG(fsop_fsync_fexit)
+{
+	return fsop_exit(ctx, 0);
+}
+
+SEC("fentry/vfs_getattr")
+int BPF_PROG(fsop_getattr_fentry)
+{
+	return fsop_enter(NULL, FSOP_GETATTR, 0, 0);
+}
+
+SEC("fexit/vfs_getattr")
+int BPF_PROG(fsop_getattr_fexit)
+{
+	return fsop_exit(ctx, 0);
+}
+
+/* --- 2. kprobes on the same functions (attached by name) --- */
+
+SEC("kprobe")
+int BPF_KPROBE(fsop_read_kprobe, struct kiocb *iocb)
+{
+	return fsop_enter(BPF_CORE_READ(iocb, ki_filp), FSOP_READ, BPF_CORE_READ(iocb, ki_pos), 0);
+}
+
+SEC("kprobe")
+int BPF_KPROBE(fsop_write_kprobe, struct kiocb *iocb)
+{
+	return fsop_enter(BPF_CORE_READ(iocb, ki_filp), FSOP_WRITE, BPF_CORE_READ(iocb, ki_pos), 0);
+}
+
+SEC("kprobe")
+int BPF_KPROBE(fsop_open_kprobe, struct inode *inode, struct file *file)
+{
+	return fsop_enter(file, FSOP_OPEN, 0, 0);
+}
+
+SEC("kprobe")
+int BPF_KPROBE(fsop_fsync_kprobe, struct file *file, loff_t start, loff_t end)
+{
+	return fsop_enter(file, FSOP_FSYNC, start, end);
+}
+
+SEC("kprobe")
+int BPF_KPROBE(fsop_getattr_kprobe)
+{
+	return fsop_enter(NULL, FSOP_GETATTR, 0, 0);
+}
+
+/* Every operation's return: read and write give their byte counts, the others 0. */
+SEC("kretprobe")
+int BPF_KRETPROBE(fsop_kretprobe, long ret)
+{
+	return fsop_exit(ctx, ret);
+}
+
+/* --- 3. the system calls' tracepoints, filtered by the file system's magic --- */
+
+/* The file behind `fd` if it is on the traced file system (and regular, unless `any_type`), else NULL. */
+static __always_inline struct file *fsop_fd_file(long fd, bool any_type)
+{
+	struct file *file = fd_file(fd);
+
+	if (!file || BPF_CORE_READ(file, f_inode, i_sb, s_magic) != fsop_magic)
+		return NULL;
+	if (!any_type && (BPF_CORE_READ(file, f_inode, i_mode) & FSOP_S_IFMT) != FSOP_S_IFREG)
+		return NULL;
+	return file;
+}
+
+static __always_inline int fsop_rw_enter(struct syscall_enter_ctx *ctx, __u32 op, bool positioned)
+{
+	struct file *file;
+	__s64 pos;
+
+	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	file = fsop_fd_file(ctx->args[0], false);
+	if (!file)
+		return 0;
+	pos = positioned ? (__s64)ctx->args[3] : -1;
+	/* read/readv, or preadv2/pwritev2 given -1: the file's own position. */
+	if (pos == -1)
+		pos = BPF_CORE_READ(file, f_pos);
+	return fsop_enter(file, op, pos, 0);
+}
+
+/* read, readv */
+SEC("tracepoint/syscalls/sys_enter_read")
+int fsop_read_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_rw_enter(ctx, FSOP_READ, false);
+}
+
+/* pread64, preadv, preadv2: the offset is the fourth argument */
+SEC("tracepoint/syscalls/sys_enter_pread64")
+int fsop_pread_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_rw_enter(ctx, FSOP_READ, true);
+}
+
+/* write, writev */
+SEC("tracepoint/syscalls/sys_enter_write")
+int fsop_write_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_rw_enter(ctx, FSOP_WRITE, false);
+}
+
+/* pwrite64, pwritev, pwritev2 */
+SEC("tracepoint/syscalls/sys_enter_pwrite64")
+int fsop_pwrite_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_rw_enter(ctx, FSOP_WRITE, true);
+}
+
+/* open, openat, openat2, creat: the file is known at the return only */
+SEC("tracepoint/syscalls/sys_enter_openat")
+int fsop_open_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_enter(NULL, FSOP_OPEN, 0, 0);
+}
+
+/* fsync, fdatasync: the whole file, as the kernel asks the file system for it */
+SEC("tracepoint/syscalls/sys_enter_fsync")
+int fsop_fsync_tp(struct syscall_enter_ctx *ctx)
+{
+	struct file *file;
+
+	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	file = fsop_fd_file(ctx->args[0], true);
+	if (!file)
+		return 0;
+	return fsop_enter(file, FSOP_FSYNC, 0, FSOP_LLONG_MAX);
+}
+
+/* statx(dirfd, path, flags, mask, buf) */
+SEC("tracepoint/syscalls/sys_enter_statx")
+int fsop_statx_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, ctx->args[4], FSOP_STAT_STATX);
+}
+
+/* newfstatat(dirfd, path, buf, flags) */
+SEC("tracepoint/syscalls/sys_enter_newfstatat")
+int fsop_fstatat_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, ctx->args[2], FSOP_STAT_STAT);
+}
+
+/* newstat(path, buf), newlstat(path, buf), newfstat(fd, buf) */
+SEC("tracepoint/syscalls/sys_enter_newstat")
+int fsop_stat_tp(struct syscall_enter_ctx *ctx)
+{
+	return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, ctx->args[1], FSOP_STAT_STAT);
+}
+
+/* The device a stat-like call's result names, as the kernel encodes it (major << 20 | minor); 0 if unreadable. */
+static __always_inline __u32 fsop_stat_dev(const struct fsop_call *call)
+{
+	__u32 major = 0, minor = 0;
+
+	if (call->stat_how == FSOP_STAT_STATX) {
+		/* struct statx (UAPI): stx_dev_major at byte 136, stx_dev_minor at 140 */
+		if (bpf_probe_read_user(&major, sizeof(major), (void *)(call->stat_buf + 136)) ||
+		    bpf_probe_read_user(&minor, sizeof(minor), (void *)(call->stat_buf + 140)))
+			return 0;
+	} else {
+		unsigned long dev = 0;
+
+		/* struct stat's st_dev comes first, in the encoding of new_encode_dev() */
+		if (bpf_probe_read_user(&dev, sizeof(dev), (void *)call->stat_buf))
+			return 0;
+		major = (dev >> 8) & 0xfff;
+		minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+	}
+	return major << 20 | minor;
+}
+
+/* Every system call's return: decides whether an open or a stat-like call was on the traced file system. */
+SEC("tracepoint/syscalls/sys_exit_read")
+int fsop_exit_tp(struct syscall_exit_ctx *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct fsop_call *call = bpf_map_lookup_elem(&fsop_calls, &tid);
+	struct file *file = NULL;
+
+	if (!call)
+		return 0;
+	if (call->op == FSOP_OPEN) {
+		file = ctx->ret >= 0 ? fsop_fd_file(ctx->ret, false) : NULL;
+		if (!file || (BPF_CORE_READ(file, f_flags) & FSOP_O_PATH)) {
+			bpf_map_delete_elem(&fsop_calls, &tid);
+			return 0;
+		}
+		return fsop_exit_file(ctx, 0, file);
+	}
+	if (call->op == FSOP_GETATTR) {
+		__u32 dev;
+
+		if (ctx->ret != 0) {
+			bpf_map_delete_elem(&fsop_calls, &tid);
+			return 0;
+		}
+		dev = fsop_stat_dev(call);
+		if (!dev || !bpf_map_lookup_elem(&fsop_devs, &dev)) {
+			bpf_map_delete_elem(&fsop_calls, &tid);
+			return 0;
+		}
+		return fsop_exit(ctx, 0);
+	}
+	return fsop_exit(ctx, call->op == FSOP_FSYNC ? 0 : ctx->ret);
+}
+
+#endif /* __COREBPF_FSOP_BPF_H */

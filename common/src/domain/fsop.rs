@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! File system operations as fsslower and fsdist time them: the file systems they know (ext4, xfs, btrfs, nfs)
+//! with each one's kernel functions and super block magic, the operations (read, write, open, fsync, getattr),
+//! the file system a BCC-style name picks (`ext4slower`, `xfsdist`), and the loading and attaching of the
+//! programs of `bpf/include/fsop.bpf.h` over the attach ladder (fentry/fexit, kprobes, system call tracepoints).
+//!
+//! Both tools' BPF objects include that header, so their programs and maps have the same names: this module works
+//! on the object by those names, not on either tool's skeleton type.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{Link, MapCore, MapFlags, Object, OpenObject};
+
+use crate::attach::features::Attach;
+use crate::attach::loader::attach_tracepoint;
+
+/// A file system the tools can trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FsType {
+    Btrfs,
+    Ext4,
+    Nfs,
+    Xfs,
+}
+
+/// An operation, numbered as `bpf/include/fsop.h` numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Op {
+    Read = 0,
+    Write = 1,
+    Open = 2,
+    Fsync = 3,
+    Getattr = 4,
+}
+
+impl Op {
+    pub const ALL: [Op; 5] = [Op::Read, Op::Write, Op::Open, Op::Fsync, Op::Getattr];
+
+    pub fn from_index(i: u32) -> Option<Op> {
+        Op::ALL.get(i as usize).copied()
+    }
+
+    /// Its name in fsdist's report (`operation = 'read'`).
+    pub fn name(self) -> &'static str {
+        ["read", "write", "open", "fsync", "getattr"][self as usize]
+    }
+
+    /// Its letter in fsslower's T column.
+    pub fn letter(self) -> char {
+        ['R', 'W', 'O', 'F', 'G'][self as usize]
+    }
+
+    /// The stem of its BPF programs in fsop.bpf.h (`fsop_<stem>_fentry`, `_fexit`, `_kprobe`).
+    fn stem(self) -> &'static str {
+        self.name()
+    }
+}
+
+impl FsType {
+    pub const ALL: [FsType; 4] = [FsType::Btrfs, FsType::Ext4, FsType::Nfs, FsType::Xfs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FsType::Btrfs => "btrfs",
+            FsType::Ext4 => "ext4",
+            FsType::Nfs => "nfs",
+            FsType::Xfs => "xfs",
+        }
+    }
+
+    /// Its super block's `s_magic` (include/uapi/linux/magic.h).
+    pub fn magic(self) -> u64 {
+        match self {
+            FsType::Btrfs => 0x9123_683E,
+            FsType::Ext4 => 0xEF53,
+            FsType::Nfs => 0x6969,
+            FsType::Xfs => 0x5846_5342,
+        }
+    }
+
+    /// The kernel function that does `op` for this file system (the file or inode operation it registers), as
+    /// libbpf-tools chooses them; getattr also for xfs and btrfs, whose functions libbpf-tools leaves out.
+    pub fn function(self, op: Op) -> &'static str {
+        use FsType::*;
+        use Op::*;
+        match (self, op) {
+            (Btrfs, Read) => "btrfs_file_read_iter",
+            (Btrfs, Write) => "btrfs_file_write_iter",
+            (Btrfs, Open) => "btrfs_file_open",
+            (Btrfs, Fsync) => "btrfs_sync_file",
+            (Btrfs, Getattr) => "btrfs_getattr",
+            (Ext4, Read) => "ext4_file_read_iter",
+            (Ext4, Write) => "ext4_file_write_iter",
+            (Ext4, Open) => "ext4_file_open",
+            (Ext4, Fsync) => "ext4_sync_file",
+            (Ext4, Getattr) => "ext4_file_getattr",
+            (Nfs, Read) => "nfs_file_read",
+            (Nfs, Write) => "nfs_file_write",
+            (Nfs, Open) => "nfs_file_open",
+            (Nfs, Fsync) => "nfs_file_fsync",
+            (Nfs, Getattr) => "nfs_getattr",
+            (Xfs, Read) => "xfs_file_read_iter",
+            (Xfs, Write) => "xfs_file_write_iter",
+            (Xfs, Open) => "xfs_file_open",
+            (Xfs, Fsync) => "xfs_file_fsync",
+            (Xfs, Getattr) => "xfs_vn_getattr",
+        }
+    }
+
+    /// The names /proc/filesystems and mountinfo give it.
+    fn kernel_names(self) -> &'static [&'static str] {
+        match self {
+            FsType::Nfs => &["nfs", "nfs4"],
+            other => std::slice::from_ref(match other {
+                FsType::Btrfs => &"btrfs",
+                FsType::Ext4 => &"ext4",
+                _ => &"xfs",
+            }),
+        }
+    }
+
+    /// The file system a BCC-style name stands for: `ext4slower` (or an installed `bpf-ext4slower`) is ext4 for
+    /// the tool whose names end in `suffix` (`slower`), as BCC's ext4slower, xfsslower, ... are.
+    pub fn from_invoked_name(invoked: &str, suffix: &str) -> Option<FsType> {
+        let base = Path::new(invoked).file_name()?.to_str()?;
+        FsType::ALL.into_iter().find(|fs| base.ends_with(&format!("{}{suffix}", fs.name())))
+    }
+
+    /// Fails with one line unless this kernel has the file system (built in, or its module loaded).
+    pub fn require_registered(self) -> Result<()> {
+        let known = std::fs::read_to_string("/proc/filesystems").context("reading /proc/filesystems")?;
+        let names = self.kernel_names();
+        if known.lines().filter_map(|l| l.split_whitespace().last()).any(|n| names.contains(&n)) {
+            return Ok(());
+        }
+        bail!(
+            "this kernel has no {} file system (not in /proc/filesystems: load its module or mount one first)",
+            self.name()
+        )
+    }
+
+    /// The device numbers (the kernel's `major << 20 | minor`) of every mount of this file system now.
+    pub fn mounted_devices(self) -> Vec<u32> {
+        let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return Vec::new() };
+        let mut devs: Vec<u32> = info
+            .lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let sep = fields.iter().position(|f| *f == "-")?;
+                let fstype = fields.get(sep + 1)?;
+                if !self.kernel_names().contains(fstype) {
+                    return None;
+                }
+                let (major, minor) = fields.get(2)?.split_once(':')?;
+                let dev = major.parse::<u32>().ok()? << 20 | minor.parse::<u32>().ok()?;
+                // A btrfs subvolume answers stat with a device number of its own, not the super block's: the
+                // mounted subvolume's is its root's. (Subvolumes nested below a mount point have others again.)
+                let subvolume = (self == FsType::Btrfs).then(|| fields.get(4).and_then(|m| subvolume_dev(m))).flatten();
+                Some([Some(dev), subvolume])
+            })
+            .flatten()
+            .flatten()
+            .collect();
+        devs.sort_unstable();
+        devs.dedup();
+        devs
+    }
+}
+
+/// The device number stat gives for mount point `escaped` (mountinfo's octal escapes undone), in the kernel's
+/// encoding.
+fn subvolume_dev(escaped: &str) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let mut path = Vec::new();
+    let bytes = escaped.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() {
+            if let Ok(c) = u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 4]).ok()?, 8) {
+                path.push(c);
+                i += 4;
+                continue;
+            }
+        }
+        path.push(bytes[i]);
+        i += 1;
+    }
+    let dev = std::fs::metadata(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&path)).ok()?.dev();
+    Some(libc::major(dev) << 20 | libc::minor(dev))
+}
+
+/// True if the kernel (or a loaded module) has a function of this exact name (/proc/kallsyms).
+pub fn kernel_has_function(name: &str) -> bool {
+    let Ok(syms) = std::fs::read_to_string("/proc/kallsyms") else { return false };
+    syms.lines().any(|l| {
+        let mut f = l.split_whitespace();
+        let (_, kind, sym) = (f.next(), f.next(), f.next());
+        matches!(kind, Some("t" | "T")) && sym == Some(name)
+    })
+}
+
+/// The system calls of each operation on the tracepoint path, with the program of fsop.bpf.h each one's
+/// sys_enter runs. Which exist depends on the architecture.
+fn syscalls(op: Op) -> &'static [(&'static str, &'static str)] {
+    match op {
+        Op::Read => &[
+            ("read", "fsop_read_tp"),
+            ("readv", "fsop_read_tp"),
+            ("pread64", "fsop_pread_tp"),
+            ("preadv", "fsop_pread_tp"),
+            ("preadv2", "fsop_pread_tp"),
+        ],
+        Op::Write => &[
+            ("write", "fsop_write_tp"),
+            ("writev", "fsop_write_tp"),
+            ("pwrite64", "fsop_pwrite_tp"),
+            ("pwritev", "fsop_pwrite_tp"),
+            ("pwritev2", "fsop_pwrite_tp"),
+        ],
+        Op::Open => &[
+            ("open", "fsop_open_tp"),
+            ("openat", "fsop_open_tp"),
+            ("openat2", "fsop_open_tp"),
+            ("creat", "fsop_open_tp"),
+        ],
+        Op::Fsync => &[("fsync", "fsop_fsync_tp"), ("fdatasync", "fsop_fsync_tp")],
+        Op::Getattr => &[
+            ("statx", "fsop_statx_tp"),
+            ("newfstatat", "fsop_fstatat_tp"),
+            ("newstat", "fsop_stat_tp"),
+            ("newlstat", "fsop_stat_tp"),
+            ("newfstat", "fsop_stat_tp"),
+        ],
+    }
+}
+
+/// What [`prepare`] decided for one load: the operations timed and, on the tracepoint path, the system calls.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub fs: FsType,
+    pub mech: Attach,
+    pub ops: Vec<Op>,
+    calls: Vec<(&'static str, &'static str)>,
+}
+
+impl Plan {
+    /// The operations `wanted` of `fs` that `mech` can time here. On the kernel-function paths an operation whose
+    /// function this kernel lacks is left out if it is getattr (not every kernel exports it by that name), else
+    /// the path fails; on the tracepoint path the system calls this architecture has are used.
+    pub fn new(fs: FsType, mech: Attach, wanted: &[Op]) -> Result<Plan> {
+        let mut ops = Vec::new();
+        let mut calls = Vec::new();
+        match mech {
+            Attach::Fentry | Attach::Kprobe => {
+                for &op in wanted {
+                    let func = fs.function(op);
+                    if kernel_has_function(func) {
+                        ops.push(op);
+                    } else if op != Op::Getattr {
+                        bail!("this kernel has no function {func} ({} {})", fs.name(), op.name());
+                    }
+                }
+            }
+            Attach::Tracepoint => {
+                let tracefs = crate::attach::features::tracefs()?;
+                for &op in wanted {
+                    let present: Vec<_> = syscalls(op)
+                        .iter()
+                        .copied()
+                        .filter(|(call, _)| tracefs.join(format!("events/syscalls/sys_enter_{call}")).exists())
+                        .collect();
+                    if !present.is_empty() {
+                        ops.push(op);
+                        calls.extend(present);
+                    }
+                }
+                if ops.is_empty() {
+                    bail!("this kernel has no system call tracepoints (syscalls:sys_enter_*)");
+                }
+            }
+            other => bail!("{other} is not a way this tool attaches"),
+        }
+        Ok(Plan { fs, mech, ops, calls })
+    }
+
+    /// The operations timed, by name, for `-v`.
+    pub fn describe(&self) -> String {
+        let ops: Vec<&str> = self.ops.iter().map(|o| o.name()).collect();
+        match self.mech {
+            Attach::Tracepoint => format!("{} {} on system call tracepoints", self.fs.name(), ops.join(", ")),
+            _ => {
+                let funcs: Vec<&str> = self.ops.iter().map(|&o| self.fs.function(o)).collect();
+                format!("{} {} at {}", self.fs.name(), ops.join(", "), funcs.join(", "))
+            }
+        }
+    }
+
+    /// Keeps the programs of this plan (and none other of the object's), with their fentry/fexit targets set.
+    pub fn prepare(&self, object: &mut OpenObject) -> Result<()> {
+        let wanted: Vec<String> = match self.mech {
+            Attach::Fentry => self
+                .ops
+                .iter()
+                .flat_map(|o| [format!("fsop_{}_fentry", o.stem()), format!("fsop_{}_fexit", o.stem())])
+                .collect(),
+            Attach::Kprobe => self
+                .ops
+                .iter()
+                .map(|o| format!("fsop_{}_kprobe", o.stem()))
+                .chain(["fsop_kretprobe".to_string()])
+                .collect(),
+            _ => self.calls.iter().map(|(_, prog)| prog.to_string()).chain(["fsop_exit_tp".to_string()]).collect(),
+        };
+        for mut prog in object.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            let keep = wanted.contains(&name);
+            prog.set_autoload(keep);
+            if keep && self.mech == Attach::Fentry {
+                let op = self.ops.iter().find(|o| name.starts_with(&format!("fsop_{}_", o.stem()))).copied();
+                if let Some(op) = op {
+                    prog.set_attach_target(0, Some(self.fs.function(op).to_string()))
+                        .with_context(|| format!("setting the target of {name}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills what the loaded programs read (the devices of the file system's mounts, for getattr on the tracepoint
+    /// path), then attaches them: each return before its start, so that no start is kept with nobody to end it.
+    pub fn attach(&self, object: &Object) -> Result<Vec<Link>> {
+        let prog = |name: &str| {
+            object
+                .progs_mut()
+                .find(|p| p.name() == name)
+                .with_context(|| format!("the BPF object has no program {name}"))
+        };
+        let mut links = Vec::new();
+        match self.mech {
+            Attach::Fentry => {
+                for op in &self.ops {
+                    let func = self.fs.function(*op);
+                    for end in ["fexit", "fentry"] {
+                        let p = prog(&format!("fsop_{}_{end}", op.stem()))?;
+                        links.push(p.attach().with_context(|| format!("attaching to {func} ({end})"))?);
+                    }
+                }
+            }
+            Attach::Kprobe => {
+                let ret = prog("fsop_kretprobe")?;
+                for op in &self.ops {
+                    let func = self.fs.function(*op);
+                    links.push(ret.attach_kprobe(true, func).with_context(|| format!("kretprobe {func}"))?);
+                    let p = prog(&format!("fsop_{}_kprobe", op.stem()))?;
+                    links.push(p.attach_kprobe(false, func).with_context(|| format!("kprobe {func}"))?);
+                }
+            }
+            _ => {
+                if self.ops.contains(&Op::Getattr) {
+                    let devs = object
+                        .maps()
+                        .find(|m| m.name() == "fsop_devs")
+                        .context("the BPF object has no map fsop_devs")?;
+                    for dev in self.fs.mounted_devices() {
+                        devs.update(&dev.to_ne_bytes(), &[1], MapFlags::ANY).context("filling fsop_devs")?;
+                    }
+                }
+                let exit = prog("fsop_exit_tp")?;
+                for (call, _) in &self.calls {
+                    links.push(attach_tracepoint(&exit, "syscalls", &format!("sys_exit_{call}"), self.mech)?);
+                }
+                for (call, name) in &self.calls {
+                    let p = prog(name)?;
+                    links.push(attach_tracepoint(&p, "syscalls", &format!("sys_enter_{call}"), self.mech)?);
+                }
+            }
+        }
+        Ok(links)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bcc_names_pick_the_file_system() {
+        assert_eq!(FsType::from_invoked_name("ext4slower", "slower"), Some(FsType::Ext4));
+        assert_eq!(FsType::from_invoked_name("/usr/sbin/bpf-xfsslower", "slower"), Some(FsType::Xfs));
+        assert_eq!(FsType::from_invoked_name("btrfsdist", "dist"), Some(FsType::Btrfs));
+        assert_eq!(FsType::from_invoked_name("nfsdist", "slower"), None);
+        assert_eq!(FsType::from_invoked_name("fsslower", "slower"), None);
+    }
+
+    #[test]
+    fn ops_are_numbered_as_the_c_header() {
+        assert_eq!(Op::ALL.map(|o| o as u32), [0, 1, 2, 3, 4]);
+        assert_eq!(Op::from_index(3), Some(Op::Fsync));
+        assert_eq!(Op::from_index(5), None);
+    }
+}

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The exporter as fleets run it: its image (packaging/exporter/Dockerfile, `FROM scratch` around the static
+//! binary; no registry is needed) run by Docker with one added capability, never `--privileged`, serving the
+//! metrics of a workload that runs in another container (a static helper alone in an image of its own, which
+//! makes exactly N getppid calls, counted by `syscount -p` with the workload's host PID); and the same image
+//! without the capability, which must say in one line what it lacks. And `--container NAME`: bindsnoop given one of
+//! two containers by name shows exactly that one's binds and none of the other's.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use corebpf_tests::prom::{free_addr, promtool_accepts, sample};
+use corebpf_tests::*;
+
+const CALLS: u64 = 53;
+const WORKLOAD: &str = include_str!("container_calls.c");
+const BINDS: &str = include_str!("container_binds.c");
+
+fn docker(args: &[&str]) -> Output {
+    Command::new("docker").args(args).stdin(Stdio::null()).output().expect("docker (the machine's engine)")
+}
+
+fn docker_ok(args: &[&str]) -> String {
+    let out = docker(args);
+    assert!(out.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// An image built for this test from a folder of files, removed when dropped.
+struct Image(String);
+
+impl Image {
+    /// Builds `tag` from a scratch folder holding `files` (source path, name in the folder) and `dockerfile`.
+    fn build(tag: &str, files: &[(PathBuf, &str)], dockerfile: &str) -> Image {
+        let dir = std::env::temp_dir().join(format!("corebpf-image-{tag}").replace(':', "-"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (from, name) in files {
+            std::fs::copy(from, dir.join(name)).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        }
+        std::fs::write(dir.join("Dockerfile"), dockerfile).unwrap();
+        let out = docker(&["build", "-q", "-t", tag, &dir.display().to_string()]);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(out.status.success(), "docker build {tag}: {}", String::from_utf8_lossy(&out.stderr));
+        Image(tag.to_string())
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        let _ = docker(&["rmi", "-f", &self.0]);
+    }
+}
+
+/// A container by name, removed (killed first) when dropped.
+struct Container(String);
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = docker(&["rm", "-f", &self.0]);
+    }
+}
+
+/// packaging/exporter/, relative to this test crate.
+fn packaging(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/exporter").join(file)
+}
+
+/// The exporter's image, as `make image` builds it, from the static binary the tests run.
+fn exporter_image(tag: &str) -> Image {
+    let binary = std::fs::canonicalize(bin("corebpf-tools")).unwrap();
+    let ldd = Command::new("ldd").arg(&binary).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&ldd.stdout), String::from_utf8_lossy(&ldd.stderr));
+    assert!(
+        said.contains("not a dynamic executable") || said.contains("statically linked"),
+        "{} is not static (make static): {said}",
+        binary.display()
+    );
+    let dockerfile = std::fs::read_to_string(packaging("Dockerfile")).unwrap();
+    Image::build(tag, &[(binary, "corebpf-tools"), (packaging("exporter.conf"), "exporter.conf")], &dockerfile)
+}
+
+#[test]
+fn the_exporter_image_counts_a_workload_in_another_container() {
+    let me = std::process::id();
+    let calls = build_c_helper("container-calls", WORKLOAD, &["-static", "-O2"]);
+    let image = exporter_image(&format!("corebpf-test-exporter:{me}"));
+    let workload_image = Image::build(
+        &format!("corebpf-test-workload:{me}"),
+        &[(calls, "calls")],
+        &format!("FROM scratch\nCOPY calls /calls\nENTRYPOINT [\"/calls\", \"{CALLS}\"]\n"),
+    );
+
+    // The workload, waiting for its go on stdin.
+    let workload = Container(format!("corebpf-test-workload-{me}"));
+    let child = Command::new("docker")
+        .args(["run", "-i", "--rm", "--name", &workload.0, &workload_image.0])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pid = loop {
+        let out = docker(&["inspect", "-f", "{{.State.Pid}}", &workload.0]);
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.status.success() && pid != "0" && !pid.is_empty() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the workload container did not start");
+        thread::sleep(Duration::from_millis(100));
+    };
+
+    // The exporter: the host's PID namespace (syscount -p takes a host PID), one capability.
+    let addr = free_addr();
+    let exporter = Container(format!("corebpf-test-exporter-{me}"));
+    let syscount = format!("syscount -p {pid}");
+    docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &exporter.0,
+        "--pid",
+        "host",
+        "--network",
+        "host",
+        "--cap-add",
+        "SYS_ADMIN",
+        &image.0,
+        "--listen",
+        &addr,
+        &syscount,
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(&addr).is_err() || http_get(&addr, "/healthz", None).0 != 200 {
+        let logs = docker(&["logs", &exporter.0]);
+        assert!(
+            Instant::now() < deadline,
+            "the exporter container is not healthy within 60 s: {}{}",
+            String::from_utf8_lossy(&logs.stdout),
+            String::from_utf8_lossy(&logs.stderr)
+        );
+        thread::sleep(Duration::from_millis(200));
+    }
+    let series = "corebpf_syscount_syscalls_total{syscall=\"getppid\"}";
+    let before = http_get(&addr, "/metrics", None).1;
+    assert_eq!(sample(&before, series), None, "no getppid before the go:\n{before}");
+
+    child.0.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let (_, text) = http_get(&addr, "/metrics", None);
+        if sample(&text, series).is_some_and(|n| n >= CALLS as f64) || Instant::now() > deadline {
+            break text;
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(sample(&text, series), Some(CALLS as f64), "{text}");
+    assert!(text.contains("corebpf_exporter_tool_up{tool=\"syscount\"} 1"), "{text}");
+    promtool_accepts(&text);
+
+    drop(child.0.stdin.take());
+    assert!(child.0.wait().unwrap().success(), "the workload failed");
+    // `docker stop` sends SIGTERM: the exporter detaches and exits 0, its banner in the log.
+    docker_ok(&["stop", "-t", "30", &exporter.0]);
+    assert_eq!(docker_ok(&["inspect", "-f", "{{.State.ExitCode}}", &exporter.0]), "0");
+    let logs = docker_ok(&["logs", &exporter.0]);
+    assert!(logs.contains("Serving Prometheus metrics of 1 tools (syscount: "), "{logs}");
+}
+
+#[test]
+fn without_a_capability_the_image_says_what_it_lacks() {
+    let me = std::process::id();
+    let image = exporter_image(&format!("corebpf-test-exporter-nocap:{me}"));
+    let name = Container(format!("corebpf-test-nocap-{me}"));
+    let addr = free_addr();
+    let out = docker(&["run", "--name", &name.0, "--network", "host", &image.0, "--listen", &addr, "runqlat"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("CAP_BPF"), "{stderr}");
+}
+
+/// A workload container started with `docker run -i`, waiting for its go on stdin; killed and removed when dropped.
+struct Started {
+    container: Container,
+    child: KillOnDrop,
+    pid: u32,
+}
+
+impl Started {
+    fn run(name: String, image: &str, args: &[&str]) -> Started {
+        let container = Container(name);
+        let child = Command::new("docker")
+            .args(["run", "-i", "--rm", "--name", &container.0, image])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let child = KillOnDrop(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let pid = loop {
+            let out = docker(&["inspect", "-f", "{{.State.Pid}}", &container.0]);
+            let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
+            if out.status.success() && pid != 0 {
+                break pid;
+            }
+            assert!(Instant::now() < deadline, "container {} did not start", container.0);
+            thread::sleep(Duration::from_millis(100));
+        };
+        Started { container, child, pid }
+    }
+
+    fn go(&mut self) {
+        self.child.0.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+    }
+
+    fn end(mut self) {
+        drop(self.child.0.stdin.take());
+        assert!(self.child.0.wait().unwrap().success(), "workload {} failed", self.container.0);
+    }
+}
+
+#[test]
+fn container_by_name_shows_that_containers_binds_only() {
+    const N: usize = 7;
+    let me = std::process::id();
+    let binds = build_c_helper("container-binds", BINDS, &["-static", "-O2"]);
+    let image = Image::build(
+        &format!("corebpf-test-binds:{me}"),
+        &[(binds, "binds")],
+        "FROM scratch\nCOPY binds /binds\nENTRYPOINT [\"/binds\"]\n",
+    );
+    let mut a = Started::run(format!("corebpf-test-binds-a-{me}"), &image.0, &[&N.to_string(), "41000"]);
+    let mut b = Started::run(format!("corebpf-test-binds-b-{me}"), &image.0, &[&N.to_string(), "42000"]);
+
+    let mut tool = Running::start("bindsnoop", &["-j", "--container", &a.container.0]);
+    tool.wait_attached(Duration::from_secs(30));
+    let a_pid = a.pid;
+    a.go();
+    b.go();
+    a.end();
+    b.end();
+    thread::sleep(Duration::from_millis(300));
+    tool.signal(libc::SIGINT);
+    let done = tool.finish(Duration::from_secs(10));
+    let records: Vec<_> = json_lines(&done.stdout).into_iter().filter(|r| r.get("pid").is_some()).collect();
+    let ports: Vec<u64> = records.iter().map(|r| r["port"].as_u64().unwrap()).collect();
+    assert!(records.iter().all(|r| r["pid"] == a_pid), "only container a's process {a_pid}: {}", done.stdout);
+    assert_eq!(ports, (41000..41000 + N as u64).collect::<Vec<_>>(), "{}", done.stdout);
+
+    // A name that is no container's: one line, exit 1.
+    let unknown = run_tool("bindsnoop", &["--container", &format!("corebpf-no-such-container-{me}")]);
+    assert_eq!(unknown.status.code(), Some(1), "{}", unknown.stderr);
+    assert_eq!(unknown.stderr.trim().lines().count(), 1, "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("no running container named"), "{}", unknown.stderr);
+}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! biotop: block device I/O by process, refreshed every interval like top (BCC's tool, CO-RE, with libbpf-tools'
+//! -s and -r).
+//!
+//! The BPF side adds every completed block request to a cumulative row keyed by the process that submitted it,
+//! the direction and the disk (requests, bytes, time from issue to completion); this front end reads the rows
+//! every interval, takes the difference from the previous read, forgets the rows of processes that are gone, and
+//! prints BCC's screen (a loadavg line and `PID COMM D MAJ MIN DISK I/O Kbytes AVGms`, sorted) or JSON lines.
+
+mod bpf;
+mod report;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Parser, ValueEnum};
+use common::attach::features::{Attach, KernelBtf};
+use common::attach::loader::{
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+};
+use common::attach::maps::{from_bytes, DropCounter};
+use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::domain::blockdev::Disks;
+use common::output::stdout::Output;
+use common::run::{self, run_intervals, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use bpf::types::{io_key, io_stat};
+use bpf::{BpfSkel, BpfSkelBuilder};
+use common::output::topscreen::Screen;
+use report::Row;
+
+// SAFETY: plain C structs of integers and chars, generated from biotop.h.
+unsafe impl plain::Plain for io_key {}
+unsafe impl plain::Plain for io_stat {}
+
+/// The `--help` examples, from doc.md's `## --help` part (the build helper writes them).
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// What the rows are sorted by (largest first): requests plus bytes plus microseconds (libbpf-tools' default),
+/// requests, bytes (BCC's only order) or the time from issue to completion, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Sort {
+    All,
+    Io,
+    Bytes,
+    Time,
+}
+
+/// Block I/O by process, refreshed like top: requests, Kbytes and average time per process and disk.
+#[derive(Debug, Parser)]
+#[command(name = "biotop", version, after_help = EXAMPLES)]
+struct Args {
+    /// Print each report below the previous one instead of clearing the screen
+    #[arg(short = 'C', long)]
+    noclear: bool,
+    /// Print at most this many rows per report
+    #[arg(short = 'r', long, alias = "rows", value_name = "ROWS", default_value = "20", value_parser = parse_positive_u64)]
+    maxrows: u64,
+    /// Order rows by bytes, by requests (io), by summed time, or by all three added up (all)
+    #[arg(short = 's', long, value_enum, default_value = "bytes")]
+    sort: Sort,
+    /// Only requests submitted by this process (PID)
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Print JSON lines: an object per row per report, bytes and time exact
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    /// Seconds between reports
+    #[arg(default_value = "1", value_parser = parse_interval_secs)]
+    interval: u64,
+    /// Stop after this many reports
+    #[arg(value_parser = parse_positive_u64)]
+    count: Option<u64>,
+}
+
+/// The block tracepoints with their BTF types, else as raw tracepoints.
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    run::bpf_main(args.verbose, || biotop(args))
+}
+
+fn biotop(args: Args) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    let btf = KernelBtf::load()?;
+    // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
+    // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
+    let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
+    let signals = Signals::install()?;
+    let ((skel, _links), _mech) =
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, noted_at, mech))?;
+
+    let mut out = Output::new();
+    if !args.json {
+        use std::io::Write;
+        writeln!(out, "Tracing... Output every {} secs. Hit Ctrl-C to end", args.interval)?;
+        out.flush()?;
+    }
+    let screen = Screen::from_flags(args.noclear, args.sort, args.maxrows);
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let mut full = DropCounter::new("requests", "too many requests in flight or rows (processes and disks)");
+    let mut before: HashMap<Vec<u8>, io_stat> = HashMap::new();
+    let mut disks = Disks::scan();
+    run_intervals(&signals, Some(Duration::from_secs(args.interval)), args.count, |tick| {
+        // The raw keys too: a row is deleted by its bytes.
+        let mut now = Vec::new();
+        for id in skel.maps.rows.keys() {
+            if let Some(value) = skel.maps.rows.lookup(&id, MapFlags::ANY).context("reading the rows map")? {
+                now.push((from_bytes::<io_key>(&id), from_bytes::<io_stat>(&value), id));
+            }
+        }
+        if now.iter().any(|(k, _, _)| disks.name(report::dev(k)) == "?") {
+            disks = Disks::scan(); // a disk added since the last scan
+        }
+        let mut rows = Vec::new();
+        for (key, stat, id) in now {
+            let earlier = before.insert(id.clone(), stat).unwrap_or_default();
+            if stat.io > earlier.io {
+                rows.push(Row::new(&key, &stat, &earlier, &disks));
+            } else if !std::path::Path::new(&format!("/proc/{}", key.pid)).exists() {
+                // Unchanged over an interval and its process gone: forget the row, so that a long run keeps to
+                // the processes that live.
+                let _ = skel.maps.rows.delete(&id);
+                before.remove(&id);
+            }
+        }
+        if args.json {
+            report::write_json(&mut out, &rows)?;
+        } else {
+            screen.write(&mut out, rows)?;
+            if tick == run::Tick::Last {
+                use std::io::Write;
+                writeln!(out, "Detaching...")?;
+                out.flush()?;
+            }
+        }
+        full.check_all([&bss.starts_full, &bss.rows_full]);
+        Ok(())
+    })
+}
+
+/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
+fn load_and_attach(
+    args: &Args,
+    btf: &KernelBtf,
+    noted_at: &str,
+    mech: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let rodata = rodata(&mut open.maps.rodata_data)?;
+    rodata.target_tgid = args.pid.unwrap_or(0);
+    // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
+    rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
+    rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
+    autoload_by_section(open.open_object_mut(), mech);
+    for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != noted_at) {
+        skip_tracepoint(open.open_object_mut(), unused);
+    }
+    let skel: BpfSkel<'static> = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    // The note first, so that no request issued between the two is counted without its submitter.
+    let links = [noted_at, "block_rq_issue", "block_rq_complete"]
+        .into_iter()
+        .map(|name| attach_loaded_tracepoint(skel.object(), "block", name))
+        .collect::<Result<_>>()?;
+    Ok((skel, links))
+}

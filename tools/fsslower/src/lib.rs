@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! fsslower: reads, writes, opens and fsyncs of one file system (ext4, xfs, btrfs, nfs) slower than a threshold
+//! (libbpf-tools' fsslower, CO-RE; BCC's ext4slower, xfsslower, btrfsslower and nfsslower by name).
+//!
+//! The BPF side is `bpf/include/fsop.bpf.h`'s operation timer (shared with fsdist), attached by
+//! `common::domain::fsop` to the file system's functions (fentry/fexit, else kprobes) or, where kernel functions
+//! cannot be traced, to the system calls' tracepoints filtered by the file's file system; fsslower.bpf.c sends one
+//! record per operation above the threshold. This front end prints libbpf-tools' columns, its CSV, or JSON lines.
+
+mod bpf;
+mod report;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use common::attach::events::EventStream;
+use common::attach::features::Attach;
+use common::attach::loader::{load_first_working, open_skeleton, rodata};
+use common::cli::{parse_interval_secs, parse_pid};
+use common::domain::fsop::{FsType, Op, Plan};
+use common::output::stdout::Output;
+use common::run::{self, Signals};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::Link;
+
+use bpf::{BpfSkel, BpfSkelBuilder};
+use report::{Printer, Slow, Style};
+
+const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
+
+/// File system reads, writes, opens and fsyncs slower than a threshold, one line each.
+#[derive(Debug, Parser)]
+#[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+struct Args {
+    /// The file system to trace (ext4slower, xfsslower, btrfsslower and nfsslower choose it by their name)
+    #[arg(short = 't', long = "type", value_enum, value_name = "FS")]
+    fs: Option<FsType>,
+    /// Only operations of this process (PID)
+    #[arg(short = 'p', long, value_parser = parse_pid)]
+    pid: Option<u32>,
+    /// Show operations that took longer than this many milliseconds (0: every operation)
+    #[arg(short = 'm', long = "min", value_name = "MIN_MS", default_value = "10")]
+    min_ms: u64,
+    /// Stop after this many seconds
+    #[arg(short = 'd', long, value_parser = parse_interval_secs)]
+    duration: Option<u64>,
+    /// Print comma-separated values: end time and latency in raw units, offset in bytes
+    #[arg(short = 'c', long, conflicts_with = "json")]
+    csv: bool,
+    /// Print JSON lines: an object per operation, with its latency in nanoseconds
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+/// The file system's functions through fentry/fexit, else kprobes (libbpf-tools' hooks); where kernel functions
+/// cannot be traced, the system calls' tracepoints filtered by the file's file system.
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
+
+/// The operations fsslower reports (getattr is fsdist's only, as in libbpf-tools).
+const OPS: [Op; 4] = [Op::Read, Op::Write, Op::Open, Op::Fsync];
+
+fn main(argv: Vec<OsString>) -> ExitCode {
+    let args: Args = common::cli::parse(argv);
+    let fs = file_system(args.fs);
+    if args.min_ms > u64::MAX / 1_000_000 {
+        common::cli::usage_error(&format!("-m {}: too large a number of milliseconds", args.min_ms));
+    }
+    run::bpf_main(args.verbose, || fsslower(args, fs))
+}
+
+/// The file system to trace: `-t`, else the one the invoked name stands for; neither is a usage error.
+fn file_system(given: Option<FsType>) -> FsType {
+    given.or_else(|| FsType::from_invoked_name(common::tool::invoked_name(), "slower")).unwrap_or_else(|| {
+        common::cli::usage_error("no file system to trace: give one with -t (btrfs, ext4, nfs or xfs)")
+    })
+}
+
+fn fsslower(args: Args, fs: FsType) -> Result<()> {
+    args.pid.map(common::cli::require_process).transpose()?;
+    fs.require_registered()?;
+    let signals = Signals::install()?;
+    let verbose = args.verbose.on();
+    let ((skel, _links), _mech) = load_first_working(TOOL.attach, verbose, |mech| load_and_attach(&args, fs, mech))?;
+
+    let mut out = Output::new();
+    let style = if args.json {
+        Style::Json
+    } else if args.csv {
+        Style::Csv
+    } else {
+        Style::Text
+    };
+    let mut printer = Printer::new(style);
+    printer.write_header(&mut out, fs.name(), args.min_ms, args.duration)?;
+    let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    EventStream::new(&skel.maps.events, &bss.lost, "operations")
+        .also_dropped(&bss.fsop_calls_full, "operations", "too many in progress at once")
+        .run(
+            &signals,
+            &mut out,
+            args.json,
+            || deadline.is_some_and(|d| Instant::now() >= d),
+            |out, data| Ok(printer.write(out, &Slow::from_bytes(data, fs))?),
+        )?;
+    Ok(())
+}
+
+/// Opens the BPF object, sets its filters, keeps the programs of `mech` for the file system's operations, loads
+/// and attaches them.
+fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+    let plan = Plan::new(fs, mech, &OPS)?;
+    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let ro = rodata(&mut open.maps.rodata_data)?;
+    ro.target_tgid = args.pid.unwrap_or(0);
+    ro.min_lat_ns = args.min_ms * 1_000_000;
+    ro.fsop_magic = fs.magic();
+    ro.fsop_self_tgid = std::process::id();
+    plan.prepare(open.open_object_mut())?;
+    let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
+    let links = plan.attach(skel.object())?;
+    if args.verbose.on() {
+        eprintln!("{}: tracing {}", common::tool::invoked_name(), plan.describe());
+    }
+    Ok((skel, links))
+}
