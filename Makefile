@@ -129,6 +129,8 @@ snapshots: build
 # test binaries (its tests of kernel functions, which this host cannot run, are left out here).
 BIN_DIR := $(TARGET_DIR)/bin
 TEST_FEATURES := --workspace --features corebpf-tests/vm
+# The test binaries' cargo profile (Cargo.toml's `tests`: built for build time; what they test is the static binary).
+TEST_PROFILE := tests
 # Tests that need the machine to themselves run after the others, one at a time: profile's idle-CPU test and
 # offwaketime's idle waker (both need a CPU to go idle), runqlat's contrast of a sleeper's waits alone and among spinners (its "alone" must be a quiet CPU), and the
 # sweeps that start every tool many times (their attaches and detaches on shared tracepoints disturb the
@@ -143,7 +145,7 @@ test: static test-build
 	@$(MAKE) --no-print-directory test-run
 
 test-build:
-	$(RUN_CARGO) test --release $(TEST_FEATURES) --no-run
+	$(RUN_CARGO) test --profile $(TEST_PROFILE) $(TEST_FEATURES) --no-run
 
 bin-links:
 	@test -x $(STATIC_DIR)/corebpf-tools || { echo "$(STATIC_DIR)/corebpf-tools is not built: make static" >&2; exit 1; }
@@ -158,9 +160,9 @@ test-run: bin-links
 	@command -v cargo-nextest > /dev/null || { echo "cargo-nextest is missing: ./scripts/deps.sh installs it" >&2; exit 1; }
 	@rm -f $(TARGET_DIR)/nextest/*/junit.xml
 	@rc=0; export COREBPF_BIN_DIR=$(abspath $(BIN_DIR)); \
-	$(RUN_CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast --no-tests pass \
+	$(RUN_CARGO) nextest run --cargo-profile $(TEST_PROFILE) $(TEST_FEATURES) --no-fail-fast --no-tests pass \
 		-E '$(NEXTEST_FILTER) and not ($(ALONE))$(if $(T), and ($(T)))' || rc=1; \
-	$(RUN_CARGO) nextest run --release $(TEST_FEATURES) --no-fail-fast --profile alone --no-tests pass \
+	$(RUN_CARGO) nextest run --cargo-profile $(TEST_PROFILE) $(TEST_FEATURES) --no-fail-fast --profile alone --no-tests pass \
 		-E '$(NEXTEST_FILTER) and ($(ALONE))$(if $(T), and ($(T)))' || rc=1; \
 	./scripts/test-summary.sh $(TARGET_DIR)/nextest | tee $(TARGET_DIR)/nextest/summary; \
 	grep -q '^tests: 0 passed, 0 failed' $(TARGET_DIR)/nextest/summary && { echo "no test matched" >&2; rc=1; }; \
@@ -169,11 +171,12 @@ test-run: bin-links
 deps:
 	./scripts/deps.sh
 
-# With the test build's features (TEST_FEATURES, which also lints the matrix-only tests): the build scripts' runs
-# (libbpf's C, every tool's BPF object) are then shared with `make test-build` instead of repeated.
+# With the test build's profile and features (TEST_FEATURES, which also lints the matrix-only tests): the
+# dependencies' build-script runs (libbpf's C) are then shared with `make test-build`. The tools' own build scripts
+# (their BPF objects) run again there: cargo keys the workspace's crates by clippy's compiler wrapper too.
 lint:
 	$(RUN_CARGO) fmt --all --check
-	$(RUN_CARGO) clippy --release $(TEST_FEATURES) --all-targets -- -D warnings
+	$(RUN_CARGO) clippy --profile $(TEST_PROFILE) $(TEST_FEATURES) --all-targets -- -D warnings
 
 fmt:
 	$(RUN_CARGO) fmt --all

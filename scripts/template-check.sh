@@ -9,7 +9,7 @@
 # `corebpf-tools --list` and the man page made from its doc.md, writes its help snapshot, runs the docs check,
 # clippy and rustfmt on it, and runs its integration tests as root.
 #
-# The copy is built with a copy of this workspace's compiled release artifacts, so that only the new tool and what
+# The copy is built with a copy of this workspace's compiled test-profile artifacts, so that only the new tool and what
 # lists it are compiled: the template check then costs about one tool's build, not the workspace's. Cargo reuses
 # an artifact only if the compiler's command line is the same, and those name the target folder by its absolute
 # path (a native library's `-L` of libbpf-sys, every `-L dependency=`), so a copy elsewhere would rebuild
@@ -36,12 +36,14 @@ git -C "$repo" ls-files -z --cached --others --exclude-standard |
 # Folders keep their times too: a build script that watches a folder (every tool's watches bpf/include) sees the
 # newest time of anything in it, the folder itself included, and a fresh folder time would rebuild every tool.
 (cd "$work/src" && find . -type d -print0 | xargs -0 -I{} touch -c -r "$repo/{}" "{}")
-# The workspace's compiled release artifacts, copied for the copy (incremental state left out).
+# The workspace's compiled test-profile artifacts (Cargo.toml's `tests`, what `make test-build` and `make lint`
+# build), copied for the copy (incremental state left out).
+profile=tests
 cached=${CARGO_TARGET_DIR:-$repo/target}
 mkdir -p "$work/target"
-if [ -d "$cached/release" ]; then
-    say "seeding the copy's target folder with the workspace's compiled release artifacts"
-    tar -C "$cached" --exclude=release/incremental -cf - release | tar -C "$work/target" -xf -
+if [ -d "$cached/$profile" ]; then
+    say "seeding the copy's target folder with the workspace's compiled $profile artifacts"
+    tar -C "$cached" --exclude="$profile/incremental" -cf - "$profile" | tar -C "$work/target" -xf -
 fi
 if [ -n "${COREBPF_TEMPLATE_NS:-}" ] && [ "$cached" = "$repo/target" ]; then
     # The copy takes the workspace's place, in this namespace only, with the seeded target folder as its own.
@@ -61,11 +63,11 @@ cd "$src"
 
 # The same commands and features as `make test-build` and `make lint` (CI runs them first), so that the seeded
 # artifacts are fresh and only the new tool and the multicall binary are compiled here.
-features=(--release --workspace --features corebpf-tests/vm)
+features=(--profile "$profile" --workspace --features corebpf-tests/vm)
 say "building $new, its tests and corebpf-tools (target: $CARGO_TARGET_DIR)"
 cargo test "${features[@]}" --no-run --quiet
 cargo build "${features[@]}" --quiet --bin corebpf-tools
-bin=$CARGO_TARGET_DIR/release
+bin=$CARGO_TARGET_DIR/$profile
 help=$(COLUMNS=100 "$bin/$new" --help </dev/null)
 head -3 <<<"$help"
 grep -q "^Usage: $new " <<<"$help" || fail "$new --help does not name $new"
