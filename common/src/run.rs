@@ -275,6 +275,33 @@ pub fn run_intervals(
     }
 }
 
+/// The length of each report of [`run_intervals`], for tools that print rates: the whole interval, or the part
+/// of the last one that a signal cut short. Made just before `run_intervals` takes its own start, so an interval
+/// that ends before this clock's deadline ended before the loop's.
+pub struct IntervalClock {
+    start: Instant,
+    interval: Duration,
+    reports: u32,
+}
+
+impl IntervalClock {
+    pub fn start(interval: Duration) -> Self {
+        IntervalClock { start: Instant::now(), interval, reports: 0 }
+    }
+
+    /// How long the interval now being reported lasted (within a millisecond of the whole: the whole).
+    pub fn next_length(&mut self) -> Duration {
+        let began = self.start + self.interval.saturating_mul(self.reports);
+        self.reports = self.reports.saturating_add(1);
+        let length = Instant::now().saturating_duration_since(began).min(self.interval);
+        if length + Duration::from_millis(1) >= self.interval {
+            self.interval
+        } else {
+            length
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +324,15 @@ mod tests {
         })
         .unwrap();
         assert_eq!(ticks, vec![Tick::Interval, Tick::Interval, Tick::Last]);
+    }
+
+    #[test]
+    fn a_cut_interval_has_its_own_length() {
+        let mut clock = IntervalClock::start(Duration::from_secs(3600));
+        let length = clock.next_length();
+        assert!(length < Duration::from_secs(1), "{length:?}");
+        let mut clock = IntervalClock::start(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(clock.next_length(), Duration::from_millis(1));
     }
 }

@@ -5,7 +5,8 @@
 //! these helpers copy the bytes into those types with `plain` (no unsafe casts in tools). [`c_string`] reads a
 //! NUL-padded `char` array of a record (a comm, a path); [`DropCounter`] reports what the BPF side counted as
 //! dropped in its `.bss` because a map was full (records a full ring buffer had no room for are the event
-//! stream's to report: [`crate::attach::events`]).
+//! stream's to report: [`crate::attach::events`]). [`percpu_counters`] sums a per-CPU array of counters, and
+//! [`CounterDeltas`] turns its growing totals into each interval's counts.
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
@@ -16,6 +17,41 @@ pub fn from_bytes<T: Plain + Default>(bytes: &[u8]) -> T {
     let mut value = T::default();
     plain::copy_from_bytes(&mut value, bytes).ok();
     value
+}
+
+/// The `N` counters of a per-CPU array map of u64s (keys 0..N), each summed over the CPUs.
+pub fn percpu_counters<const N: usize>(map: &impl MapCore) -> Result<[u64; N]> {
+    let mut totals = [0u64; N];
+    for (key, total) in totals.iter_mut().enumerate() {
+        let per_cpu = map
+            .lookup_percpu(&(key as u32).to_ne_bytes(), MapFlags::ANY)
+            .with_context(|| format!("reading the counters of map {:?}", map.name()))?
+            .unwrap_or_default();
+        *total = per_cpu.iter().filter_map(|v| v.get(..8)?.try_into().ok()).map(u64::from_ne_bytes).sum();
+    }
+    Ok(totals)
+}
+
+/// Counters that only grow, turned into what each grew by since the last reading (the first: since zero).
+pub struct CounterDeltas<const N: usize> {
+    before: [u64; N],
+}
+
+impl<const N: usize> Default for CounterDeltas<N> {
+    fn default() -> Self {
+        CounterDeltas { before: [0; N] }
+    }
+}
+
+impl<const N: usize> CounterDeltas<N> {
+    pub fn next(&mut self, now: [u64; N]) -> [u64; N] {
+        let mut delta = [0u64; N];
+        for (i, d) in delta.iter_mut().enumerate() {
+            *d = now[i].saturating_sub(self.before[i]);
+        }
+        self.before = now;
+        delta
+    }
 }
 
 /// Every (key, value) pair of a hash map, read one key at a time (a snapshot that may interleave with updates).
@@ -94,5 +130,13 @@ mod tests {
         assert_eq!(counter.check(&5), 5);
         assert_eq!(counter.reported, 5);
         assert_eq!(counter.check(&5), 5);
+    }
+
+    #[test]
+    fn counter_deltas_are_growth_since_the_last_reading() {
+        let mut deltas = CounterDeltas::<2>::default();
+        assert_eq!(deltas.next([3, 7]), [3, 7]);
+        assert_eq!(deltas.next([10, 7]), [7, 0]);
+        assert_eq!(deltas.next([9, 8]), [0, 1], "a counter read lower is no negative growth");
     }
 }

@@ -18,11 +18,12 @@ use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton};
+use common::attach::maps::{percpu_counters, CounterDeltas};
 use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::consts::C_MAX;
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -80,14 +81,9 @@ fn cachestat(args: Args) -> Result<()> {
         report::write_header(&mut out, args.timestamp)?;
     }
     let interval_s = args.interval.unwrap_or(1);
-    let mut before = [0u64; C_MAX];
+    let mut deltas = CounterDeltas::<C_MAX>::default();
     run_intervals(&signals, Some(Duration::from_secs(interval_s)), args.count, |_| {
-        let now = totals(&skel)?;
-        let mut delta = [0u64; C_MAX];
-        for (i, d) in delta.iter_mut().enumerate() {
-            *d = now[i].saturating_sub(before[i]);
-        }
-        before = now;
+        let delta = deltas.next(totals(&skel)?);
         let stats = report::Stats::new(&delta, functions);
         let mem = report::Meminfo::read()?;
         if args.json {
@@ -100,17 +96,7 @@ fn cachestat(args: Args) -> Result<()> {
 
 /// Every counter so far, summed over the CPUs.
 fn totals(skel: &BpfSkel<'static>) -> Result<[u64; C_MAX]> {
-    let mut totals = [0u64; C_MAX];
-    for (key, total) in totals.iter_mut().enumerate() {
-        let per_cpu = skel
-            .maps
-            .counts
-            .lookup_percpu(&(key as u32).to_ne_bytes(), MapFlags::ANY)
-            .context("reading the counters")?
-            .unwrap_or_default();
-        *total = per_cpu.iter().filter_map(|v| v.get(..8)?.try_into().ok()).map(u64::from_ne_bytes).sum();
-    }
-    Ok(totals)
+    percpu_counters(&skel.maps.counts)
 }
 
 /// BCC's kernel functions, by their names in this kernel's BTF (BCC's choices, newest first).

@@ -14,7 +14,7 @@ mod syscalls;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -22,11 +22,12 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
+use common::attach::maps::{percpu_counters, CounterDeltas};
 use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{self, run_intervals, IntervalClock, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::consts::S_MAXSTAT;
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -81,24 +82,12 @@ fn vfsstat(args: Args) -> Result<()> {
     if !args.json {
         report::write_header(&mut out)?;
     }
-    let mut before = [0u64; S_MAXSTAT];
+    let mut deltas = CounterDeltas::<S_MAXSTAT>::default();
     let interval_s = args.interval.unwrap_or(1);
-    let interval = Duration::from_secs(interval_s);
-    // Taken just before run_intervals takes its own start, so an interval that ends before this clock's deadline
-    // ended before the loop's: it was cut short by a signal.
-    let start = Instant::now();
-    let mut reports = 0u32;
-    run_intervals(&signals, Some(interval), args.count, |_| {
-        let now = totals(&skel)?;
-        let mut counts = [0u64; S_MAXSTAT];
-        for (i, c) in counts.iter_mut().enumerate() {
-            *c = now[i].saturating_sub(before[i]);
-        }
-        before = now;
-        let began = start + interval * reports;
-        reports += 1;
-        let length = Instant::now().saturating_duration_since(began).min(interval);
-        let length = if length + Duration::from_millis(1) >= interval { interval } else { length };
+    let mut clock = IntervalClock::start(Duration::from_secs(interval_s));
+    run_intervals(&signals, Some(Duration::from_secs(interval_s)), args.count, |_| {
+        let counts = deltas.next(totals(&skel)?);
+        let length = clock.next_length();
         if args.json {
             report::write_json(&mut out, &counts, interval_s, length, mech)
         } else {
@@ -109,17 +98,7 @@ fn vfsstat(args: Args) -> Result<()> {
 
 /// Every counter so far, summed over the CPUs.
 fn totals(skel: &BpfSkel<'static>) -> Result<[u64; S_MAXSTAT]> {
-    let mut totals = [0u64; S_MAXSTAT];
-    for (key, total) in totals.iter_mut().enumerate() {
-        let per_cpu = skel
-            .maps
-            .stats
-            .lookup_percpu(&(key as u32).to_ne_bytes(), MapFlags::ANY)
-            .context("reading the counters")?
-            .unwrap_or_default();
-        *total = per_cpu.iter().filter_map(|v| v.get(..8)?.try_into().ok()).map(u64::from_ne_bytes).sum();
-    }
-    Ok(totals)
+    percpu_counters(&skel.maps.stats)
 }
 
 /// The kernel functions counted, with their column (BCC's: vfs_fsync_range is where every fsync ends up).
