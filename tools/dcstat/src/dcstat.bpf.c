@@ -123,15 +123,21 @@ int BPF_PROG(lookup_fast_fentry)
 	return refs();
 }
 
+/* The lookup of `name` under `parent`, in `l`, if -p wants the current process. */
+static __always_inline bool lookup_wanted(struct lookup *l, const struct dentry *parent, const struct qstr *name)
+{
+	if (!wanted())
+		return false;
+	*l = lookup_of(parent, name);
+	return true;
+}
+
 SEC("fexit/d_lookup")
 int BPF_PROG(d_lookup_fexit, const struct dentry *parent, const struct qstr *name, struct dentry *ret)
 {
 	struct lookup l;
 
-	if (!wanted())
-		return 0;
-	l = lookup_of(parent, name);
-	return d_lookup_done(&l, ret);
+	return lookup_wanted(&l, parent, name) ? d_lookup_done(&l, ret) : 0;
 }
 
 /* d_alloc_parallel(parent, name, wq) since 4.7: a kernel that drops its wait queue argument fails this program's
@@ -143,10 +149,7 @@ int BPF_PROG(d_alloc_parallel_fexit, struct dentry *parent, const struct qstr *n
 {
 	struct lookup l;
 
-	if (!wanted())
-		return 0;
-	l = lookup_of(parent, name);
-	return d_alloc_parallel_done(&l, ret);
+	return lookup_wanted(&l, parent, name) ? d_alloc_parallel_done(&l, ret) : 0;
 }
 
 /* --- kprobes --- */
@@ -156,11 +159,22 @@ static __always_inline int enter(const struct dentry *parent, const struct qstr 
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct lookup l;
 
-	if (!wanted())
-		return 0;
-	l = lookup_of(parent, name);
-	bpf_map_update_elem(&entered, &tid, &l, BPF_ANY);
+	if (lookup_wanted(&l, parent, name))
+		bpf_map_update_elem(&entered, &tid, &l, BPF_ANY);
 	return 0;
+}
+
+/* The lookup enter() kept for this thread, taken out of `entered` into `l`; false if there is none. */
+static __always_inline bool entered_take(struct lookup *l)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct lookup *e = bpf_map_lookup_elem(&entered, &tid);
+
+	if (!e)
+		return false;
+	*l = *e;
+	bpf_map_delete_elem(&entered, &tid);
+	return true;
 }
 
 SEC("kprobe/lookup_fast")
@@ -178,15 +192,9 @@ int BPF_KPROBE(d_lookup_kprobe, const struct dentry *parent, const struct qstr *
 SEC("kretprobe/d_lookup")
 int BPF_KRETPROBE(d_lookup_kretprobe, struct dentry *ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct lookup *e = bpf_map_lookup_elem(&entered, &tid);
 	struct lookup l;
 
-	if (!e)
-		return 0;
-	l = *e;
-	bpf_map_delete_elem(&entered, &tid);
-	return d_lookup_done(&l, ret);
+	return entered_take(&l) ? d_lookup_done(&l, ret) : 0;
 }
 
 SEC("kprobe/d_alloc_parallel")
@@ -198,15 +206,9 @@ int BPF_KPROBE(d_alloc_parallel_kprobe, struct dentry *parent, const struct qstr
 SEC("kretprobe/d_alloc_parallel")
 int BPF_KRETPROBE(d_alloc_parallel_kretprobe, struct dentry *ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct lookup *e = bpf_map_lookup_elem(&entered, &tid);
 	struct lookup l;
 
-	if (!e)
-		return 0;
-	l = *e;
-	bpf_map_delete_elem(&entered, &tid);
-	return d_alloc_parallel_done(&l, ret);
+	return entered_take(&l) ? d_alloc_parallel_done(&l, ret) : 0;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
