@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use crate::{wait_sleeping, KillOnDrop};
+use crate::{wait_sleeping, Finished, KillOnDrop, Running};
 
 /// The JDK's launcher and CPython 3.11 of the test machines (Debian's packages).
 pub const JAVA: &str = "/usr/bin/java";
@@ -112,4 +112,18 @@ impl Drop for Workload {
             let _ = std::fs::remove_file(source);
         }
     }
+}
+
+/// Traces `workload` with `tool`: starts the tool with the workload's PID followed by `args` (the PID first, so an
+/// interval among `args` stays the second positional), lets the workload run once the tool has attached, then
+/// stops the tool with SIGINT. Returns the tool's run and the workload's PID.
+pub fn trace_workload(tool: &str, mut workload: Workload, args: &[&str]) -> (Finished, u32) {
+    let pid = workload.pid();
+    let pid_arg = pid.to_string();
+    let all: Vec<&str> = std::iter::once(pid_arg.as_str()).chain(args.iter().copied()).collect();
+    let mut run = Running::start(tool, &all);
+    run.wait_attached(Duration::from_secs(60));
+    workload.go();
+    run.signal(libc::SIGINT);
+    (run.finish(Duration::from_secs(30)), pid)
 }

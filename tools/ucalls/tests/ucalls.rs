@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use corebpf_tests::runtimes::Workload;
+use corebpf_tests::runtimes::{trace_workload, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -33,18 +33,9 @@ fn expected() -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// Runs ucalls with `args` (the Java workload's PID appended) while the workload makes its calls.
+/// Runs ucalls with `args` (after the Java workload's PID) while the workload makes its calls.
 fn trace_java(args: &[&str]) -> (Finished, u32) {
-    let mut workload = Workload::java_calls(OUTER, MIDDLE, INNER, 0);
-    let pid = workload.pid();
-    let pid_arg = pid.to_string();
-    let mut all: Vec<&str> = args.to_vec();
-    all.insert(0, &pid_arg);
-    let mut run = Running::start(TOOL, &all);
-    run.wait_attached(Duration::from_secs(60));
-    workload.go();
-    run.signal(libc::SIGINT);
-    (run.finish(Duration::from_secs(30)), pid)
+    trace_workload(TOOL, Workload::java_calls(OUTER, MIDDLE, INNER, 0), args)
 }
 
 /// The rows of every text table: (method, calls, time).

@@ -5,9 +5,8 @@
 //! that would fire nothing; bad input.
 
 use std::process::Command;
-use std::time::Duration;
 
-use corebpf_tests::runtimes::Workload;
+use corebpf_tests::runtimes::{trace_workload, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -34,18 +33,9 @@ fn expected() -> Vec<(u32, bool, &'static str)> {
     flow
 }
 
-/// Runs uflow with `args` (the workload's PID appended) while the workload makes its calls.
+/// Runs uflow with `args` (after the workload's PID) while the workload makes its calls.
 fn trace(args: &[&str]) -> (Finished, u32) {
-    let mut workload = Workload::java_calls(OUTER, MIDDLE, INNER, 0);
-    let pid = workload.pid();
-    let pid_arg = pid.to_string();
-    let mut all: Vec<&str> = args.to_vec();
-    all.push(&pid_arg);
-    let mut run = Running::start(TOOL, &all);
-    run.wait_attached(Duration::from_secs(60));
-    workload.go();
-    run.signal(libc::SIGINT);
-    (run.finish(Duration::from_secs(30)), pid)
+    trace_workload(TOOL, Workload::java_calls(OUTER, MIDDLE, INNER, 0), args)
 }
 
 #[test]

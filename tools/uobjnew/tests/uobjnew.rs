@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use corebpf_tests::runtimes::Workload;
+use corebpf_tests::runtimes::{trace_workload, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -16,18 +16,9 @@ const OBJECTS: u64 = 1000;
 const BLOCKS: u64 = 100;
 const SIZE: u64 = 4243;
 
-/// Runs uobjnew with `args` (the Java workload's PID appended) while the workload allocates.
+/// Runs uobjnew with `args` (after the Java workload's PID) while the workload allocates.
 fn trace_java(args: &[&str]) -> (Finished, u32) {
-    let mut workload = Workload::java_calls(0, 0, 0, OBJECTS as u32);
-    let pid = workload.pid();
-    let pid_arg = pid.to_string();
-    let mut all: Vec<&str> = args.to_vec();
-    all.push(&pid_arg);
-    let mut run = Running::start(TOOL, &all);
-    run.wait_attached(Duration::from_secs(60));
-    workload.go();
-    run.signal(libc::SIGINT);
-    (run.finish(Duration::from_secs(30)), pid)
+    trace_workload(TOOL, Workload::java_calls(0, 0, 0, OBJECTS as u32), args)
 }
 
 /// The rows of every text table: (name, allocations, bytes).

@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use corebpf_tests::runtimes::Workload;
+use corebpf_tests::runtimes::{trace_workload, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -19,18 +19,9 @@ const THREADS: usize = 6;
 /// The Java workload's thread names: this prefix and the thread's index.
 const WORKER: &str = "corebpf-worker-";
 
-/// Runs uthreads with `args` (the Java workload's PID appended) while the workload starts its threads.
+/// Runs uthreads with `args` (after the Java workload's PID) while the workload starts its threads.
 fn trace_java(args: &[&str]) -> (Finished, u32) {
-    let mut workload = Workload::java(0, THREADS as u32);
-    let pid = workload.pid();
-    let pid_arg = pid.to_string();
-    let mut all: Vec<&str> = args.to_vec();
-    all.push(&pid_arg);
-    let mut run = Running::start(TOOL, &all);
-    run.wait_attached(Duration::from_secs(60));
-    workload.go();
-    run.signal(libc::SIGINT);
-    (run.finish(Duration::from_secs(30)), pid)
+    trace_workload(TOOL, Workload::java(0, THREADS as u32), args)
 }
 
 /// The rows of text output: (time, ID, type, description).
