@@ -18,6 +18,8 @@
 #include "syscall_tp.bpf.h"
 #include "execsnoop.h"
 
+_Static_assert(MAX_ARGC > TOTAL_MAX_ARGS, "a count that reaches MAX_ARGC must exceed every --max-args");
+
 #define MAX_INFLIGHT 10240
 
 const volatile __u32 max_args = 20;
@@ -110,7 +112,8 @@ static __always_inline int enter(const char *filename, const char *const *argv, 
 			break;
 		}
 	}
-	e->truncated = e->argc != ARGC_UNKNOWN && e->argc > max_args;
+	/* Counted to the end: more than max_args were given with argc unknown, so the list is cut too. */
+	e->truncated = e->argc != ARGC_UNKNOWN ? e->argc > max_args : i >= MAX_ARGC;
 	return 0;
 }
 

@@ -32,10 +32,10 @@ int main(int argc, char **argv) {
     if (!fgets(line, sizeof line, stdin)) return 1;
     if (uid >= 0 && setuid(uid)) return 1;
     for (int i = 0; i < k; i++) {
-        char num[16], xs[64][8];
-        char *args[80] = {"/bin/true", tag, num, i % 2 ? "odd" : "even"};
+        char num[16], xs[200][8];
+        char *args[208] = {"/bin/true", tag, num, i % 2 ? "odd" : "even"};
         snprintf(num, sizeof num, "%d", i);
-        for (int x = 0; x < extra && x < 64; x++) {
+        for (int x = 0; x < extra && x < 200; x++) {
             snprintf(xs[x], sizeof xs[x], "x%d", x + 1);
             args[4 + x] = xs[x];
         }

@@ -207,6 +207,17 @@ fn text_columns_as_bcc_with_truncation_marked() {
 }
 
 #[test]
+fn more_arguments_than_are_counted_are_still_marked_cut() {
+    // 4 + 200 arguments: past MAX_ARGC (128), where the entry program stops counting (argc unknown).
+    let (_, tag, done) = traced(&["--json", "--max-args", "60"], 1, 200, -1, libc::SIGINT);
+    let recs = records(&done);
+    let r = recs.iter().find(|r| r["args"][1] == tag.as_str() && r["args"][0] == "/bin/true").expect(&done.stdout);
+    assert_eq!(r["truncated"], true, "{r}");
+    assert_eq!(r["args"].as_array().unwrap().len(), 60, "{r}");
+    assert_eq!(r["args"][59], "x56", "{r}");
+}
+
+#[test]
 fn name_and_line_filters() {
     let k = 6;
     // The k execs of /bin/true and the fexecve of it (its comm is the file's name too); not the failed exec.
