@@ -6,11 +6,11 @@
 //! if the test ends first.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use crate::{wait_sleeping, Finished, KillOnDrop, Running};
+use crate::{run_tool, wait_sleeping, Finished, KillOnDrop, Running};
 
 /// The JDK's launcher and CPython 3.11 of the test machines (Debian's packages).
 pub const JAVA: &str = "/usr/bin/java";
@@ -126,4 +126,39 @@ pub fn trace_workload(tool: &str, mut workload: Workload, args: &[&str]) -> (Fin
     workload.go();
     run.signal(libc::SIGINT);
     (run.finish(Duration::from_secs(30)), pid)
+}
+
+/// Runs a native test helper `exe` (it waits for a byte on stdin, makes its known calls, prints "done" and exits)
+/// under `tool`, with the helper's PID followed by `args`; stops the tool with SIGINT once the helper has exited.
+pub fn trace_native_helper(tool: &str, exe: &Path, args: &[&str]) -> Finished {
+    let child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start helper");
+    let mut helper = KillOnDrop(child);
+    wait_sleeping(helper.0.id(), Duration::from_secs(10));
+    let pid = helper.0.id().to_string();
+    let all: Vec<&str> = std::iter::once(pid.as_str()).chain(args.iter().copied()).collect();
+    let mut run = Running::start(tool, &all);
+    run.wait_attached(Duration::from_secs(60));
+    helper.0.stdin.take().unwrap().write_all(b"g").unwrap();
+    let mut line = String::new();
+    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "done\n");
+    assert!(helper.0.wait().unwrap().success());
+    run.signal(libc::SIGINT);
+    run.finish(Duration::from_secs(30))
+}
+
+/// The one-line refusals of a method-call tool (ucalls, uflow) for runtimes whose call probes would fire nothing:
+/// a JVM without -XX:+ExtendedDTraceProbes, and CPython 3.11, whose function probes ordinary calls do not fire.
+pub fn assert_call_probes_refused(tool: &str) {
+    let java = Workload::java(0, 0);
+    let done = run_tool(tool, &["-l", "java", &java.pid().to_string()]);
+    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
+    assert!(done.stderr.contains("-XX:+ExtendedDTraceProbes"), "stderr: {}", done.stderr);
+    drop(java);
+    let python = Workload::python(0);
+    let done = run_tool(tool, &[&python.pid().to_string()]);
+    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
+    assert!(done.stderr.contains("CPython 3.11"), "stderr: {}", done.stderr);
 }

@@ -7,11 +7,9 @@
 //! bad input.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use corebpf_tests::runtimes::{trace_workload, Workload};
+use corebpf_tests::runtimes::{assert_call_probes_refused, trace_native_helper, trace_workload, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -96,25 +94,11 @@ fn json_latency_sums_over_intervals_and_nests() {
     assert!(t("outer") >= t("middle") && t("middle") >= t("inner") && t("inner") > 0, "times: {times:?}");
 }
 
-/// Runs the getppid() helper under ucalls with `args` (its PID first); returns ucalls' output.
+/// Runs the getppid() helper under ucalls with `args` (after its PID); returns ucalls' output.
 fn trace_syscalls(args: &[&str]) -> Finished {
     let flags = ["-O1", &format!("-DCALLS={SYSCALLS}")];
     let exe = build_c_helper("ucalls_getppid", include_str!("getppid_loop.c"), &flags);
-    let child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start helper");
-    let mut helper = KillOnDrop(child);
-    wait_sleeping(helper.0.id(), Duration::from_secs(10));
-    let pid = helper.0.id().to_string();
-    let mut all = vec![pid.as_str()];
-    all.extend_from_slice(args);
-    let mut run = Running::start(TOOL, &all);
-    run.wait_attached(Duration::from_secs(60));
-    helper.0.stdin.take().unwrap().write_all(b"g").unwrap();
-    let mut line = String::new();
-    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line, "done\n");
-    assert!(helper.0.wait().unwrap().success());
-    run.signal(libc::SIGINT);
-    run.finish(Duration::from_secs(30))
+    trace_native_helper(TOOL, &exe, args)
 }
 
 /// The system calls of a native process (-S with no language): the kernel matrix's test.
@@ -139,19 +123,7 @@ fn system_calls_are_counted_exactly() {
 
 #[test]
 fn runtimes_that_fire_no_call_probes_are_refused() {
-    // A JVM without -XX:+ExtendedDTraceProbes fires no method probes.
-    let java = Workload::java(0, 0);
-    let done = run_tool(TOOL, &["-l", "java", &java.pid().to_string()]);
-    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
-    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
-    assert!(done.stderr.contains("-XX:+ExtendedDTraceProbes"), "stderr: {}", done.stderr);
-    drop(java);
-    // CPython 3.11's function probes do not fire for ordinary calls.
-    let python = Workload::python(0);
-    let done = run_tool(TOOL, &[&python.pid().to_string()]);
-    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
-    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
-    assert!(done.stderr.contains("CPython 3.11"), "stderr: {}", done.stderr);
+    assert_call_probes_refused(TOOL);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use corebpf_tests::runtimes::{trace_workload, Workload};
+use corebpf_tests::runtimes::{assert_call_probes_refused, trace_workload, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -83,17 +83,7 @@ fn json_flow_has_every_entry_and_return_at_its_depth() {
 
 #[test]
 fn runtimes_that_fire_no_call_probes_are_refused() {
-    let java = Workload::java(0, 0);
-    let done = run_tool(TOOL, &["-l", "java", &java.pid().to_string()]);
-    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
-    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
-    assert!(done.stderr.contains("-XX:+ExtendedDTraceProbes"), "stderr: {}", done.stderr);
-    drop(java);
-    let python = Workload::python(0);
-    let done = run_tool(TOOL, &[&python.pid().to_string()]);
-    assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
-    assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
-    assert!(done.stderr.contains("CPython 3.11"), "stderr: {}", done.stderr);
+    assert_call_probes_refused(TOOL);
 }
 
 #[test]

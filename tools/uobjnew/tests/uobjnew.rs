@@ -4,11 +4,9 @@
 //! helper calling malloc(4243) 100 times (C; the kernel matrix's test, whose guests have no Java): exact counts
 //! and bytes. Text and JSON; -C and -S; the refusal of a JVM that would fire nothing; bad input.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use corebpf_tests::runtimes::{trace_workload, Workload};
+use corebpf_tests::runtimes::{trace_native_helper, trace_workload, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -68,25 +66,11 @@ fn json_and_top_count() {
     assert!(counts.windows(2).all(|w| w[0] <= w[1]), "output:\n{}", done.stdout);
 }
 
-/// Runs the malloc helper under uobjnew with `args` (its PID appended); returns uobjnew's output.
+/// Runs the malloc helper under uobjnew with `args` (after its PID); returns uobjnew's output.
 fn trace_malloc(args: &[&str]) -> Finished {
     let flags = ["-O1", "-fno-builtin", &format!("-DBLOCKS={BLOCKS}"), &format!("-DSIZE={SIZE}")];
     let exe = build_c_helper("uobjnew_malloc", include_str!("malloc_loop.c"), &flags);
-    let child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start helper");
-    let mut helper = KillOnDrop(child);
-    wait_sleeping(helper.0.id(), Duration::from_secs(10));
-    let pid = helper.0.id().to_string();
-    let mut all = args.to_vec();
-    all.push(&pid);
-    let mut run = Running::start(TOOL, &all);
-    run.wait_attached(Duration::from_secs(60));
-    helper.0.stdin.take().unwrap().write_all(b"g").unwrap();
-    let mut line = String::new();
-    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line, "done\n");
-    assert!(helper.0.wait().unwrap().success());
-    run.signal(libc::SIGINT);
-    run.finish(Duration::from_secs(30))
+    trace_native_helper(TOOL, &exe, args)
 }
 
 /// C: malloc sizes (the kernel matrix's test).
