@@ -270,8 +270,8 @@ pub fn report(out: &mut Output, samples: Vec<Sample<u64>>, symbolizer: &mut Symb
     if report.form == Form::Multiline {
         writeln!(out)?;
     }
-    let missing = stacks::missing(&samples);
     let named = stacks::drop_tracing_frames(stacks::symbolize(samples, symbolizer, report.verbose));
+    let missing = stacks::missing(&named);
     write_flamegraph(&named, &report)?;
     match report.form {
         Form::Json => stacks::write_json(out, &named, "total_us", report.per_thread)?,

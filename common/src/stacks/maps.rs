@@ -77,8 +77,10 @@ impl<'a, M: MapCore> StackTraces<'a, M> {
     }
 }
 
-/// Counts the stacks that cannot be shown, as BCC does (one per lost side of each unique sample).
-pub fn missing(samples: &[Sample<u64>]) -> Missing {
+/// Counts the stacks that cannot be shown: one per lost side of each sample as it is printed. BCC prints one entry
+/// per key of its map; where entries that print alike are added up into one, that one is counted once, so that the
+/// warning's number is the number of lost stacks a reader finds in the output.
+pub fn missing<T>(samples: &[Sample<T>]) -> Missing {
     let mut missing = Missing::default();
     for sample in samples {
         for task in std::iter::once(&sample.task).chain(&sample.waker) {
@@ -111,5 +113,26 @@ mod tests {
         ];
         assert_eq!(missing(&samples), Missing { stacks: 3, map_too_small: true });
         assert_eq!(missing(&samples[..1]), Missing::default());
+    }
+
+    #[test]
+    fn samples_added_up_into_one_entry_count_one_lost_stack() {
+        // Two keys of the map (kernel stacks at two unnamed addresses) print as one entry with one lost user stack.
+        let unknown = |addr| super::super::Frame { addr, name: "[unknown]".into(), offset: 0, module: None };
+        let sample = |addr| Sample {
+            task: Task {
+                pid: 7,
+                shown_id: 7,
+                comm: "x".into(),
+                user: Stack::Lost(-EEXIST),
+                kernel: Stack::Frames(vec![unknown(addr)]),
+            },
+            waker: None,
+            value: 1,
+        };
+        let raw = [sample(0x10), sample(0x20)];
+        assert_eq!(missing(&raw).stacks, 2);
+        let printed = super::super::merge_same(raw, super::super::MergeBy::Frames);
+        assert_eq!((printed.len(), missing(&printed)), (1, Missing { stacks: 1, map_too_small: true }));
     }
 }

@@ -159,7 +159,6 @@ fn profile(args: Args) -> Result<()> {
         writeln!(out)?;
     }
     let samples = read_samples(&skel, collected)?;
-    let missing = stacks::missing(&samples);
     // Multi-line and JSON output show each frame's offset, so only samples at the same offsets are added up;
     // folded lines and the flame graph show names only, and add up all samples that print the same.
     let mut exact = stacks::symbolize_by(samples, &mut symbolizer, args.verbose.on(), MergeBy::Frames);
@@ -168,6 +167,7 @@ fn profile(args: Args) -> Result<()> {
         stacks::add_modules(&mut exact);
     }
     let named = if args.folded || flamegraph.is_some() { stacks::merge_same_names(exact.clone()) } else { Vec::new() };
+    let missing = stacks::missing(if args.folded { &named } else { &exact });
 
     // BCC's `_[k]` (-a) is in folded output only; its multi-line frames are `name+0x1f [module]`, with -A the
     // address first.

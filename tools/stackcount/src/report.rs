@@ -72,8 +72,9 @@ impl Report {
         verbose: bool,
     ) -> Result<Vec<Sample<Frame>>> {
         let samples = self.read(skel, true)?;
-        self.missing = stacks::missing(&samples);
-        Ok(self.name(samples, symbolizer, verbose))
+        let named = self.name(samples, symbolizer, verbose);
+        self.missing = stacks::missing(&named);
+        Ok(named)
     }
 
     /// The samples of the map: what was added since the last read (`since_last`), or everything so far.

@@ -67,7 +67,6 @@ pub fn report(out: &mut Output, samples: Vec<Sample<u64>>, report: Report) -> Re
     if form == Form::Multiline {
         writeln!(out)?;
     }
-    let missing = stacks::missing(&samples);
     let mut symbolizer = Symbolizer::new();
     let mut named = stacks::drop_tracing_frames(stacks::symbolize(samples, &mut symbolizer, report.verbose));
     for sample in &mut named {
@@ -77,6 +76,8 @@ pub fn report(out: &mut Output, samples: Vec<Sample<u64>>, report: Report) -> Re
         }
     }
     let folded: Vec<Sample<Frame>> = named.iter().map(folded_sample).collect();
+    // Folded lines are the named samples one for one, a lost waker stack shown as a frame.
+    let missing = stacks::missing(&named);
     offcpu::write_flamegraph(&folded, &report)?;
     match form {
         Form::Multiline => {
