@@ -4,9 +4,11 @@
 //! The BPF side watches `sock:inet_sock_set_state`, remembers when each socket was born and which process owns
 //! it, and at close sends one record with the bytes acked and received through a ring buffer; PID, port and
 //! family filters run in the kernel. This front end prints each session as it closes, in BCC's columns or as
-//! JSON lines, and reports on stderr any session the kernel side could not deliver.
+//! JSON lines, and reports on stderr any session the kernel side could not deliver. With `--prometheus` the BPF
+//! side keeps per-service histograms instead, which are served as metrics ([`metrics`]).
 
 mod bpf;
+mod metrics;
 mod report;
 
 use std::ffi::OsString;
@@ -61,6 +63,8 @@ struct Args {
     #[arg(short = 'j', long, conflicts_with_all = ["wide", "csv"])]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
 }
 
@@ -75,15 +79,25 @@ fn tcplife(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     args.ports.check(MAX_PORTS)?;
     let signals = Signals::install()?;
-    let ((skel, _link), _mech) =
+    let endpoint = args.export.endpoint("tcplife", false)?;
+    let ((skel, _link), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            s.map_full("births", &bss.births_full);
+            s.map_full("services", &bss.services_full);
+            metrics::write(s, &common::attach::maps::hash_entries(&skel.maps.services)?);
+            Ok(())
+        });
+    }
 
     let layout = Layout::from_flags(args.csv, args.wide);
     let mut printer = Printer::new(Style { layout, json: args.json, clock: args.time, since_first: args.timestamp });
     let mut out = Output::new();
     printer.write_header(&mut out)?;
 
-    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     EventStream::new(&skel.maps.events, &bss.lost, "sessions")
         .also_dropped(&bss.births_full, "sessions", "socket map full")
         .print(&signals, &mut out, args.json, |out, data| {
@@ -102,6 +116,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
+    rodata.histograms_only = args.export.prometheus.is_some();
     (rodata.filter_lport, rodata.filter_rport) = args.ports.switches();
 
     autoload_by_section(open.open_object_mut(), mech);

@@ -13,6 +13,7 @@
  * the task current at close, as in BCC. The programs, the socket's family and ports, the port filters and the
  * owner records are the state tracking tcplife shares with tcpstates and tcpconnlat (sockstate.bpf.h). Filters on
  * PID, ports and family run here; records go through a ring buffer, and failed reservations are counted in `lost`.
+ * With --prometheus (`histograms_only`), sessions are added to per-service histograms instead of being sent.
  * Not a session: a passive open's child socket that goes from SYN_RECV straight to CLOSE having carried nothing.
  * When two CPUs complete the same handshake at once, both clone a child from the request (SYN_RECV, a birth here),
  * and the one that loses the race is closed at once in softirq (tcp_v4_syn_recv_sock: tcp_done()); the real child
@@ -26,16 +27,21 @@
 #include "maps.bpf.h"
 #include "ringbuf.bpf.h"
 #include "sockstate.bpf.h"
+#include "timehist.bpf.h"
 
 #define MAX_SOCKETS 16384
 
 const volatile __u16 target_family = 0;
+const volatile bool histograms_only = false;
 PORT_FILTERS;
 
 /* Sessions closed but not reported: the ring buffer was full. */
 __u64 lost = 0;
 /* Sessions not tracked at all: the births map was full when they started. */
 __u64 births_full = 0;
+
+/* Sessions not counted in --prometheus mode: the services map was full. */
+__u64 services_full = 0;
 
 /* Makes struct event visible to the skeleton's generated `types` module. */
 struct event _event_type = {};
@@ -48,6 +54,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SERVICES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct service_key);
+	__type(value, struct service_hists);
+} services SEC(".maps");
+
+static const struct service_hists no_sessions;
 
 static __always_inline void forget(struct sock *sk)
 {
@@ -71,20 +87,39 @@ static __always_inline unsigned long sock_flags(struct sock *sk)
 	return BPF_CORE_READ((struct sock___old *)sk, sk_flags);
 }
 
-/* Payload bytes acked and received, from the kernel's sequence-space counters (see the top of this file). */
-static __always_inline void payload(struct sock *sk, const struct birth *birth, struct event *e)
+/* Payload bytes acked (*tx) and received (*rx), from the kernel's sequence-space counters bytes_acked and
+ * bytes_received, which they hold on entry (see the top of this file). */
+static __always_inline void payload(struct sock *sk, const struct birth *birth, __u64 *tx, __u64 *rx)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 	unsigned long flags = sock_flags(sk);
-	__u64 tx = e->tx_b, rx = e->rx_b;
 
-	tx = tx > birth->acked_base ? tx - birth->acked_base : 0;
-	if (birth->fin_sent && tx && BPF_CORE_READ(tp, snd_una) == BPF_CORE_READ(tp, write_seq))
-		tx--;
-	if (rx && (flags & (1UL << SOCK_DONE_BIT)))
-		rx--;
-	e->tx_payload = tx;
-	e->rx_payload = rx;
+	*tx = *tx > birth->acked_base ? *tx - birth->acked_base : 0;
+	if (birth->fin_sent && *tx && BPF_CORE_READ(tp, snd_una) == BPF_CORE_READ(tp, write_seq))
+		(*tx)--;
+	if (*rx && (flags & (1UL << SOCK_DONE_BIT)))
+		(*rx)--;
+}
+
+/* --prometheus: adds the session to its service's histograms. */
+static __always_inline void count_session(struct sock *sk, const struct birth *birth, __u16 family, __u16 lport,
+					  __u16 rport, __u64 span_ns)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	struct service_key key = { .family = family, .client = birth->client };
+	struct service_hists *h;
+	__u64 tx = BPF_CORE_READ(tp, bytes_acked), rx = BPF_CORE_READ(tp, bytes_received);
+
+	key.port = birth->client ? rport : lport;
+	h = bpf_map_lookup_or_try_init(&services, &key, &no_sessions);
+	if (!h) {
+		__sync_fetch_and_add(&services_full, 1);
+		return;
+	}
+	payload(sk, birth, &tx, &rx);
+	timehist_add(&h->span, span_ns, 1000);
+	timehist_add(&h->rx, rx, 1);
+	timehist_add(&h->tx, tx, 1);
 }
 
 static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, __u16 rport)
@@ -105,6 +140,10 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 	pid = owner ? owner->pid : bpf_get_current_pid_tgid() >> 32;
 	if (!tgid_wanted(pid))
 		return;
+	if (histograms_only) {
+		count_session(sk, birth, family, lport, rport, now - birth->ts_ns);
+		return;
+	}
 
 	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
 	if (!e)
@@ -113,7 +152,9 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 	e->span_ns = now - birth->ts_ns;
 	e->rx_b = BPF_CORE_READ(tp, bytes_received);
 	e->tx_b = BPF_CORE_READ(tp, bytes_acked);
-	payload(sk, birth, e);
+	e->tx_payload = e->tx_b;
+	e->rx_payload = e->rx_b;
+	payload(sk, birth, &e->tx_payload, &e->rx_payload);
 	e->pid = pid;
 	e->lport = lport;
 	e->rport = rport;
@@ -135,6 +176,7 @@ static __always_inline void note_state(struct sock *sk, int newstate)
 	if (newstate < TCP_FIN_WAIT1) {
 		if (!birth) {
 			fresh.ts_ns = bpf_ktime_get_ns();
+			fresh.client = newstate == TCP_SYN_SENT;
 			if (newstate == TCP_ESTABLISHED)
 				fresh.acked_base = BPF_CORE_READ((struct tcp_sock *)sk, bytes_acked);
 			if (bpf_map_update_elem(&births, &sk, &fresh, BPF_ANY))

@@ -12,7 +12,29 @@ struct birth {
 	__u64 ts_ns;		/* bpf_ktime_get_ns() at the last state change before FIN_WAIT1 */
 	__u64 acked_base;	/* bytes_acked when ESTABLISHED was reached: the active opener's SYN */
 	__u8 fin_sent;		/* FIN_WAIT1 or LAST_ACK reached: this end queued a FIN */
-	__u8 _pad[7];
+	__u8 client;		/* born at SYN_SENT: this end connected (else it was accepted) */
+	__u8 _pad[6];
+};
+
+/* --prometheus: instead of a record per session, histograms per service (the listener's port, and whether this
+ * end is its server or a client of it), as the slots of hist.h: durations in microsecond slots (sum in ns), payload
+ * bytes in byte slots (sum in bytes). 2^36 us is 19 hours and 2^36 bytes 64 GiB; longer or larger sessions go
+ * to the last slot, which is exported as +Inf. */
+#define MAX_SLOTS 36
+#define MAX_SERVICES 1024
+#include "hist.h"
+
+struct service_key {
+	__u16 port;		/* the server's port: lport of an accepted session, rport of a connected one */
+	__u16 family;		/* AF_INET or AF_INET6 */
+	__u8 client;		/* 1: this end connected to the port; 0: it is the listener's side */
+	__u8 _pad[3];
+};
+
+struct service_hists {
+	struct hist span;	/* sum_ns: nanoseconds */
+	struct hist rx;		/* sum_ns: payload bytes received */
+	struct hist tx;		/* sum_ns: payload bytes acked by the peer */
 };
 
 /* One closed TCP session. Addresses are in network order, IPv4 in the first 4 bytes. */

@@ -710,3 +710,54 @@ fn sessions_ended_by_a_reset_report_exact_payload_at_both_ends() {
         assert_reported(&records, end, pid, &comm);
     }
 }
+
+/// `--prometheus`: both ends of sessions of known sizes, on IPv4 and IPv6, land in their service's histograms
+/// (the listener's port; `server` for the accepted end, `client` for the connecting one) with exact counts and
+/// byte sums, and each single session in the bucket of its size.
+#[test]
+fn prometheus_histograms_count_both_ends_of_each_service() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let (run, addr) = serving("tcplife", &[]);
+    let v4 = [session(V4, 3000, 4000), session_on(TcpListener::bind((V4, 0)).unwrap(), 1, 100_000)];
+    let v6 = session(V6, 6000, 7000);
+    let series = |name: &str, c: &Conn, role: &str, family: &str| {
+        format!("corebpf_tcplife_session_{name}{{port=\"{}\",role=\"{role}\",family=\"{family}\"}}", c.server_port)
+    };
+    // Both ends of every session are closed in user space already; the kernel's last state changes may lag.
+    let expected = [(&v4[0], "ipv4"), (&v4[1], "ipv4"), (&v6, "ipv6")];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let text = loop {
+        let text = scrape(&addr);
+        let counted = |c: &Conn, f: &str, role: &str| sample(&text, &series("duration_seconds_count", c, role, f));
+        let all =
+            expected.iter().all(|(c, f)| counted(c, f, "server") == Some(1.0) && counted(c, f, "client") == Some(1.0));
+        if all || Instant::now() > deadline {
+            break text;
+        }
+        thread::sleep(Duration::from_millis(200));
+    };
+    run.signal(libc::SIGTERM);
+    let done = run.finish(WAIT);
+    done.assert_success();
+    done.assert_no_programs_left();
+    promtool_accepts(&text);
+    for (c, family) in expected {
+        for (role, received, sent) in [("server", c.c2s, c.s2c), ("client", c.s2c, c.c2s)] {
+            let get = |name: &str| sample(&text, &series(name, c, role, family));
+            assert_eq!(get("duration_seconds_count"), Some(1.0), "{role} of {c:?}\n{text}");
+            assert_eq!(get("received_bytes_sum"), Some(received as f64), "{role} of {c:?}\n{text}");
+            assert_eq!(get("sent_bytes_sum"), Some(sent as f64), "{role} of {c:?}\n{text}");
+            // The bucket of the session's size: the first power of two above it holds it, the one below not.
+            let bucket = |name: &str, le: u64| {
+                let s = series(name, c, role, family);
+                let (head, labels) = s.split_once('{').unwrap();
+                sample(&text, &format!("{head}_bucket{{le=\"{le}.0\",{labels}"))
+            };
+            let above = (received + 1).next_power_of_two();
+            assert_eq!(bucket("received_bytes", above), Some(1.0), "{role} of {c:?}: le={above}\n{text}");
+            if above > 2 {
+                assert_eq!(bucket("received_bytes", above / 2), Some(0.0), "{role} of {c:?}: le={}\n{text}", above / 2);
+            }
+        }
+    }
+}
