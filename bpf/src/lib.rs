@@ -51,6 +51,29 @@ fn libbpf_headers(out_dir: &Path) -> PathBuf {
     root
 }
 
+/// Fails the build if a program of the object uses an atomic instruction other than a plain add (an add with
+/// fetch, or/and/xor, exchanges): kernels before 5.12 refuse those ("BPF_STX uses reserved fields"), and clang
+/// makes them from innocent C, e.g. `__sync_fetch_and_add(p, 0)` becomes an atomic OR of 0 (ucalls -S on 5.10).
+fn refuse_new_atomics(object: &Path, tool: &str) {
+    const BPF_STX: u8 = 0x03;
+    const BPF_ATOMIC: u8 = 0xc0;
+    let open = libbpf_rs::ObjectBuilder::default()
+        .open_file(object)
+        .unwrap_or_else(|err| panic!("opening {}: {err:#}", object.display()));
+    for prog in open.progs() {
+        for (i, insn) in prog.insns().iter().enumerate() {
+            if insn.code & 0x07 == BPF_STX && insn.code & 0xe0 == BPF_ATOMIC && insn.imm != 0 {
+                panic!(
+                    "{tool}: program {:?}, instruction {i}: an atomic operation ({:#x}) that kernels before 5.12 \
+                     refuse; only atomic adds whose result is unused (and never of a constant 0) load there",
+                    prog.name(),
+                    insn.imm
+                );
+            }
+        }
+    }
+}
+
 /// Compiles `src/<crate name>.bpf.c` of the calling crate into `$OUT_DIR/<crate name>.skel.rs`.
 ///
 /// Panics (failing the build with clang's message) if the source does not compile: a build script has no better
@@ -87,6 +110,7 @@ pub fn build_skeleton() {
         ])
         .build_and_generate(&skeleton)
         .unwrap_or_else(|err| panic!("building the BPF skeleton from {}: {err:#}", source.display()));
+    refuse_new_atomics(&object, &name);
 
     write_consts(&manifest.join("src"), &out_dir.join("consts.rs"));
     write_main(&name, &out_dir.join("main.rs"));

@@ -94,7 +94,10 @@ static __always_inline void add(void *map, void *key, __u64 elapsed)
 		return;
 	}
 	__sync_fetch_and_add(&info->calls, 1);
-	__sync_fetch_and_add(&info->total_ns, elapsed);
+	/* Not an add of 0: clang turns an atomic add of a constant 0 into an atomic OR, which kernels before 5.12
+	 * refuse ("BPF_STX uses reserved fields"), and counting calls alone (-S without -L) passes 0 here. */
+	if (elapsed)
+		__sync_fetch_and_add(&info->total_ns, elapsed);
 }
 
 SEC("usdt")
