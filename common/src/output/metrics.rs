@@ -248,6 +248,11 @@ impl Snapshot {
         self.add(name, help, Some(Unit::Seconds), labels, values, Value::CounterF(seconds));
     }
 
+    /// Declares histogram `name` of a count with no unit, exported (its HELP and TYPE) even with no series yet.
+    pub fn declare_histogram(&mut self, name: &str, help: &str, labels: &[&'static str]) {
+        self.family(name, help, None, MetricType::Histogram, labels);
+    }
+
     /// Declares histogram `name` in bytes, exported (its HELP and TYPE) even with no series yet.
     pub fn declare_histogram_bytes(&mut self, name: &str, help: &str, labels: &[&'static str]) {
         self.family(name, help, Some(Unit::Bytes), MetricType::Histogram, labels);

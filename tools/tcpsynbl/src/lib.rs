@@ -5,7 +5,8 @@
 //! The BPF side counts at the entry of tcp_v4_syn_recv_sock / tcp_v6_syn_recv_sock (fentry, else kprobes): no
 //! tracepoint fires there before the kernel refuses a handshake for a full queue (see tcpsynbl.bpf.c), so on a
 //! kernel without kprobes or BPF trampolines the tool says so and stops. This side prints, every interval or at
-//! Ctrl-C, what each backlog limit's cumulative histogram gained, in BCC's layout or as JSON lines.
+//! Ctrl-C, what each backlog limit's cumulative histogram gained, in BCC's layout or as JSON lines; with
+//! `--prometheus` it serves the cumulative histograms instead.
 
 mod bpf;
 
@@ -22,7 +23,7 @@ use common::cli::IntervalCount;
 use common::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::run::{self, run_intervals, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::types::hist;
@@ -50,6 +51,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -60,6 +63,19 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
     run::bpf_main(args.verbose, || tcpsynbl(args))
+}
+
+/// `--prometheus`: each backlog limit's cumulative histogram as `corebpf_tcpsynbl_accept_queue_length`, labelled
+/// `backlog_max`; log2 buckets with `le` 2^(i+1) (slot 0 holds queues of 0 and 1), the last slot `+Inf`.
+fn metrics(s: &mut common::output::metrics::Snapshot, hists: Vec<(u64, hist)>) {
+    use common::output::metrics::HistogramValue;
+    const HELP: &str = "Connections waiting in a listener's accept queue as a handshake completes, per backlog limit";
+    s.declare_histogram("accept_queue_length", HELP, &["backlog_max"]);
+    for (limit, h) in hists {
+        // Unitless log2 buckets: what from_log2_slots_bytes makes with one "byte" a unit.
+        let value = HistogramValue::from_log2_slots_bytes(&h.slots, h.sum_ns, 1);
+        s.histogram("accept_queue_length", HELP, &["backlog_max"], vec![limit.to_string()], value);
+    }
 }
 
 /// One backlog limit's histogram of one report, as a JSON line.
@@ -74,15 +90,24 @@ struct JsonHist<'a> {
 
 fn tcpsynbl(args: Args) -> Result<()> {
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("tcpsynbl", args.every.interval.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))
             .context("needs fentry or kprobes on tcp_v4_syn_recv_sock and tcp_v6_syn_recv_sock")?;
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            s.map_full("hists", &bss.hists_full);
+            metrics(s, hash_entries(&skel.maps.hists)?);
+            Ok(())
+        });
+    }
     let mut out = Output::new();
     if !args.json {
         writeln!(out, "Tracing SYN backlog size. Ctrl-C to end.")?;
         out.flush()?;
     }
-    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     let mut full = DropCounter::new("handshakes", "too many distinct backlog limits");
     let mut diff: IntervalDiff<u64> = IntervalDiff::new();
     run_intervals(&signals, args.every.interval(), args.every.count, |_| {

@@ -50,6 +50,7 @@ static __always_inline int record(struct sock *listener)
 		slot = MAX_SLOTS - 1;
 	__sync_fetch_and_add(&h->slots[slot], 1);
 	__sync_fetch_and_add(&h->count, 1);
+	__sync_fetch_and_add(&h->sum_ns, queued);
 	return 0;
 }
 

@@ -8,7 +8,8 @@
 /* Distinct backlog limits kept; events of more are counted in hists_full and reported. */
 #define MAX_BACKLOGS 1024
 
-/* struct hist, the cumulative log2 histogram (bpf/include/hist.h); sum_ns is unused here. */
+/* struct hist, the cumulative log2 histogram (bpf/include/hist.h); sum_ns holds the sum of the queue lengths
+ * (the _sum of --prometheus). */
 #include "hist.h"
 
 #endif

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! tcpsynbl against a helper (tests/fill.c) whose listener has a known backlog limit and never accepts: it makes
 //! N loopback connections one at a time, each once the previous one is queued, so the queue lengths the kernel
-//! sees at the handshakes are exactly 0..N-1. Each test uses backlog limits no other test or program uses (37,
-//! 41, 43, 47), and looks only at those sections. Checked: the histogram, in text and JSON, per family with -4/-6.
+//! sees at the handshakes are exactly 0..N-1. Each test uses backlog limits no other test or program uses, and looks
+//! only at those sections. The limits depend on the test process's PID ([`limit`]): in the kernel matrix two
+//! scenarios of this file (fentry and kprobes) may run at once in one guest, and with fixed limits each saw the
+//! other's handshakes too (every count exactly doubled, once on 6.12). Checked: the histogram, in text and JSON,
+//! per family with -4/-6.
 //!
 //! tcpsynbl needs kernel-function tracing. Where the kernel offers none (this development host: no kprobes,
 //! fentry refused), the tests check the one-line refusal instead; in the kernel matrix's guests
@@ -95,30 +98,39 @@ fn section(stdout: &str, limit: u32) -> Option<Vec<(u64, u64, u64)>> {
     Some(hist_rows(&body[..end]).into_iter().filter(|r| r.2 > 0).collect())
 }
 
+/// Backlog limit number `n` (0 to 3) of this test process: four limits of its own, from 64 to 4063, so that no
+/// other run of these tests at the same time (PIDs less than 1000 apart) shares one, and below the kernel's
+/// somaxconn (4096), which would cap them.
+fn limit(n: u32) -> u32 {
+    64 + (std::process::id() % 1000) * 4 + n
+}
+
 #[test]
 fn queue_lengths_of_one_listener() {
-    let mut filler = Filler::new(false, 37, 12);
+    let l = limit(0);
+    let mut filler = Filler::new(false, l, 12);
     let Some(run) = start(&[], 2) else { return };
     filler.fill();
     let done = stop(run);
     done.assert_no_programs_left();
     assert!(done.stdout.starts_with("Tracing SYN backlog size. Ctrl-C to end.\n"), "{}", done.stdout);
     // Queue lengths 0..11: 0-1 twice, 2-3 twice, 4-7 four times, 8-11 four times.
-    assert_eq!(section(&done.stdout, 37), Some(vec![(0, 1, 2), (2, 3, 2), (4, 7, 4), (8, 15, 4)]), "{}", done.stdout);
+    assert_eq!(section(&done.stdout, l), Some(vec![(0, 1, 2), (2, 3, 2), (4, 7, 4), (8, 15, 4)]), "{}", done.stdout);
     filler.finish();
 }
 
 #[test]
 fn json_and_families() {
-    let mut v4 = Filler::new(false, 43, 3);
-    let mut v6 = Filler::new(true, 47, 5);
+    let (l4, l6) = (limit(1), limit(2));
+    let mut v4 = Filler::new(false, l4, 3);
+    let mut v6 = Filler::new(true, l6, 5);
     let Some(both) = start(&["-j"], 2) else { return };
     let only4 = start(&["-4"], 1).expect("attached once already");
     let only6 = start(&["-6", "-j"], 1).expect("attached once already");
     v4.fill();
     v6.fill();
     let (both, only4, only6) = (stop(both), stop(only4), stop(only6));
-    let json = |out: &str, limit: u64| {
+    let json = |out: &str, limit: u32| {
         let lines: Vec<_> = json_lines(out).into_iter().filter(|l| l["backlog_max"] == limit).collect();
         assert!(lines.len() <= 1, "{out}");
         lines.first().map(|l| {
@@ -132,12 +144,12 @@ fn json_and_families() {
             (l["count"].as_u64().unwrap(), b)
         })
     };
-    assert_eq!(json(&both.stdout, 43), Some((3, vec![(0, 2), (2, 1)])), "{}", both.stdout);
-    assert_eq!(json(&both.stdout, 47), Some((5, vec![(0, 2), (2, 2), (4, 1)])), "{}", both.stdout);
-    assert_eq!(section(&only4.stdout, 43), Some(vec![(0, 1, 2), (2, 3, 1)]), "{}", only4.stdout);
-    assert_eq!(section(&only4.stdout, 47), None, "{}", only4.stdout);
-    assert_eq!(json(&only6.stdout, 43), None, "{}", only6.stdout);
-    assert_eq!(json(&only6.stdout, 47), Some((5, vec![(0, 2), (2, 2), (4, 1)])), "{}", only6.stdout);
+    assert_eq!(json(&both.stdout, l4), Some((3, vec![(0, 2), (2, 1)])), "{}", both.stdout);
+    assert_eq!(json(&both.stdout, l6), Some((5, vec![(0, 2), (2, 2), (4, 1)])), "{}", both.stdout);
+    assert_eq!(section(&only4.stdout, l4), Some(vec![(0, 1, 2), (2, 3, 1)]), "{}", only4.stdout);
+    assert_eq!(section(&only4.stdout, l6), None, "{}", only4.stdout);
+    assert_eq!(json(&only6.stdout, l4), None, "{}", only6.stdout);
+    assert_eq!(json(&only6.stdout, l6), Some((5, vec![(0, 2), (2, 2), (4, 1)])), "{}", only6.stdout);
     v4.finish();
     v6.finish();
 }
@@ -147,4 +159,30 @@ fn bad_input() {
     assert_refused(TOOL, &["-4", "-6"], 2, "--ipv");
     assert_refused(TOOL, &["0"], 2, "0");
     assert_refused(TOOL, &["1", "0"], 2, "0");
+}
+
+/// `--prometheus`: the listener's limit has its own histogram, with each handshake counted once: queue lengths 0
+/// to 4 give `_count` 5, `_sum` 10 and cumulative buckets 2, 4, 5 at `le` 2, 4, 8.
+#[test]
+fn prometheus_histogram_of_one_limit() {
+    use corebpf_tests::prom::{free_addr, sample, scrape};
+    let l = limit(3);
+    let mut filler = Filler::new(false, l, 5);
+    let addr = free_addr();
+    let Some(run) = start(&["--prometheus", &addr], 2) else { return };
+    filler.fill();
+    let text = scrape(&addr);
+    run.signal(libc::SIGTERM);
+    let done = run.finish(WAIT);
+    done.assert_success();
+    done.assert_no_programs_left();
+    let series = |suffix: &str, le: Option<&str>| {
+        let le = le.map(|le| format!("le=\"{le}\",")).unwrap_or_default();
+        sample(&text, &format!("corebpf_tcpsynbl_accept_queue_length_{suffix}{{{le}backlog_max=\"{l}\"}}"))
+    };
+    assert_eq!(series("count", None), Some(5.0), "{text}");
+    assert_eq!(series("sum", None), Some(10.0), "{text}");
+    let buckets: Vec<_> = ["2.0", "4.0", "8.0"].iter().map(|le| series("bucket", Some(le))).collect();
+    assert_eq!(buckets, vec![Some(2.0), Some(4.0), Some(5.0)], "{text}");
+    filler.finish();
 }
