@@ -6,7 +6,6 @@
 //! System.gc() calls, at least its thread starts, no method call or allocation at all); a Python script's
 //! gc.collect() calls, exact, in JSON and in BCC's screen; bad input.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
