@@ -87,7 +87,7 @@ struct TidList(Vec<u32>);
 /// A comma-separated list of TIDs, without spaces (BCC's -T).
 fn parse_tid_list(s: &str) -> Result<TidList, String> {
     let tids = s.split(',').map(common::cli::parse_pid).collect::<Result<Vec<u32>, String>>()?;
-    if tids.len() > bpf::consts::MAX_TIDS as usize {
+    if tids.len() > bpf::consts::MAX_TIDS {
         return Err(format!("at most {} TIDs", bpf::consts::MAX_TIDS));
     }
     Ok(TidList(tids))
@@ -173,27 +173,20 @@ fn kvmexit(args: Args) -> Result<()> {
             common::tool::invoked_name()
         );
     }
-    let layout = match (args.pid, args.tid, &args.tids, args.vcpu, args.alltids) {
-        (_, Some(tid), _, _, _) => Layout::Thread(tid),
-        (_, _, Some(_), _, _) => Layout::TidList,
-        (Some(_), _, _, Some(_), _) => Layout::Thread(tids[0]),
-        (Some(_), _, _, _, true) => Layout::ProcessThreads,
-        (Some(_), _, _, _, false) => Layout::Process,
-        (None, ..) => Layout::Threads,
+    // The layout, and the run's description for the first line (BCC's words).
+    let (layout, context) = match (args.pid, args.tid, &args.tids, args.vcpu, args.alltids) {
+        (_, Some(tid), ..) => (Layout::Thread(tid), format!("TID {tid}")),
+        (_, _, Some(list), ..) => {
+            let quoted: Vec<String> = list.0.iter().map(|t| format!("'{t}'")).collect();
+            (Layout::TidList, format!("TIDS [{}]", quoted.join(", ")))
+        }
+        (Some(pid), _, _, Some(vcpu), _) => (Layout::Thread(tids[0]), format!("PID {pid} VCPU {vcpu}")),
+        (Some(pid), _, _, _, true) => (Layout::ProcessThreads, format!("PID {pid} and its all threads")),
+        (Some(pid), ..) => (Layout::Process, format!("PID {pid}")),
+        (None, ..) => (Layout::Threads, "all threads".to_string()),
     };
     let mut out = Output::new();
     if !args.json {
-        let context = match (args.pid, args.tid, &args.tids, args.vcpu, args.alltids) {
-            (_, Some(tid), ..) => format!("TID {tid}"),
-            (_, _, Some(list), ..) => {
-                let quoted: Vec<String> = list.0.iter().map(|t| format!("'{t}'")).collect();
-                format!("TIDS [{}]", quoted.join(", "))
-            }
-            (Some(pid), _, _, Some(vcpu), _) => format!("PID {pid} VCPU {vcpu}"),
-            (Some(pid), _, _, _, true) => format!("PID {pid} and its all threads"),
-            (Some(pid), ..) => format!("PID {pid}"),
-            (None, ..) => "all threads".to_string(),
-        };
         match args.duration {
             Some(secs) => {
                 writeln!(out, "Display kvm exit reasons and statistics for {context} after sleeping {secs} secs.")?
@@ -226,7 +219,7 @@ fn print(out: &mut Output, layout: &Layout, json: bool, entries: &[(exit_key, u6
                 *folded.entry((k.isa, k.reason)).or_default() += n;
             }
             let mut v: Vec<((u32, u32), u64)> = folded.into_iter().collect();
-            v.sort_by(|a, b| (b.1, b.0 .1).cmp(&(a.1, a.0 .1)));
+            v.sort_by_key(|&((_, reason), count)| std::cmp::Reverse((count, reason)));
             let (pid, tid) = match (layout, entries.first()) {
                 (Layout::Thread(tid), _) => (None, Some(*tid)),
                 (_, Some((k, _))) => (Some(k.tgid), None),
