@@ -8,12 +8,18 @@
 # under $VM_CACHE/apt-<suite>), so the machine's own apt sources and state are left untouched. The archive URIs are
 # taken from the machine's apt sources (override with VM_DEBIAN_URI and VM_DEBIAN_SECURITY_URI). A kernel is
 # fetched once: $VM_CACHE/kernels/<series>/vmlinuz stays until that folder is removed.
+#
+# Beside it, kvm/ holds the package's KVM modules, decompressed (irqbypass.ko, kvm.ko, kvm-amd.ko): the guests
+# boot with `-cpu max`, which has SVM, so kvmexit's tests load them to run a tiny KVM guest (vm/README.md). A kernel
+# cached before kvm/ existed gets it from the same package; if that package is gone from the archive, the kernel
+# is fetched anew.
 set -euo pipefail
 
 series=${1:?usage: fetch-kernel.sh 5.10|6.1|6.12}
 cache=${VM_CACHE:-$HOME/.cache/corebpf-vm}
 dest=$cache/kernels/$series
-if [ -s "$dest/vmlinuz" ]; then
+kvm_modules="irqbypass kvm kvm-amd"
+if [ -s "$dest/vmlinuz" ] && [ -f "$dest/kvm/complete" ]; then
     echo "$dest/vmlinuz"
     exit 0
 fi
@@ -61,6 +67,46 @@ apt_opts=(
     -o "APT::Get::List-Cleanup=0"
     -o "APT::Sandbox::User=root"
 )
+# extract_kvm ROOT: the KVM modules of the unpacked package at ROOT into $dest/kvm, decompressed.
+extract_kvm() {
+    local m f
+    rm -rf "$dest/kvm.tmp"
+    mkdir -p "$dest/kvm.tmp"
+    for m in $kvm_modules; do
+        f=$(find "$1/lib/modules" "$1/usr/lib/modules" -name "$m.ko*" 2> /dev/null | head -1 || true)
+        [ -n "$f" ] || {
+            echo "fetch-kernel.sh: the package has no $m.ko" >&2
+            return 1
+        }
+        case $f in
+            *.xz) xz -dc "$f" ;;
+            *.zst) zstd -dcq "$f" ;;
+            *.gz) gzip -dc "$f" ;;
+            *) cat "$f" ;;
+        esac > "$dest/kvm.tmp/$m.ko"
+    done
+    : > "$dest/kvm.tmp/complete"
+    rm -rf "$dest/kvm"
+    mv "$dest/kvm.tmp" "$dest/kvm"
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# A kernel cached without its KVM modules: take them from the package it came from, if the archive still has it.
+if [ -s "$dest/vmlinuz" ] && [ -s "$dest/package" ]; then
+    pkg=$(cat "$dest/package")
+    echo "fetch-kernel.sh: adding the KVM modules of $pkg" >&2
+    if (cd "$work" && apt-get "${apt_opts[@]}" -qq download "$pkg" >&2) ||
+        { apt-get "${apt_opts[@]}" -qq update >&2 && (cd "$work" && apt-get "${apt_opts[@]}" -qq download "$pkg" >&2); }; then
+        dpkg-deb -x "$work"/"$pkg"_*.deb "$work/root"
+        extract_kvm "$work/root"
+        echo "$dest/vmlinuz"
+        exit 0
+    fi
+    echo "fetch-kernel.sh: $pkg is no longer in the archive: fetching the current kernel" >&2
+    rm -rf "$work"/*
+fi
+
 echo "fetch-kernel.sh: updating the private apt lists for $suite" >&2
 apt-get "${apt_opts[@]}" -qq update >&2
 pkg=$(apt-cache "${apt_opts[@]}" depends "$meta" | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' | head -1)
@@ -69,12 +115,11 @@ if [ -z "$pkg" ]; then
     exit 1
 fi
 echo "fetch-kernel.sh: downloading $pkg" >&2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 (cd "$work" && apt-get "${apt_opts[@]}" -qq download "$pkg" >&2)
 dpkg-deb -x "$work"/"$pkg"_*.deb "$work/root"
 vmlinuz=$(ls "$work"/root/boot/vmlinuz-* | head -1)
 cp "$work"/root/boot/config-* "$dest/config" 2> /dev/null || true
+extract_kvm "$work/root"
 cp "$vmlinuz" "$dest/vmlinuz.tmp"
 echo "$pkg" > "$dest/package"
 basename "$vmlinuz" | sed 's/^vmlinuz-//' > "$dest/release"

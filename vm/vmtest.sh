@@ -14,7 +14,8 @@
 #    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
 # 3. Fetches each Debian cloud kernel once into $VM_CACHE (vm/fetch-kernel.sh; default ~/.cache/corebpf-vm).
 # 4. Packs an initramfs: busybox, vm/init, the tools, the test binaries, the helpers (and the C library they use),
-#    and one scenario file per kernel, gathered from every tools/<tool>/scenarios (vm/README.md) of the tier.
+#    one scenario file per kernel, gathered from every tools/<tool>/scenarios (vm/README.md) of the tier, and each
+#    kernel's KVM modules (loaded only by kvmexit's tests).
 # 5. Boots each kernel with a fresh ext4 NVMe disk and runs its scenarios there, VM_LANES (2) at once
 #    (the kernels side by side, one vCPU each: see step 5); the console goes to $VM_CACHE/logs/<run>/<kernel>.console.
 # 6. Prints a table tool x kernel: pass/FAIL and the mechanisms each tool attached with (* = its own choice), and
@@ -161,6 +162,17 @@ for k in $(echo "$kernels" | tr ',' ' '); do
     [ "$k" = host ] && continue
     awk -v k="$k" '{ n = split($3, a, "@"); if (n > 1 && !index("," a[2] ",", "," k ",")) next
                     $3 = a[1]; print ++i, $0 }' "$selected" > "$root/vm/scenarios.$k"
+done
+# Each kernel's KVM modules (vm/fetch-kernel.sh keeps them beside its vmlinuz), as /kvm/<series>/*.ko: the guest
+# loads them only when kvmexit's tests ask (COREBPF_KVM_MODULES, vm/init), never for the other tools.
+for k in $(echo "$kernels" | tr ',' ' '); do
+    [ "$k" = host ] && continue
+    vmlinuz=$(vm/fetch-kernel.sh "$k" 2>> "$logdir/fetch.log") || {
+        tail -5 "$logdir/fetch.log" >&2
+        die "could not fetch kernel $k"
+    }
+    mkdir -p "$root/kvm/$k"
+    cp "$(dirname "$vmlinuz")"/kvm/*.ko "$root/kvm/$k/"
 done
 cp -a "$bindir/." "$root/tools/"
 for b in $testbins; do cp "${testexe[$b]}" "$root/tests/$b"; done
