@@ -88,7 +88,7 @@ static __always_inline bool compare(const volatile struct value_spec *v, __u64 r
 
 /* Fills the record with the values of one side (entry or return) of function `f`, from the arguments and return
  * value in `a`; false as soon as a comparison fails. */
-static __always_inline bool collect(const volatile struct func_spec *f, struct record *r, __u64 *a, bool entry)
+static __always_inline bool collect(const volatile struct func_spec *f, struct record *r, bool entry)
 {
 #pragma unroll
 	for (int i = 0; i < MAX_VALUES; i++) {
@@ -103,8 +103,8 @@ static __always_inline bool collect(const volatile struct func_spec *f, struct r
 			continue;
 		if (v->base >= MAX_VALUES)
 			continue;
-		raw = a[v->base];
-		src = &a[v->base];
+		raw = r->args[v->base];
+		src = &r->args[v->base];
 		if (v->flags & VAL_MEMBER) {
 			addr = raw + v->offset;
 			raw = 0;
@@ -145,9 +145,10 @@ static __always_inline void send(struct record *r, __u32 k, __u64 id, __u8 kind,
 	ringbuf_output(&events, r, __builtin_offsetof(struct record, data) + len, &lost);
 }
 
-/* The entry (a[] holds the arguments) or the return (a[BASE_RETURN] the return value) of the function in slot k.
- * One subprogram that every slot program calls: the verifier still follows it with the caller's constant k. */
-static __noinline int handle(__u32 k, __u64 *a, bool entry)
+/* The entry (the scratch record's args[] hold the arguments) or the return (args[BASE_RETURN] the return value) of
+ * the function in slot k. One subprogram that every slot program calls, with integers only (5.10 refuses other
+ * arguments from fentry programs): the verifier still follows it with the caller's constant k. */
+static __noinline int handle(__u32 k, bool entry)
 {
 	const volatile struct func_spec *f = &funcs[k];
 	__u64 id = bpf_get_current_pid_tgid();
@@ -166,7 +167,7 @@ static __noinline int handle(__u32 k, __u64 *a, bool entry)
 	if (!track) {
 		if (!(entry ? f->has_entry : f->has_return))
 			return 0;
-		if (collect(f, r, a, entry))
+		if (collect(f, r, entry))
 			send(r, k, id, entry ? REC_ENTRY : REC_RETURN, 0, 0, entry ? f->entry_len : f->return_len);
 		return 0;
 	}
@@ -193,7 +194,7 @@ static __noinline int handle(__u32 k, __u64 *a, bool entry)
 			ok = d > 0 && fr->slot[below] == k - 1 && fr->ok[below];
 		}
 		if (ok)
-			ok = collect(f, r, a, true);
+			ok = collect(f, r, true);
 		fr->slot[d & (MAX_DEPTH - 1)] = k;
 		fr->ok[d & (MAX_DEPTH - 1)] = ok;
 		fr->done[d & (MAX_DEPTH - 1)] = 0;
@@ -222,7 +223,7 @@ static __noinline int handle(__u32 k, __u64 *a, bool entry)
 	fr->depth = d;
 	if (fr->slot[d & (MAX_DEPTH - 1)] != k || !fr->ok[d & (MAX_DEPTH - 1)])
 		return 0;
-	if ((stack_mode && !fr->done[d & (MAX_DEPTH - 1)]) || !collect(f, r, a, false)) {
+	if ((stack_mode && !fr->done[d & (MAX_DEPTH - 1)]) || !collect(f, r, false)) {
 		if (f->hold || (stack_mode && !last))
 			send(r, k, id, REC_DISCARD, d, 0, 0);
 		return 0;
@@ -240,6 +241,15 @@ static __noinline int handle(__u32 k, __u64 *a, bool entry)
 		asm volatile("%[v] = *(u64 *)(%[c] + " #off ")" : [v] "=r"(__v) : [c] "r"(ctx));                   \
 		__v;                                                                                               \
 	})
+
+/* The scratch record of this CPU, whose args[] the slot programs fill before calling handle(). */
+static __always_inline __u64 *scratch_args(void)
+{
+	__u32 zero = 0;
+	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
+
+	return r ? r->args : NULL;
+}
 
 /* fentry/fexit: the arguments from the context, as far as the function has them. */
 static __always_inline void ctx_args(__u64 *ctx, __u32 k, __u64 *a)
@@ -282,31 +292,42 @@ static __always_inline __u64 ctx_ret(__u64 *ctx, __u32 k)
 	SEC("fentry")                                                                                              \
 	int fentry_##K(__u64 *ctx)                                                                                 \
 	{                                                                                                          \
-		__u64 a[MAX_VALUES] = {};                                                                          \
+		__u64 *a = scratch_args();                                                                         \
+		if (!a)                                                                                            \
+			return 0;                                                                                  \
 		ctx_args(ctx, K, a);                                                                               \
-		return handle(K, a, true);                                                                         \
+		return handle(K, true);                                                                            \
 	}                                                                                                          \
 	SEC("fexit")                                                                                               \
 	int fexit_##K(__u64 *ctx)                                                                                  \
 	{                                                                                                          \
-		__u64 a[MAX_VALUES] = {};                                                                          \
-		ctx_args(ctx, K, a);                                                                               \
+		__u64 *a = scratch_args();                                                                         \
+		if (!a)                                                                                            \
+			return 0;                                                                                  \
 		a[BASE_RETURN] = ctx_ret(ctx, K);                                                                  \
-		return handle(K, a, false);                                                                        \
+		return handle(K, false);                                                                           \
 	}                                                                                                          \
 	SEC("kprobe")                                                                                              \
 	int kprobe_##K(struct pt_regs *ctx)                                                                        \
 	{                                                                                                          \
-		__u64 a[MAX_VALUES] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),                \
-					PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), 0 };                               \
-		return handle(K, a, true);                                                                         \
+		__u64 *a = scratch_args();                                                                         \
+		if (!a)                                                                                            \
+			return 0;                                                                                  \
+		a[0] = PT_REGS_PARM1(ctx);                                                                         \
+		a[1] = PT_REGS_PARM2(ctx);                                                                         \
+		a[2] = PT_REGS_PARM3(ctx);                                                                         \
+		a[3] = PT_REGS_PARM4(ctx);                                                                         \
+		a[4] = PT_REGS_PARM5(ctx);                                                                         \
+		return handle(K, true);                                                                            \
 	}                                                                                                          \
 	SEC("kretprobe")                                                                                           \
 	int kretprobe_##K(struct pt_regs *ctx)                                                                     \
 	{                                                                                                          \
-		__u64 a[MAX_VALUES] = {};                                                                          \
+		__u64 *a = scratch_args();                                                                         \
+		if (!a)                                                                                            \
+			return 0;                                                                                  \
 		a[BASE_RETURN] = PT_REGS_RC(ctx);                                                                  \
-		return handle(K, a, false);                                                                        \
+		return handle(K, false);                                                                           \
 	}
 
 SLOT(0)

@@ -67,6 +67,7 @@ struct func_spec {
 
 struct record {
 	__u64 time_ns;
+	__u64 args[MAX_VALUES]; /* the arguments and the return value, as read (BPF side only) */
 	__u64 raw[MAX_VALUES]; /* each value: the pointer, or the integer */
 	__s32 err[MAX_VALUES]; /* the error reading what a pointer points to, or 0 */
 	__u32 pid;

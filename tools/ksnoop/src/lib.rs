@@ -157,7 +157,7 @@ fn trace(args: &Args, specs: &[String]) -> Result<()> {
 
 /// Where each value's bytes go: entry values one after the other in entry records, return values in return
 /// records.
-fn layout(f: &Function) -> (Layout, Layout) {
+pub(crate) fn layout(f: &Function) -> (Layout, Layout) {
     let (mut entry, mut ret) = (Vec::new(), Vec::new());
     let (mut at_entry, mut at_return) = (0usize, 0usize);
     for v in &f.values {

@@ -37,8 +37,12 @@ pub struct Rec {
 impl Rec {
     /// A record from the ring buffer's bytes.
     pub fn parse(bytes: &[u8]) -> Rec {
-        let r: Box<record> = Box::new(common::attach::maps::from_bytes(bytes));
+        // The record is sent cut to its data: pad it to the struct's size to read the header.
         let head = std::mem::offset_of!(record, data);
+        let mut whole = vec![0u8; std::mem::size_of::<record>()];
+        let n = bytes.len().min(whole.len());
+        whole[..n].copy_from_slice(&bytes[..n]);
+        let r: Box<record> = Box::new(common::attach::maps::from_bytes(&whole));
         let len = (r.len as usize).min(bytes.len().saturating_sub(head));
         Rec {
             time_ns: r.time_ns,
@@ -151,6 +155,15 @@ impl<'t> Report<'t> {
 
     /// Prints a record (with the entry values of `entry`, held back until this return).
     fn show(&mut self, out: &mut Output, rec: &Rec, entry: Option<&Rec>) -> Result<()> {
+        if let Some(text) = self.render(rec, entry)? {
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// A record as text (or a JSON line), None if it has no value to show.
+    fn render(&mut self, rec: &Rec, entry: Option<&Rec>) -> Result<Option<String>> {
         let func = &self.funcs[rec.slot];
         let is_entry = rec.kind == REC_ENTRY as u8;
         let (entry_layout, return_layout) = &self.layouts[rec.slot];
@@ -167,7 +180,7 @@ impl<'t> Report<'t> {
             shown.push(Shown { value: v, raw: from.raw[i], err: from.err[i], bytes });
         }
         if shown.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         if self.json {
             let values = shown.iter().map(|s| self.json_value(s)).collect();
@@ -180,8 +193,7 @@ impl<'t> Report<'t> {
                 event: if is_entry { "entry" } else { "return" },
                 values,
             };
-            out.json_line(&line)?;
-            return Ok(());
+            return Ok(Some(serde_json::to_string(&line)? + "\n"));
         }
         let mut text = format!("{:>16} {:>4} {:>8} {}(\n", rec.time_ns, rec.cpu, rec.pid, func.name);
         for (n, s) in shown.iter().enumerate() {
@@ -210,9 +222,7 @@ impl<'t> Report<'t> {
             }
         }
         text.push_str(&format!("\n{:31});\n\n", ""));
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        Ok(())
+        Ok(Some(text))
     }
 
     fn json_value(&mut self, s: &Shown<'_>) -> JsonValue {
@@ -248,5 +258,55 @@ impl<'t> Report<'t> {
         j.text = Some(d.text.trim().to_owned());
         j.cut = d.cut;
         j
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A vfs_write entry and return as the BPF side would send them, rendered in text and JSON.
+    #[test]
+    fn records_as_ksnoop_prints_them() {
+        let types = Types::load().unwrap();
+        let funcs = vec![types.function("vfs_write(buf, count, pos, return)").unwrap()];
+        let layouts = vec![crate::layout(&funcs[0])];
+        let (entry_layout, _) = &layouts[0];
+        let mut data = vec![0u8; 64];
+        data[entry_layout[1].0..entry_layout[1].0 + 8].copy_from_slice(&1234u64.to_le_bytes());
+        data[entry_layout[2].0..entry_layout[2].0 + 8].copy_from_slice(&2468u64.to_le_bytes());
+        let mut rec = Rec {
+            time_ns: 5,
+            pid: 42,
+            tid: 43,
+            cpu: 1,
+            slot: 0,
+            kind: REC_ENTRY as u8,
+            depth: 0,
+            flags: 0,
+            raw: [0x7f00, 1234, 0xffff0000, 0, 0, 0],
+            err: [-14, 0, 0, 0, 0, 0],
+            data,
+        };
+        let mut report = Report::new(&types, &funcs, layouts.clone(), false).unwrap();
+        let text = report.render(&rec, None).unwrap().unwrap();
+        let want = format!(
+            "{:>16} {:>4} {:>8} vfs_write(\n{:35}buf = *(0x7f00)\n{:36} /* Cannot show 'buf' as 'char  *'; \
+             invalid/userspace ptr? */\n,\n{:35}count = \n{:36}(size_t)1234,\n{:35}pos = *(0xffff0000)\n{:36}(loff_t)2468\n{:31});\n\n",
+            5, 1, 42, "", "", "", "", "", "", ""
+        );
+        assert_eq!(text, want, "\n{text}");
+        let mut report = Report::new(&types, &funcs, layouts, true).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&report.render(&rec, None).unwrap().unwrap()).unwrap();
+        assert_eq!(json["values"][1]["value"], 1234);
+        assert_eq!(json["values"][2]["value"], 2468);
+        assert_eq!(json["values"][0]["error"], -14);
+        rec.kind = crate::bpf::consts::REC_RETURN as u8;
+        rec.raw[3] = u64::MAX;
+        rec.data = (-5i64).to_le_bytes().to_vec();
+        let json: serde_json::Value = serde_json::from_str(&report.render(&rec, None).unwrap().unwrap()).unwrap();
+        assert_eq!(json["event"], "return");
+        assert_eq!(json["values"][0]["value"], -5);
+        assert_eq!(json["values"][0]["text"], "(ssize_t)-5");
     }
 }

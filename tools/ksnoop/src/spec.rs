@@ -224,7 +224,7 @@ impl Types {
             }
             BtfKind::Ptr => {
                 let inner = self.type_name(t.next_type().map_or(0, |n| n.type_id().into()));
-                format!("{}*", if inner.ends_with('*') { inner } else { inner })
+                format!("{inner}*")
             }
             BtfKind::Array => {
                 let elem = libbpf_rs::btf::types::Array::try_from(t).map(|a| a.contained_type().type_id().into());
