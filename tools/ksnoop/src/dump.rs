@@ -49,9 +49,8 @@ impl Dumper {
         let ctx = &mut *sink as *mut Sink as *mut c_void;
         // SAFETY: the BTF outlives the dumper (both live for the run); the callback's context is the boxed sink,
         // which this struct keeps.
-        let dump = unsafe {
-            libbpf_sys::btf_dump__new(btf.as_libbpf_object().as_ptr(), Some(print), ctx, std::ptr::null())
-        };
+        let dump =
+            unsafe { libbpf_sys::btf_dump__new(btf.as_libbpf_object().as_ptr(), Some(print), ctx, std::ptr::null()) };
         let Some(dump) = NonNull::new(dump) else { bail!("libbpf could not make a btf_dump") };
         Ok(Dumper { dump, sink, indent: CString::new(" ").unwrap() })
     }

@@ -103,10 +103,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 /// Resolves the specifications against the kernel's BTF; a bad one is a usage error (exit 2).
 fn resolve(types: &Types, specs: &[String], debug: bool) -> Vec<Function> {
-    let funcs: Vec<Function> = specs
-        .iter()
-        .map(|s| types.function(s).unwrap_or_else(|e| common::cli::usage_error(&e.0)))
-        .collect();
+    let funcs: Vec<Function> =
+        specs.iter().map(|s| types.function(s).unwrap_or_else(|e| common::cli::usage_error(&e.0))).collect();
     for f in funcs.iter().filter(|_| debug) {
         for v in &f.values {
             let from = if v.at_entry() { format!("argument {}", v.base + 1) } else { "the return value".into() };
@@ -114,7 +112,13 @@ fn resolve(types: &Types, specs: &[String], debug: bool) -> Vec<Function> {
             let ptr = if v.ptr { ", pointer: what it points to" } else { "" };
             let pred = v.pred.map(|(op, n)| format!(", compared {op:?} {n}")).unwrap_or_default();
             let ty = types.type_name(v.type_id);
-            eprintln!("ksnoop: {}: '{}' is {from}{member}{ptr}: {} bytes of {}{pred}", f.name, v.name, v.size, ty.trim_end());
+            eprintln!(
+                "ksnoop: {}: '{}' is {from}{member}{ptr}: {} bytes of {}{pred}",
+                f.name,
+                v.name,
+                v.size,
+                ty.trim_end()
+            );
         }
     }
     funcs

@@ -175,9 +175,9 @@ impl Types {
 
     /// Whether `id` (through typedefs) is an integer, an enum or a pointer: a number in JSON.
     pub fn is_number(&self, id: u32) -> bool {
-        self.ty(id).map(|t| t.skip_mods_and_typedefs()).is_some_and(|t| {
-            matches!(t.kind(), BtfKind::Int | BtfKind::Enum | BtfKind::Enum64 | BtfKind::Ptr)
-        })
+        self.ty(id)
+            .map(|t| t.skip_mods_and_typedefs())
+            .is_some_and(|t| matches!(t.kind(), BtfKind::Int | BtfKind::Enum | BtfKind::Enum64 | BtfKind::Ptr))
     }
 
     /// The function's parameters and return type, if BTF has it as a function.
@@ -200,7 +200,9 @@ impl Types {
     fn value(&self, name: &str, base: u32, id: u32) -> Value {
         let id = self.skip_mods(id);
         let (type_id, ptr) = match self.ty(id) {
-            Some(t) if t.kind() == BtfKind::Ptr => (self.skip_mods(t.next_type().map_or(0, |n| n.type_id().into())), true),
+            Some(t) if t.kind() == BtfKind::Ptr => {
+                (self.skip_mods(t.next_type().map_or(0, |n| n.type_id().into())), true)
+            }
             _ => (id, false),
         };
         let size = match self.ty(type_id).map(|t| t.skip_mods_and_typedefs().kind()) {
@@ -267,14 +269,19 @@ impl Types {
             self.signature(name).ok_or_else(|| spec_err!("no kernel function '{name}' in the kernel's BTF"))?;
         let nr_args = params.len() as u32;
         let fentry_ok = common::probe::kfunc::kernel_arg_slots(name).is_some();
-        let args: Vec<Value> =
-            params.iter().take(MAX_ARGS as usize).enumerate().map(|(i, p)| self.value(&p.name, i as u32, p.ty)).collect();
+        let args: Vec<Value> = params
+            .iter()
+            .take(MAX_ARGS as usize)
+            .enumerate()
+            .map(|(i, p)| self.value(&p.name, i as u32, p.ty))
+            .collect();
         let retval = self.value(RETURN, BASE_RETURN, ret);
         let mut declaration = format!("{}{name}(", self.declare(&retval));
         let all: Vec<Value> = params.iter().enumerate().map(|(i, p)| self.value(&p.name, i as u32, p.ty)).collect();
         declaration.push_str(&all.iter().map(|v| self.declare(v)).collect::<Vec<_>>().join(", "));
         if params.len() > MAX_ARGS as usize {
-            declaration.push_str(&format!(" /* and {} more args that are not traceable */", params.len() - MAX_ARGS as usize));
+            declaration
+                .push_str(&format!(" /* and {} more args that are not traceable */", params.len() - MAX_ARGS as usize));
         }
         declaration.push_str(");");
 
@@ -348,8 +355,9 @@ impl Types {
         let Some(c) = composite else {
             return Err(spec_err!("'{}' of {func} is not a pointer to a struct or union", base.name));
         };
-        let (offset_bits, ty) =
-            self.find_member(&c, name).ok_or_else(|| spec_err!("'{}' has no member '{name}'", self.type_name(base.type_id).trim_end()))?;
+        let (offset_bits, ty) = self
+            .find_member(&c, name)
+            .ok_or_else(|| spec_err!("'{}' has no member '{name}'", self.type_name(base.type_id).trim_end()))?;
         let Some(offset_bits) = offset_bits else {
             return Err(spec_err!("member '{name}' is a bitfield, which ksnoop cannot read"));
         };

@@ -92,7 +92,11 @@ struct Record {
 /// The records of ksnoop's text output (after its header line).
 fn records(stdout: &str) -> Vec<Record> {
     let mut lines = stdout.lines();
-    assert_eq!(lines.next().map(str::split_whitespace).map(Iterator::collect::<Vec<_>>), Some(vec!["TIME", "CPU", "PID", "FUNCTION/ARGS"]), "{stdout}");
+    assert_eq!(
+        lines.next().map(str::split_whitespace).map(Iterator::collect::<Vec<_>>),
+        Some(vec!["TIME", "CPU", "PID", "FUNCTION/ARGS"]),
+        "{stdout}"
+    );
     let mut out: Vec<Record> = Vec::new();
     let mut open = false;
     for line in lines {
@@ -181,7 +185,11 @@ fn entries_and_returns_with_values() {
         assert!(value(e, "pos").ends_with(&format!("(loff_t){pos}")), "{}", done.stdout);
         assert!(value(e, "file").contains("(struct file){"), "{}", done.stdout);
         // buf is a user-space pointer, which the kernel-memory read refuses.
-        assert!(value(e, "buf").contains("/* Cannot show 'buf' as 'char  *'; invalid/userspace ptr? */"), "{}", done.stdout);
+        assert!(
+            value(e, "buf").contains("/* Cannot show 'buf' as 'char  *'; invalid/userspace ptr? */"),
+            "{}",
+            done.stdout
+        );
     }
     for (i, r) in returns.iter().enumerate() {
         let ret = if i < N { 1234 } else { 99 };
