@@ -91,7 +91,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     if funcs.is_empty() {
         common::cli::usage_error("name a kernel function to trace");
     }
-    if funcs.len() > MAX_FUNCS as usize {
+    if funcs.len() > MAX_FUNCS {
         common::cli::usage_error(&format!("at most {MAX_FUNCS} functions at once"));
     }
     let funcs = funcs.to_vec();
@@ -222,7 +222,7 @@ fn load_and_attach(
             s.has_return = u32::from(f.values.iter().any(|v| !v.at_entry()));
             s.entry_len = entry.iter().map(|(o, l)| o + l).max().unwrap_or(0) as u32;
             s.return_len = ret.iter().map(|(o, l)| o + l).max().unwrap_or(0) as u32;
-            for (i, v) in f.values.iter().enumerate().take(MAX_VALUES as usize) {
+            for (i, v) in f.values.iter().enumerate().take(MAX_VALUES) {
                 let d = &mut s.values[i];
                 d.base = v.base as u8;
                 d.flags = (if v.ptr { VAL_PTR } else { 0 } | if v.member.is_some() { VAL_MEMBER } else { 0 }) as u8;
@@ -230,7 +230,7 @@ fn load_and_attach(
                 d.size = v.copied();
                 d.data_off = if v.at_entry() { entry[i].0 } else { ret[i].0 } as u32;
                 if let Some((op, n)) = v.pred {
-                    d.pred = op.code();
+                    d.pred = spec::pred_code(op);
                     d.pred_value = n as u64;
                     (d.pred_size, d.pred_signed) = (v.pred_width.0, u8::from(v.pred_width.1));
                 }

@@ -16,11 +16,8 @@ use crate::bpf::consts::{MAX_ARGS, MAX_VALUES};
 pub const BASE_RETURN: u32 = crate::bpf::consts::BASE_RETURN as u32;
 const MAX_DATA: u32 = crate::bpf::consts::MAX_DATA as u32;
 
-/// A specification the tool cannot take: one line, exit status 2.
-#[derive(Debug)]
-pub struct SpecError(pub String);
-
-type SpecResult<T> = Result<T, SpecError>;
+pub use common::probe::filter::Op;
+use common::probe::{SpecError, SpecResult};
 
 macro_rules! spec_err {
     ($($arg:tt)*) => { SpecError(format!($($arg)*)) };
@@ -29,30 +26,17 @@ macro_rules! spec_err {
 /// The name of the return value in a specification (a C keyword, so no argument can have it).
 pub const RETURN: &str = "return";
 
-/// A comparison of a value with a constant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Op {
-    /// The constant the BPF side knows it by (PRED_*).
-    pub fn code(self) -> u8 {
-        use crate::bpf::consts::*;
-        (match self {
-            Op::Eq => PRED_EQ,
-            Op::Ne => PRED_NE,
-            Op::Lt => PRED_LT,
-            Op::Le => PRED_LE,
-            Op::Gt => PRED_GT,
-            Op::Ge => PRED_GE,
-        }) as u8
-    }
+/// The constant the BPF side knows a comparison by (PRED_*).
+pub fn pred_code(op: Op) -> u8 {
+    use crate::bpf::consts::*;
+    (match op {
+        Op::Eq => PRED_EQ,
+        Op::Ne => PRED_NE,
+        Op::Lt => PRED_LT,
+        Op::Le => PRED_LE,
+        Op::Gt => PRED_GT,
+        Op::Ge => PRED_GE,
+    }) as u8
 }
 
 /// One traced value of a function, resolved.
@@ -269,19 +253,14 @@ impl Types {
             self.signature(name).ok_or_else(|| spec_err!("no kernel function '{name}' in the kernel's BTF"))?;
         let nr_args = params.len() as u32;
         let fentry_ok = common::probe::kfunc::kernel_arg_slots(name).is_some();
-        let args: Vec<Value> = params
-            .iter()
-            .take(MAX_ARGS as usize)
-            .enumerate()
-            .map(|(i, p)| self.value(&p.name, i as u32, p.ty))
-            .collect();
+        let args: Vec<Value> =
+            params.iter().take(MAX_ARGS).enumerate().map(|(i, p)| self.value(&p.name, i as u32, p.ty)).collect();
         let retval = self.value(RETURN, BASE_RETURN, ret);
         let mut declaration = format!("{}{name}(", self.declare(&retval));
         let all: Vec<Value> = params.iter().enumerate().map(|(i, p)| self.value(&p.name, i as u32, p.ty)).collect();
         declaration.push_str(&all.iter().map(|v| self.declare(v)).collect::<Vec<_>>().join(", "));
-        if params.len() > MAX_ARGS as usize {
-            declaration
-                .push_str(&format!(" /* and {} more args that are not traceable */", params.len() - MAX_ARGS as usize));
+        if params.len() > MAX_ARGS {
+            declaration.push_str(&format!(" /* and {} more args that are not traceable */", params.len() - MAX_ARGS));
         }
         declaration.push_str(");");
 
@@ -296,7 +275,7 @@ impl Types {
             Some(list) => {
                 let mut values = Vec::new();
                 for item in list.split(',') {
-                    if values.len() == MAX_VALUES as usize {
+                    if values.len() == MAX_VALUES {
                         return Err(spec_err!("'{spec}': at most {MAX_VALUES} values a function"));
                     }
                     values.push(self.item(name, item, &args, &retval)?);

@@ -219,7 +219,11 @@ fn json_comparisons_and_members() {
         v["value"].as_i64().unwrap_or_else(|| panic!("{l}"))
     };
     let lines = json_lines(&plain.stdout);
-    assert!(lines.iter().all(|l| l["pid"].to_string() == pid && l["function"] == "vfs_write"), "{}", plain.stdout);
+    assert!(
+        lines.iter().all(|l| l["pid"].as_u64() == pid.parse().ok() && l["function"] == "vfs_write"),
+        "{}",
+        plain.stdout
+    );
     let entries: Vec<_> = lines.iter().filter(|l| l["event"] == "entry").collect();
     let returns: Vec<_> = lines.iter().filter(|l| l["event"] == "return").collect();
     assert_eq!((entries.len(), returns.len()), (N + M, N + M), "{}", plain.stdout);
