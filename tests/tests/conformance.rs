@@ -64,7 +64,8 @@ const PATTERNS: [(Family, &str); 3] = [
 /// The runtime tools trace a Python or Java process: `{python_pid}` and `{java_pid}` are idle ones the test starts
 /// ([`RUNTIME_PIDS`]); the JVM fires its method and allocation probes (`-XX:+ExtendedDTraceProbes`), which
 /// ucalls, uflow and uobjnew need.
-const OVERRIDES: [(&str, Family, &[&str]); 17] = [
+/// ksnoop's positional arguments are kernel functions, whatever the family asked for.
+const OVERRIDES: [(&str, Family, &[&str]); 19] = [
     ("ugc", Family::UserFunctions, &["-l", "python", "{python_pid}"]),
     ("javagc", Family::UserFunctions, &["-p", "{java_pid}"]),
     ("uthreads", Family::UserFunctions, &["-l", "java", "{java_pid}"]),
@@ -82,7 +83,13 @@ const OVERRIDES: [(&str, Family, &[&str]); 17] = [
     ("memleak", Family::UserFunctions, &["-c", "sleep 60"]),
     ("ttysnoop", Family::Tracepoints, &["/dev/console"]),
     ("ttysnoop", Family::KernelFunctions, &["/dev/console"]),
+    ("ksnoop", Family::Tracepoints, &["vfs_read"]),
+    ("ksnoop", Family::KernelFunctions, &["vfs_read"]),
 ];
+
+/// Lines a tool prints on stderr about the host, which the closed-pipe case allows: kvmexit on a PVM host, whose
+/// KVM never reports VM exits to the tracepoint.
+const HOST_NOTICES: [&str; 1] = ["does not report VM exits to kvm:kvm_exit"];
 
 /// Extra arguments for the closed-pipe case, for a tool that prints nothing until an interval ends (an interval
 /// of 1 s, say). None today: every tool prints its banner as it starts tracing.
@@ -133,7 +140,8 @@ impl Tool {
     }
 
     fn with_verbose(&self, args: Vec<String>) -> Vec<String> {
-        let mut all = if self.verbose { vec!["-v".to_string()] } else { Vec::new() };
+        // The long form: kvmexit's -v is BCC's vCPU filter.
+        let mut all = if self.verbose { vec!["--verbose".to_string()] } else { Vec::new() };
         all.extend(args);
         all
     }
@@ -169,7 +177,10 @@ fn tools() -> (Vec<Tool>, Vec<String>) {
                 .collect();
             let arguments = help.split("\nArguments:\n").nth(1).unwrap_or("");
             let required_positional = arguments.lines().next().is_some_and(|l| l.trim_start().starts_with('<'));
-            let verbose = help.lines().any(|l| l.trim_start().starts_with("-v, --verbose"));
+            let verbose = help.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with("-v, --verbose") || l.starts_with("--verbose")
+            });
             Tool { name, verbose, required_positional, ladder }
         })
         .collect();
@@ -295,7 +306,8 @@ fn check_closed_pipe(tool: &Tool, args: &[String]) {
     let status = exit_within(&mut child, END, "still running after its reader went away");
     let stderr = stderr.join().unwrap_or_default();
     assert!(status.success(), "ended with {status:?} after its reader went away\nstderr:\n{stderr}");
-    assert!(stderr.is_empty(), "printed on stderr:\n{stderr}");
+    let unexpected = stderr.lines().any(|l| !HOST_NOTICES.iter().any(|n| l.contains(n)));
+    assert!(!unexpected, "printed on stderr:\n{stderr}");
     Finished { status, stdout: String::new(), stderr, prog_ids: ids }.assert_no_programs_left();
 }
 
