@@ -5,11 +5,10 @@
 //! whose guests have no Python). Exact counts, PIDs, generations and objects collected, in text and JSON; the
 //! -F and -M filters; bad input.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use corebpf_tests::runtimes::Workload;
+use corebpf_tests::runtimes::{trace_native_helper, Workload};
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
@@ -131,19 +130,7 @@ fn java_collections_and_their_memory_pools() {
 #[test]
 fn native_program_with_python_probes() {
     let exe = build_c_helper("ugc_sdt_gc", include_str!("sdt_gc.c"), &["-O1", "-DGCS=5"]);
-    let child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start helper");
-    let mut helper = KillOnDrop(child);
-    wait_sleeping(helper.0.id(), Duration::from_secs(10));
-    let pid = helper.0.id().to_string();
-    let mut run = Running::start(TOOL, &["-l", "python", &pid]);
-    run.wait_attached(Duration::from_secs(60));
-    helper.0.stdin.take().unwrap().write_all(b"g").unwrap();
-    let mut line = String::new();
-    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line, "done\n");
-    assert!(helper.0.wait().unwrap().success());
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(30));
+    let done = trace_native_helper(TOOL, &exe, &["-l", "python"]);
     done.assert_success();
     let descriptions: Vec<String> = table_rows(&done.stdout).into_iter().map(|r| r.2).collect();
     let expected: Vec<String> = (0..5).map(|i| format!("gen {} GC collected {} objects", i % 3, 10 * i)).collect();
