@@ -65,6 +65,25 @@ impl<S: Copy> Screen<S> {
         out.flush()
     }
 
+    /// One report of a top tool: JSON lines with `--json`, else the screen, then `Detaching...` after the last
+    /// report (`last`), as BCC's top tools end.
+    pub fn report<R: TopRow<Sort = S> + Serialize>(
+        &self,
+        out: &mut Output,
+        rows: Vec<R>,
+        json: bool,
+        last: bool,
+    ) -> io::Result<()> {
+        if json {
+            return write_json(out, &rows);
+        }
+        self.write(out, rows)?;
+        if last {
+            writeln!(out, "Detaching...")?;
+        }
+        out.flush()
+    }
+
     /// The header and the first `rows` rows in the order `sort` asks for.
     pub fn table<R: TopRow<Sort = S>>(&self, mut rows: Vec<R>) -> String {
         rows.sort_by(|a, b| a.order(b, self.sort));

@@ -33,7 +33,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use bpf::types::{file_key, file_stat};
 use bpf::{BpfSkel, BpfSkelBuilder};
-use common::output::topscreen::{self, Screen};
+use common::output::topscreen::Screen;
 use report::Row;
 
 // SAFETY: plain C structs of integers and chars, generated from filetop.h.
@@ -156,16 +156,7 @@ fn filetop(args: Args) -> Result<()> {
                 before.remove(&id);
             }
         }
-        if args.json {
-            topscreen::write_json(&mut out, &rows)?;
-        } else {
-            screen.write(&mut out, rows)?;
-            if tick == run::Tick::Last {
-                use std::io::Write;
-                writeln!(out, "Detaching...")?;
-                out.flush()?;
-            }
-        }
+        screen.report(&mut out, rows, args.json, tick == run::Tick::Last)?;
         full.check_all([&bss.rows_full, &bss.inflight_full]);
         Ok(())
     })

@@ -31,7 +31,7 @@ use libbpf_rs::Link;
 
 use bpf::types::{cache_key, cache_stat};
 use bpf::{BpfSkel, BpfSkelBuilder};
-use common::output::topscreen::{self, Screen};
+use common::output::topscreen::Screen;
 use report::Row;
 
 // SAFETY: plain C structs of integers and chars, generated from slabratetop.h.
@@ -146,16 +146,7 @@ fn slabratetop(args: Args) -> Result<()> {
             }
         }
         let rows: Vec<Row> = by_name.into_values().collect();
-        if args.json {
-            topscreen::write_json(&mut out, &rows)?;
-        } else {
-            screen.write(&mut out, rows)?;
-            if tick == run::Tick::Last {
-                use std::io::Write;
-                writeln!(out, "Detaching...")?;
-                out.flush()?;
-            }
-        }
+        screen.report(&mut out, rows, args.json, tick == run::Tick::Last)?;
         full.check(&bss.rows_full);
         Ok(())
     })

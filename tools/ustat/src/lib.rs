@@ -25,7 +25,7 @@ use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton};
 use common::attach::maps::{hash_entries, DropCounter};
 use common::output::stdout::Output;
-use common::output::topscreen::{self, Screen};
+use common::output::topscreen::Screen;
 use common::run::{self, run_intervals, IntervalClock, Signals};
 use common::runtime::Language;
 use libbpf_rs::skel::OpenSkel;
@@ -134,14 +134,7 @@ fn ustat(args: Args) -> Result<()> {
                 Row::new(t, delta, length, ended.contains(&t.pid))
             })
             .collect();
-        if args.json {
-            topscreen::write_json(&mut out, &rows)?;
-        } else {
-            screen.write(&mut out, rows)?;
-            if tick == run::Tick::Last {
-                writeln!(out, "Detaching...")?;
-            }
-        }
+        screen.report(&mut out, rows, args.json, tick == run::Tick::Last)?;
         out.flush()?;
         full.check(&skel.maps.bss_data.as_deref().context("BPF object has no .bss")?.procs_full);
         for pid in ended {
