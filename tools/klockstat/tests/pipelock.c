@@ -11,7 +11,7 @@
 
 #define WRITERS 8
 #define READERS 2
-#define WRITES 20000
+#define WRITES 2000
 
 static int p[2];
 static atomic_int stop;
