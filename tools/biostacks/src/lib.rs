@@ -59,6 +59,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    metrics: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     /// Seconds to trace (by default, until Ctrl-C)
     #[arg(value_parser = common::cli::parse_interval_secs)]
@@ -69,7 +71,8 @@ struct Args {
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    args.milliseconds = args.metrics.display(args.milliseconds);
     run::bpf_main(args.verbose, || biostacks(args))
 }
 
@@ -110,7 +113,8 @@ fn biostacks(args: Args) -> Result<()> {
     // sees those that go through a scheduler or a plug (block_rq_issue notes the rest).
     let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
+    let endpoint = args.metrics.endpoint("biostacks", args.duration.is_some())?;
+    let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let mut open = open_skeleton::<BpfSkelBuilder>()?;
         let rodata = rodata(&mut open.maps.rodata_data)?;
         rodata.filter_dev = target_dev.is_some();
@@ -132,6 +136,18 @@ fn biostacks(args: Args) -> Result<()> {
         Ok((skel, links))
     })?;
 
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            let (sections, lost) = read_sections(&skel, &disks, args.verbose.on())?;
+            metrics(s, &sections);
+            let bss = skel.maps.bss_data.as_ref().context("the BPF object has no .bss")?;
+            s.map_full("hists", &bss.hists_full);
+            s.lost_events_total("kernel stacks", lost);
+            Ok(())
+        });
+    }
+
     let mut out = Output::new();
     if !args.json {
         writeln!(out, "Tracing block I/O with init stacks. Hit Ctrl-C to end.")?;
@@ -143,7 +159,10 @@ fn biostacks(args: Args) -> Result<()> {
         if let Some(bss) = skel.maps.bss_data.as_ref() {
             full.check(&bss.hists_full);
         }
-        let sections = read_sections(&skel, &disks, args.verbose.on())?;
+        let (sections, lost) = read_sections(&skel, &disks, args.verbose.on())?;
+        if lost > 0 {
+            eprintln!("WARNING: {lost} stack traces could not be displayed (the stack map was full).");
+        }
         let unit = if args.milliseconds { "msecs" } else { "usecs" };
         if args.json {
             let timestamp = clock_rfc3339();
@@ -175,8 +194,25 @@ fn biostacks(args: Args) -> Result<()> {
     })
 }
 
-/// Reads every histogram, names its stack and adds up those that print the same.
-fn read_sections(skel: &BpfSkel<'_>, disks: &Disks, verbose: bool) -> Result<BTreeMap<Section, Totals>> {
+/// `--prometheus`: each (process name, disk, stack)'s cumulative histogram as
+/// `corebpf_biostacks_io_latency_seconds`, its stack folded outermost first (`a;b;c`, as BCC's folded output);
+/// the PID is left out, so the processes of one name add up and series outlive them.
+fn metrics(s: &mut common::output::metrics::Snapshot, sections: &BTreeMap<Section, Totals>) {
+    use common::output::metrics::HistogramValue;
+    const NAME: &str = "io_latency";
+    const HELP: &str = "Block I/O latency, per process name, disk and the kernel stack that started the I/O";
+    const LABELS: &[&str] = &["comm", "device", "stack"];
+    s.declare_histogram_seconds(NAME, HELP, LABELS);
+    for (section, t) in sections {
+        let folded = section.stack.iter().rev().map(String::as_str).collect::<Vec<_>>().join(";");
+        let value = HistogramValue::from_log2_slots(&t.slots, t.sum_ns, 1000);
+        s.histogram_seconds(NAME, HELP, LABELS, vec![section.comm.clone(), section.disk.clone(), folded], value);
+    }
+}
+
+/// Reads every histogram, names its stack and adds up those that print the same; also says how many stacks
+/// were lost (the stack map was full).
+fn read_sections(skel: &BpfSkel<'_>, disks: &Disks, verbose: bool) -> Result<(BTreeMap<Section, Totals>, u64)> {
     let entries: Vec<(stack_key, hist)> = hash_entries(&skel.maps.hists)?;
     let mut traces = StackTraces::new(&skel.maps.stacks, Collected { user: false, kernel: true });
     let stacks: Vec<Stack<u64>> =
@@ -222,8 +258,5 @@ fn read_sections(skel: &BpfSkel<'_>, disks: &Disks, verbose: bool) -> Result<BTr
         totals.count += h.count;
         totals.sum_ns += h.sum_ns;
     }
-    if lost > 0 {
-        eprintln!("WARNING: {lost} stack traces could not be displayed (the stack map was full).");
-    }
-    Ok(sections)
+    Ok((sections, lost))
 }

@@ -217,3 +217,37 @@ fn bad_disk_and_duration_are_one_line() {
     assert_eq!(done.status.code(), Some(2), "stderr: {}", done.stderr);
     assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
 }
+
+/// `--prometheus` on a disk of its own: the helper's 50 requests are in the histograms of its process name and
+/// the loop device, under folded stacks (outermost first) that reach the block submission path; promtool
+/// accepts the exposition.
+#[test]
+fn prometheus_histograms_hold_every_request_under_its_stack() {
+    use corebpf_tests::prom::{promtool_accepts, scrape, serving};
+    let dev = LoopDevice::new("prom");
+    let name = dev.name();
+    let exe = build_c_helper("biostacks-writer", include_str!("writer.c"), &["-O1"]);
+    let named = ScratchFile::new("bks");
+    std::os::unix::fs::symlink(&exe, &named.0).unwrap();
+    let child = Command::new(&named.0).arg(&dev.path).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut helper = KillOnDrop(child);
+    let pid = helper.0.id();
+    wait_sleeping(pid, Duration::from_secs(10));
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap().trim_end().to_string();
+    let (tool, addr) = serving(TOOL, &["-d", &name]);
+    go_and_wait(&mut helper.0);
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    let ours = format!("comm=\"{comm}\",device=\"{name}\",stack=\"");
+    let mut count = 0.0;
+    for line in text.lines().filter_map(|l| l.strip_prefix("corebpf_biostacks_io_latency_seconds_count{")) {
+        let Some(rest) = line.strip_prefix(ours.as_str()) else { continue };
+        let (stack, value) = rest.rsplit_once("\"} ").unwrap();
+        let frames: Vec<String> = stack.split(';').rev().map(String::from).collect();
+        assert_write_path(&frames, &text);
+        count += value.parse::<f64>().unwrap();
+    }
+    assert_eq!(count, WRITES as f64, "{text}");
+    tool.signal(libc::SIGTERM);
+    tool.finish(Duration::from_secs(20)).assert_success();
+}

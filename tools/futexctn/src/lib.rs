@@ -9,6 +9,7 @@
 //! named through blazesym with the memory maps each process had when first seen (it may have exited by then).
 
 mod bpf;
+mod metrics;
 mod report;
 
 use std::ffi::OsString;
@@ -64,6 +65,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    metrics: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -82,7 +85,10 @@ fn parse_lock(s: &str) -> Result<u64, String> {
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    let mut args: Args = common::cli::parse(argv);
+    // Metrics are per process name in microseconds, whatever the display flags say.
+    args.milliseconds = args.metrics.display(args.milliseconds);
+    args.summary |= args.metrics.prometheus.is_some();
     run::bpf_main(args.verbose, || futexctn(args))
 }
 
@@ -90,8 +96,21 @@ fn futexctn(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     args.tid.map(common::cli::require_thread).transpose()?;
     let signals = Signals::install()?;
-    let ((mut skel, _links), _mech) =
+    let endpoint = args.metrics.endpoint("futexctn", args.every.interval.is_some())?;
+    let ((mut skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let mut totals = metrics::Totals::default();
+        return endpoint.serve(&signals, |s| {
+            totals.add(report::take(&mut skel)?);
+            totals.write(s)?;
+            let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+            s.map_full("start", &bss.start_full);
+            s.map_full("hists", &bss.hists_full);
+            Ok(())
+        });
+    }
 
     let mut out = Output::new();
     if !args.json {

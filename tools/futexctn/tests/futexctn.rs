@@ -206,3 +206,28 @@ fn bad_input_and_closed_pipe() {
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
     assert_head_1_ends_cleanly(TOOL, "1", "Summarize futex contention latency");
 }
+
+/// `--prometheus`: every contended wait is in the process name's histogram once, and stays there (a second scrape
+/// with no new waits reads the same totals, although the kernel side forgets what it hands over).
+#[test]
+fn prometheus_histogram_counts_every_wait_once() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let mut helper = Helper::start();
+    let (tool, addr) = serving(TOOL, &["-p", &helper.pid()]);
+    let waits = helper.run();
+    assert_eq!(waits, THREADS * ROUNDS, "the helper's own count");
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", helper.pid())).unwrap().trim_end().to_string();
+    let first = scrape(&addr);
+    promtool_accepts(&first);
+    let count = format!("corebpf_futexctn_wait_seconds_count{{comm=\"{comm}\"}}");
+    assert_eq!(sample(&first, &count), Some(waits as f64), "{first}");
+    let inf = format!("corebpf_futexctn_wait_seconds_bucket{{le=\"+Inf\",comm=\"{comm}\"}}");
+    assert_eq!(sample(&first, &inf), Some(waits as f64), "{first}");
+    let sum = sample(&first, &format!("corebpf_futexctn_wait_seconds_sum{{comm=\"{comm}\"}}")).expect("a sum");
+    assert!(sum > 0.0, "{first}");
+    let second = scrape(&addr);
+    assert_eq!(sample(&second, &count), Some(waits as f64), "{second}");
+    helper.finish();
+    tool.signal(libc::SIGTERM);
+    tool.finish(Duration::from_secs(20)).assert_success();
+}

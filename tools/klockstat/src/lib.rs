@@ -79,6 +79,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    metrics: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
 }
 
@@ -95,6 +97,9 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
     if args.per_thread && args.stacks != 1 {
         common::cli::usage_error("--per-thread and --stacks cannot be used together");
+    }
+    if args.reset && args.metrics.prometheus.is_some() {
+        common::cli::usage_error("--prometheus serves counters that only grow: it cannot be used with --reset");
     }
     run::bpf_main(args.verbose, || klockstat(args))
 }
@@ -117,6 +122,8 @@ fn klockstat(args: Args) -> Result<()> {
     args.pid.or(args.tid).map(common::cli::require_process).transpose()?;
     let lock = args.lock.as_deref().map(report::resolve_lock).transpose()?;
     let signals = Signals::install()?;
+    let timed = args.duration.is_some() || args.interval.is_some();
+    let endpoint = args.metrics.endpoint("klockstat", timed)?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, lock, mech))?;
     // Said in each text report where the hold table would be (JSON: hold is null).
@@ -127,7 +134,7 @@ fn klockstat(args: Args) -> Result<()> {
         )
     });
     let mut out = Output::new();
-    if !args.json {
+    if !args.json && args.metrics.prometheus.is_none() {
         use std::io::Write;
         writeln!(out, "Tracing mutex/sem lock events...  Hit Ctrl-C to end")?;
         out.flush()?;
@@ -145,6 +152,17 @@ fn klockstat(args: Args) -> Result<()> {
         verbose: args.verbose.on(),
         missing: 0,
     };
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            report.metrics(s, &skel)?;
+            let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+            s.map_full("inflight", &bss.inflight_full);
+            s.map_full("stats", &bss.stats_full);
+            s.lost_events_total("kernel stacks", report.missing);
+            Ok(())
+        });
+    }
     let mut inflight_full = DropCounter::new("lock acquisitions", "too many locks in flight");
     let mut stats_full = DropCounter::new("lock acquisitions", "too many callers or threads");
     let (interval, count) = schedule(&args);

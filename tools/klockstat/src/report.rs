@@ -360,6 +360,37 @@ impl Report {
         rows.into_values().collect()
     }
 
+    /// `--prometheus`: the cumulative waits and holds per calling function (the offset dropped, so that one
+    /// function's call sites add up and series stay the same across kernel builds), or per command with -P:
+    /// `corebpf_klockstat_waits_total`, `corebpf_klockstat_wait_seconds_total`, and where hold times are known
+    /// `corebpf_klockstat_holds_total`, `corebpf_klockstat_hold_seconds_total`.
+    pub fn metrics(&mut self, s: &mut common::output::metrics::Snapshot, skel: &BpfSkel<'_>) -> Result<()> {
+        let entries: Vec<(u32, lock_stat)> = hash_entries(&skel.maps.stats)?;
+        let rows = if self.per_thread { thread_rows(&entries) } else { self.caller_rows(skel, &entries) };
+        let labels: &[&'static str] = if self.per_thread { &["comm"] } else { &["caller"] };
+        let sides: &[(&str, &str, bool)] = &[
+            ("wait", "Waits for a kernel mutex or rw-semaphore", true),
+            ("hold", "Times a kernel mutex or rw-semaphore was held", self.holds.is_ok()),
+        ];
+        for &(side, help, known) in sides.iter().filter(|(_, _, known)| *known) {
+            let count_help = format!("{help}, counted");
+            let time_help = format!("{help}: the time, summed");
+            s.declare_counter(&format!("{side}s"), &count_help, labels);
+            s.declare_counter_seconds(side, &time_help, labels);
+            for row in rows.iter().filter(|_| known) {
+                let t = if side == "wait" { &row.wait } else { &row.hold };
+                let who = if self.per_thread {
+                    row.comm.clone()
+                } else {
+                    row.caller.split_once("+0x").map_or(row.caller.as_str(), |(f, _)| f).to_string()
+                };
+                s.counter(&format!("{side}s"), &count_help, labels, vec![who.clone()], t.count);
+                s.counter_seconds(side, &time_help, labels, vec![who], t.total_ns as f64 / 1e9);
+            }
+        }
+        Ok(())
+    }
+
     pub fn warn_missing(&self) {
         if self.missing > 0 {
             eprintln!("WARNING: {} stack traces lost and could not be displayed.", self.missing);

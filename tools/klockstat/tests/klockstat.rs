@@ -13,8 +13,8 @@ use corebpf_tests::pipe::assert_head_1_ends_cleanly;
 use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
-/// The helper's writes into its pipe: 8 threads of 20000.
-const WRITES: u64 = 8 * 20000;
+/// The helper's writes into its pipe in a round: 8 threads of 2000.
+const WRITES: u64 = 8 * 2000;
 
 /// Starts the helper, then the tool on its PID with `-i 1` and `extra`, lets the helper contend until the tool
 /// prints a line containing `needle`, stops the helper, then the tool; returns what the tool printed and the
@@ -256,4 +256,44 @@ fn lock_filter_keeps_only_that_lock() {
     for l in &lines {
         assert_eq!(l["wait"]["max_lock"].as_str(), Some(lock.as_str()), "another lock than -L {lock}: {l}");
     }
+}
+
+/// `--prometheus`: the pipe writer's waits are counters of its function (no offset), with their time; holds are
+/// served exactly where hold times are known (the lock functions traced), and promtool accepts the exposition.
+#[test]
+fn prometheus_counts_the_pipe_writers_waits() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let exe = build_c_helper("pipelock", include_str!("pipelock.c"), &["-O1", "-pthread"]);
+    let child = Command::new(&exe).stdin(Stdio::piped()).spawn().expect("start pipelock");
+    let mut helper = KillOnDrop(child);
+    let pid = helper.0.id();
+    wait_sleeping(pid, Duration::from_secs(10));
+    let (tool, addr) = serving(TOOL, &["-p", &pid.to_string()]);
+    let mut stdin = helper.0.stdin.take().unwrap();
+    stdin.write_all(b"g").unwrap();
+    let writer = pipe_writer();
+    let waits = format!("corebpf_klockstat_waits_total{{caller=\"{writer}\"}}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let text = scrape(&addr);
+        if sample(&text, &waits).is_some_and(|n| n >= 1.0) {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no wait of {writer} in 60 s:\n{text}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    drop(stdin);
+    assert!(helper.0.wait().unwrap().success(), "the helper failed");
+    promtool_accepts(&text);
+    let seconds = format!("corebpf_klockstat_wait_seconds_total{{caller=\"{writer}\"}}");
+    assert!(sample(&text, &seconds).is_some_and(|s| s > 0.0), "{text}");
+    assert!(!text.contains(&format!("caller=\"{writer}+0x")), "{text}");
+    let holds = format!("corebpf_klockstat_holds_total{{caller=\"{writer}\"}}");
+    if text.contains("# TYPE corebpf_klockstat_holds_total counter") {
+        assert!(sample(&text, &holds).is_some_and(|n| n >= 1.0), "{text}");
+    } else {
+        assert!(!text.contains("corebpf_klockstat_hold"), "{text}");
+    }
+    tool.signal(libc::SIGTERM);
+    tool.finish(Duration::from_secs(60)).assert_success();
 }
