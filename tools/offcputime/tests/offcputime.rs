@@ -15,7 +15,7 @@ use corebpf_tests::*;
 const HELPER: &str = include_str!("sleeper.c");
 
 fn helper_exe() -> PathBuf {
-    build_c_helper("offcpu-sleep", HELPER, &["-fno-omit-frame-pointer", "-O1", "-g"])
+    build_c_helper("offcpu-sleep", HELPER, &["-fno-omit-frame-pointer", "-O1", "-g", "-pthread"])
 }
 
 /// A helper waiting for its "go", killed and reaped when dropped.
@@ -30,11 +30,14 @@ struct Helper {
 
 impl Helper {
     fn start(k: u32, ms: u32, linger: bool) -> Helper {
+        Helper::start_mode(k, ms, linger.then_some("linger"))
+    }
+
+    /// [`Helper::start`], blocking in a thread it starts at the "go" (`thread`), or lingering (`linger`).
+    fn start_mode(k: u32, ms: u32, mode: Option<&str>) -> Helper {
         let mut cmd = Command::new(helper_exe());
         cmd.args([k.to_string(), ms.to_string()]).stdin(Stdio::piped()).stdout(Stdio::piped());
-        if linger {
-            cmd.arg("linger");
-        }
+        cmd.args(mode);
         let mut child = cmd.spawn().expect("starting the helper");
         let stdin = child.stdin.take();
         Helper { child, stdin, wall_us: 0, k: k.into(), ms: ms.into() }
@@ -89,8 +92,8 @@ impl Drop for Helper {
 
 const BANNER: &str = "Tracing off-CPU time (us)";
 
-/// What a run printed, both streams: with -v (which [`trace`] adds) standard error counts the switch-ins the tool
-/// did not see, whose blocks are missing from the totals (issue 31 item 6).
+/// What a run printed, both streams: standard error counts the switch-ins the tool did not see, whose blocks are
+/// missing from the totals (issue 31 item 6).
 fn both(done: &Finished) -> String {
     format!("{}\nstderr:\n{}", done.stdout, done.stderr)
 }
@@ -138,14 +141,16 @@ fn helper_sleep_time(lines: &[(String, Vec<String>, u64)]) -> u64 {
         .sum()
 }
 
-/// The switch-ins the tool said it did not see (-v), in `output`: with -p, each is one of the helper's blocks that is
+/// The switch-ins the tool said it did not see, in `output`: with -p, each is one of the helper's blocks that is
 /// missing from the totals, and said so.
 fn reported_missed(output: &str) -> u64 {
     output
         .lines()
         .find_map(|l| {
-            l.strip_prefix("offcputime: ")?
-                .strip_suffix(" switch-ins not seen (threads switched out twice), their blocks not counted")?
+            l.strip_prefix("offcputime: missed ")?
+                .strip_suffix(
+                    " switch-ins (threads switched out twice with none seen between): their blocks are not counted",
+                )?
                 .parse()
                 .ok()
         })
@@ -178,6 +183,32 @@ fn folded_total_under_the_blocking_functions_is_k_times_t() {
     let line = lines.iter().find(|(_, f, _)| f.iter().any(|n| n == "helper_sleep")).unwrap();
     assert!(line.1.last().is_some_and(|f| f.contains("schedule")), "{:?}", line.1);
     done.assert_no_programs_left();
+}
+
+/// Issue 31 item 6: a thread's blocks went missing once in some twenty runs on a busy machine. Repeated on a
+/// thread started at the "go" (as there), without -v: each run counts every block under
+/// helper_sleep_outer -> helper_sleep, or says on stderr how many switch-ins it missed. (The kernel can skip the
+/// sched_switch program, with no recursion miss counted, while another program attaches to or detaches from the
+/// tracepoint, as tests running beside this one do.)
+#[test]
+fn repeated_runs_on_a_new_thread_count_or_report_every_block() {
+    for run in 0..6 {
+        let mut helper = Helper::start_mode(10, 20, Some("thread"));
+        let mut tool = Running::start("offcputime", &["-p", &helper.pid(), "-f"]);
+        tool.wait_attached(Duration::from_secs(60));
+        helper.go();
+        helper.wait();
+        tool.signal(libc::SIGINT);
+        let done = tool.finish(Duration::from_secs(60));
+        done.assert_success();
+        let lines = folded(&done.stdout);
+        let in_thread: u64 = lines
+            .iter()
+            .filter(|(_, frames, _)| frames.windows(2).any(|w| w[0] == "helper_sleep_outer" && w[1] == "helper_sleep"))
+            .map(|(_, _, total)| total)
+            .sum();
+        assert_blocked(in_thread, &helper, &format!("run {run}: time in the thread's helper_sleep"), &both(&done));
+    }
 }
 
 #[test]

@@ -3,8 +3,10 @@
  * main -> helper_sleep_outer -> helper_sleep (a raw nanosleep system call made from helper_sleep itself, so the user
  * stack's innermost frame is helper_sleep whatever the C library's frame pointers), and prints the wall time of
  * the blocks in microseconds: an upper bound of their time off CPU, which the tests check the tool's total against. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,23 +40,40 @@ __attribute__((noinline)) void helper_sleep_outer(int k, long ms)
 		helper_sleep(ms);
 }
 
-/* helper K MS [linger]: waits for a byte on stdin, blocks K times for MS ms, prints how long that took, then (with
+static int k = 10;
+static long ms = 20;
+
+static void *sleeper_thread(void *arg)
+{
+	helper_sleep_outer(k, ms);
+	return arg;
+}
+
+/* helper K MS [linger|thread]: waits for a byte on stdin, blocks K times for MS ms (with thread, in a thread it
+ * starts then, as start_thread -> helper_sleep_outer -> helper_sleep), prints how long that took, then (with
  * linger) waits for stdin to close before exiting. */
 int main(int argc, char **argv)
 {
 	char c;
-	int k = argc > 1 ? atoi(argv[1]) : 10;
-	long ms = argc > 2 ? atol(argv[2]) : 20;
+	int thread = argc > 3 && strcmp(argv[3], "thread") == 0;
 	struct timespec t0, t1;
+	pthread_t t;
+	k = argc > 1 ? atoi(argv[1]) : 10;
+	ms = argc > 2 ? atol(argv[2]) : 20;
 	if (read(0, &c, 1) != 1)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	helper_sleep_outer(k, ms);
+	if (thread) {
+		if (pthread_create(&t, NULL, sleeper_thread, NULL) || pthread_join(t, NULL))
+			return 1;
+	} else {
+		helper_sleep_outer(k, ms);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* The wall time of the blocks, in microseconds: an upper bound of their time off CPU. */
 	printf("%ld\n", (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	fflush(stdout);
-	if (argc > 3)
+	if (argc > 3 && !thread)
 		while (read(0, &c, 1) > 0)
 			;
 	return 0;
