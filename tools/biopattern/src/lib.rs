@@ -50,6 +50,8 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    metrics: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -67,7 +69,8 @@ fn biopattern(args: Args) -> Result<()> {
     let mut disks = Disks::scan();
     let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
     let signals = Signals::install()?;
-    let ((skel, _link), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
+    let endpoint = args.metrics.endpoint("biopattern", args.every.interval.is_some())?;
+    let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let mut open = open_skeleton::<BpfSkelBuilder>()?;
         let rodata = rodata(&mut open.maps.rodata_data)?;
         rodata.filter_dev = target_dev.is_some();
@@ -78,11 +81,23 @@ fn biopattern(args: Args) -> Result<()> {
         Ok((skel, link))
     })?;
 
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            let now: Vec<(u32, disk_pattern)> = hash_entries(&skel.maps.patterns)?;
+            if now.iter().any(|(dev, _)| disks.name(*dev) == "?") {
+                disks = Disks::scan();
+            }
+            metrics(s, &disks, &now);
+            s.map_full("patterns", &bss.disks_full);
+            Ok(())
+        });
+    }
     let mut out = Output::new();
     if !args.json {
         report::write_header(&mut out, args.timestamp)?;
     }
-    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     let mut full = DropCounter::new("completions", "too many disks");
     let mut before: BTreeMap<u32, Counts> = BTreeMap::new();
     run_intervals(&signals, args.every.interval(), args.every.count, |_| {
@@ -103,4 +118,21 @@ fn biopattern(args: Args) -> Result<()> {
         full.check(&bss.disks_full);
         Ok(())
     })
+}
+
+/// `--prometheus`: each disk's cumulative completions as `corebpf_biopattern_requests_total{device,pattern}`
+/// (`pattern` random or sequential; `rate()` of each over their sum is libbpf-tools' %RND and %SEQ) and their
+/// bytes as `corebpf_biopattern_bytes_total{device}`.
+fn metrics(s: &mut common::output::metrics::Snapshot, disks: &Disks, now: &[(u32, disk_pattern)]) {
+    const REQUESTS: &str = "Completed block I/O requests, by whether each began where the disk's previous one ended";
+    const BYTES: &str = "Bytes of the completed block I/O requests";
+    s.declare_counter("requests", REQUESTS, &["device", "pattern"]);
+    s.declare_counter("bytes", BYTES, &["device"]);
+    for (dev, p) in now {
+        let device = disks.name(*dev).to_string();
+        for (pattern, n) in [("random", p.random), ("sequential", p.sequential)] {
+            s.counter("requests", REQUESTS, &["device", "pattern"], vec![device.clone(), pattern.into()], n);
+        }
+        s.counter("bytes", BYTES, &["device"], vec![device], p.bytes);
+    }
 }

@@ -161,3 +161,29 @@ fn bad_disk_and_interval_are_one_line() {
         assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
     }
 }
+
+/// `--prometheus` on a disk of its own: the helper's requests as counters, exactly (30 sequential, 10 random,
+/// 280 KiB), and promtool accepts the exposition.
+#[test]
+fn prometheus_counters_are_exact_on_a_disk_of_its_own() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let dev = LoopDevice::new("biopattern-prom");
+    let name = dev.name();
+    let exe = build_c_helper("biopattern-reader", include_str!("pattern.c"), &["-O1"]);
+    let child = Command::new(&exe).arg(&dev.path).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut helper = KillOnDrop(child);
+    wait_sleeping(helper.0.id(), Duration::from_secs(10));
+    let (tool, addr) = serving("biopattern", &["-d", &name]);
+    go_and_wait(&mut helper.0);
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    let requests = |pattern: &str| {
+        sample(&text, &format!("corebpf_biopattern_requests_total{{device=\"{name}\",pattern=\"{pattern}\"}}"))
+    };
+    assert_eq!(requests("sequential"), Some(SEQUENTIAL as f64), "{text}");
+    assert_eq!(requests("random"), Some(RANDOM as f64), "{text}");
+    let bytes = sample(&text, &format!("corebpf_biopattern_bytes_total{{device=\"{name}\"}}"));
+    assert_eq!(bytes, Some((KBYTES * 1024) as f64), "{text}");
+    tool.signal(libc::SIGTERM);
+    tool.finish(Duration::from_secs(20)).assert_success();
+}

@@ -67,6 +67,8 @@ struct Args {
     /// Print JSON lines: an object per row, with the exact count
     #[arg(short = 'j', long)]
     json: bool,
+    #[command(flatten)]
+    metrics: common::cli::MetricsArgs,
     /// Say on stderr which attach path was taken (no short form: -v is BCC's --vcpu)
     #[arg(long)]
     verbose: bool,
@@ -164,7 +166,8 @@ fn kvmexit(args: Args) -> Result<()> {
         bail!("KVM is not loaded (no kvm module), so there is no kvm:kvm_exit tracepoint to count exits at");
     }
     let signals = Signals::install()?;
-    let ((skel, _link), _mech) =
+    let endpoint = args.metrics.endpoint("kvmexit", args.duration.is_some())?;
+    let ((skel, _link), mech) =
         load_first_working(TOOL.attach, args.verbose, |mech| load_and_attach(args.pid, &tids, mech))?;
     if Path::new("/sys/module/kvm_pvm").exists() {
         eprintln!(
@@ -172,6 +175,15 @@ fn kvmexit(args: Args) -> Result<()> {
              be counted",
             common::tool::invoked_name()
         );
+    }
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            metrics(s, &hash_entries(&skel.maps.counts)?);
+            let bss = skel.maps.bss_data.as_ref().context("the BPF object has no .bss")?;
+            s.map_full("counts", &bss.counts_full);
+            Ok(())
+        });
     }
     // The layout, and the run's description for the first line (BCC's words).
     let (layout, context) = match (args.pid, args.tid, &args.tids, args.vcpu, args.alltids) {
@@ -207,6 +219,18 @@ fn kvmexit(args: Args) -> Result<()> {
         print(&mut out, &layout, args.json, &entries)?;
         Ok(())
     })
+}
+
+/// `--prometheus`: the exits so far per VM process and exit reason, `corebpf_kvmexit_exits_total{pid,reason}` (the
+/// reason by name, in the vendor's numbering: VMX and SVM name some alike, e.g. HLT; `isa` says which).
+fn metrics(s: &mut common::output::metrics::Snapshot, entries: &[(exit_key, u64)]) {
+    const HELP: &str = "VM exits of KVM guests, per VMM process and exit reason";
+    const LABELS: &[&str] = &["pid", "isa", "reason"];
+    s.declare_counter("exits", HELP, LABELS);
+    for (k, n) in entries {
+        let values = vec![k.tgid.to_string(), reasons::isa_name(k.isa), reasons::name(k.isa, k.reason)];
+        s.counter("exits", HELP, LABELS, values, *n);
+    }
 }
 
 /// Prints the counts once, in `layout` (or as JSON lines).
