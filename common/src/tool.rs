@@ -59,6 +59,15 @@ thread_local! {
     static THREAD_INVOKED: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
 }
 
+/// The suffix Debian and Ubuntu give BCC's tools (`biolatency-bpfcc`), so that a link of that name, or that name
+/// given to the multicall binary, runs the tool a script written for those packages expects.
+pub const DEBIAN_BCC_SUFFIX: &str = "-bpfcc";
+
+/// `name` without Debian's `-bpfcc` suffix, if it has one.
+pub fn without_debian_suffix(name: &str) -> &str {
+    name.strip_suffix(DEBIAN_BCC_SUFFIX).unwrap_or(name)
+}
+
 /// Records the name the tool was invoked by: the file name of argv[0] (`bpf-biolatency` for an installed link,
 /// `biolatency` when run through `corebpf-tools biolatency`). Called once per tool by [`crate::cli::parse`].
 pub fn set_invoked_name(argv0: Option<&OsString>, fallback: &str) -> &'static str {

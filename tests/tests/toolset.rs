@@ -114,6 +114,22 @@ fn every_tool_runs_through_its_link_and_as_a_subcommand() {
     }
 }
 
+/// Debian's and Ubuntu's names for BCC's tools (`execsnoop-bpfcc`): as a link and as the multicall binary's first
+/// argument, each runs the tool, and an alias keeps what it selects (ext4slower-bpfcc is fsslower on ext4).
+#[test]
+fn debian_bpfcc_names_run_their_tools() {
+    let links = Links::new(&["execsnoop-bpfcc".to_owned(), "ext4slower-bpfcc".to_owned()]);
+    let out = output(Command::new(links.0.join("execsnoop-bpfcc")).arg("--help"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: execsnoop-bpfcc "), "{out:?}");
+    let out = output(Command::new(bin("corebpf-tools")).args(["biolatency-bpfcc", "--version"]));
+    corebpf_tests::assert_version_line(&String::from_utf8_lossy(&out.stdout), "biolatency-bpfcc");
+    // The root file system here is ext4 (so is the matrix guests' test disk).
+    let out = output(Command::new(links.0.join("ext4slower-bpfcc")).args(["-v", "-d", "1"]));
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ext4slower-bpfcc: tracing ext4 "), "{out:?}");
+}
+
 #[test]
 fn a_prefixed_link_traces_for_real() {
     let links = Links::new(&["bpf-biolatency".to_owned()]);

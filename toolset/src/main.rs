@@ -65,15 +65,20 @@ fn main() -> ExitCode {
             println!("{NAME} {}", common::tool::version_line());
             ExitCode::SUCCESS
         }
-        name => match TOOLS.iter().find(|t| t.name == name).or_else(|| tool_for_alias(name)) {
+        given => match tool_named(common::tool::without_debian_suffix(given)) {
             Some(tool) => (tool.main)(argv),
             None => {
                 let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-                eprintln!("{NAME}: no tool named '{name}' (tools: {})", names.join(", "));
+                eprintln!("{NAME}: no tool named '{given}' (tools: {})", names.join(", "));
                 ExitCode::from(2)
             }
         },
     }
+}
+
+/// The tool called `name`, or that `name` is an alias of.
+fn tool_named(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().find(|t| t.name == name).or_else(|| tool_for_alias(name))
 }
 
 /// The tool `name` is an alias of (`corebpf-tools ext4slower` runs fsslower, which reads the name it was given).
@@ -84,8 +89,9 @@ fn tool_for_alias(name: &str) -> Option<&'static Tool> {
 
 /// The tool a link is named after: its exact name or alias (`ext4slower` runs fsslower), else the longest tool
 /// name or alias that ends the link's name after an install prefix (`bpf-biolatency`, `corebpf-ext4slower`);
-/// never a part of a name inside another.
+/// never a part of a name inside another. Debian's names for BCC's tools (`biolatency-bpfcc`) are found too.
 fn tool_for_link(invoked: &str) -> Option<&'static Tool> {
+    let invoked = common::tool::without_debian_suffix(invoked);
     let names = TOOLS.iter().map(|t| (t.name, t.name)).chain(ALIASES.iter().copied());
     let (_, tool) = names
         .filter(|(name, _)| invoked == *name || invoked.ends_with(name))
@@ -106,6 +112,10 @@ mod tests {
         assert_eq!(tool_for_link("ext4slower").map(|t| t.name), Some("fsslower"));
         assert_eq!(tool_for_link("bpf-xfsdist").map(|t| t.name), Some("fsdist"));
         assert_eq!(tool_for_alias("btrfsslower").map(|t| t.name), Some("fsslower"));
+        assert_eq!(tool_for_link("biolatency-bpfcc").map(|t| t.name), Some("biolatency"));
+        assert_eq!(tool_for_link("ext4slower-bpfcc").map(|t| t.name), Some("fsslower"));
+        assert_eq!(tool_named("execsnoop").map(|t| t.name), Some("execsnoop"));
+        assert!(tool_for_link("-bpfcc").is_none());
     }
 
     #[test]
