@@ -3,7 +3,7 @@
 //! the root file system (header written here, swapon(2) called here: the guests have no mkswap), sets
 //! vm.page-cluster to 0 (no readahead: one fault, one page read), and puts the helper in a memory cgroup of its
 //! own, where it locks everything it has mapped and then fills PAGES pages of its own pattern. The cgroup's own
-//! reclaim (memory.reclaim, memory.force_empty on a cgroup v1 host, else a lowered memory.max) pushes the pages
+//! reclaim (memory.reclaim, memory.force_empty on a cgroup v1 host, else a lowered memory.high) pushes the pages
 //! out to swap, nothing else on the machine; the helper then says how many of its pages are out and not in the
 //! swap cache (pagemap and mincore), which VmSwap in /proc/PID/status must agree with, and reads them all back,
 //! checking every page's pattern. Each such page is exactly one page swapped in by the helper: the tool must
@@ -198,13 +198,14 @@ impl Helper {
             } else if force_empty.exists() {
                 let _ = fs::write(&force_empty, "0");
             } else {
-                // Linux before 5.19, cgroup v2: a lower limit, which reclaim must meet (a quarter of the buffer
-                // may stay, so the limit can always be met and nothing is killed), then no limit again.
-                let max = self.cgroup_file("memory.max");
-                let current: u64 = fs::read_to_string(self.cgroup_file("memory.current")).unwrap().trim().parse().unwrap();
-                let lower = current.saturating_sub(state.present * 4096 * 3 / 4).max(1 << 20);
-                let _ = fs::write(&max, lower.to_string());
-                fs::write(&max, "max").unwrap();
+                // Linux before 5.19, cgroup v2: memory.high lowered below the buffer makes the kernel reclaim
+                // towards it at once, and never kills (memory.max would, if it fell short); then no limit again.
+                let high = self.cgroup_file("memory.high");
+                let current = fs::read_to_string(self.cgroup_file("memory.current")).unwrap();
+                let current: u64 = current.trim().parse().unwrap();
+                let lower = current.saturating_sub(state.present * 4096).max(1 << 20);
+                let _ = fs::write(&high, lower.to_string());
+                fs::write(&high, "max").unwrap();
             }
             state = self.state();
         }
