@@ -330,6 +330,8 @@ fn zero_filled_pages_are_counted_where_the_hook_sees_them() {
     for done in [default, bio].map(stop) {
         let seen = if done.stderr.contains("read bios") { expected - zero_pages.min(expected) } else { expected };
         let got = json_pages(&done.stdout, helper.pid, &helper.comm);
+        let hook = done.stderr.lines().find(|l| l.contains("counting")).unwrap_or("?");
+        eprintln!("{got} of {expected} zero-filled pages counted ({zero_pages} read as zeroes); {hook}");
         assert_eq!(got, seen, "{} zero-filled pages read back:\n{}\n{}", zero_pages, done.stderr, done.stdout);
     }
 }
