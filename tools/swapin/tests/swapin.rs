@@ -10,6 +10,8 @@
 //! report exactly that many for the helper's PID (in text, in JSON, and as the Prometheus counter of its name).
 //! The swap file, page-cluster and the cgroup are undone when the test ends, however it ends (guards dropped in
 //! order: helper, cgroup, swap); swap tests of this file take a lock so only one swap file is active at a time.
+//! While it is on (a few seconds), a swap area is the whole machine's: another test's memory cgroup at its limit
+//! could swap into it rather than reclaim or kill, so it is kept small (8 MiB, twice the helper's pages).
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -26,7 +28,8 @@ use corebpf_tests::*;
 
 const TOOL: &str = env!("CARGO_PKG_NAME");
 const PAGES: u64 = 1024;
-const SWAP_MIB: u64 = 32;
+/// Small: while it is on, any memory cgroup of the machine may swap into it, not only the helper's.
+const SWAP_MIB: u64 = 8;
 const WAIT: Duration = Duration::from_secs(60);
 const HEADER: &str = "COMM             PID     COUNT";
 const DIR: &str = "/var/tmp/corebpf-tests";
