@@ -166,9 +166,14 @@ fn memcg_enabled() -> bool {
     })
 }
 
+/// Whether the memcg tracepoint can count swap-ins here: the kernel has it (6.14+) and the controller is on.
+fn memcg_available(btf: &KernelBtf) -> bool {
+    btf.has_tracepoint("count_memcg_events") && swapin_items(btf)[0] >= 0 && memcg_enabled()
+}
+
 /// The tracepoint path's hook on this kernel, or the one COREBPF_SWAPIN_SOURCE names.
 fn tracepoint_source(btf: &KernelBtf) -> Result<Source> {
-    let memcg = btf.has_tracepoint("count_memcg_events") && swapin_items(btf)[0] >= 0 && memcg_enabled();
+    let memcg = memcg_available(btf);
     match std::env::var(SOURCE_ENV).unwrap_or_default().as_str() {
         "" if memcg => Ok(Source::Memcg),
         "" | "bio" => Ok(Source::Bio),
@@ -221,11 +226,15 @@ fn bio_blind_spots(btf: &KernelBtf) -> Vec<String> {
     let mut lines = Vec::new();
     let zswap = std::fs::read_to_string("/sys/module/zswap/parameters/enabled").unwrap_or_default();
     if zswap.trim() == "Y" || zswap.trim() == "1" {
-        lines.push(
+        let instead = if memcg_available(btf) {
+            "COREBPF_SWAPIN_SOURCE=memcg counts them"
+        } else {
+            "this kernel offers no other way without kernel-function tracing"
+        };
+        lines.push(format!(
             "warning: zswap is enabled: pages it hands back from its compressed pool issue no I/O and are not \
-             counted (this kernel offers no other way without kernel-function tracing)"
-                .to_string(),
-        );
+             counted ({instead})"
+        ));
     }
     if btf.has_function("bdev_read_page") {
         for (path, device) in swap_areas() {
