@@ -21,6 +21,15 @@ const DECLARED: (&str, &str) = ("COREBPF_CPUFREQ_KHZ", "1000000,2400000");
 const CPU0_MHZ: u64 = 1000;
 const OTHERS_MHZ: u64 = 2400;
 
+/// The declared frequency of `cpu`.
+fn mhz_of(cpu: u32) -> u64 {
+    if cpu == 0 {
+        CPU0_MHZ
+    } else {
+        OTHERS_MHZ
+    }
+}
+
 fn last_cpu() -> u32 {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     online.trim().rsplit([',', '-']).next().unwrap().parse().unwrap()
@@ -89,22 +98,24 @@ fn rows_of<'a>(all: &'a [(String, Vec<(u64, u64)>)], title: &str, text: &str) ->
 
 #[test]
 fn samples_land_in_each_cpus_declared_frequency() {
+    // On a machine with one CPU (the kernel matrix's guests) both run on CPU 0: the per-process accounting is
+    // checked, the per-CPU frequencies only where there are two CPUs.
     let (mut a, mut b) = (Spinner::start("a", 0), Spinner::start("b", last_cpu()));
-    assert_ne!(last_cpu(), 0, "this test needs two CPUs");
     let done = sample(&mut [&mut a, &mut b], &[]);
     done.assert_success();
     let text = &done.stdout;
     assert!(text.starts_with("Sampling CPU freq system-wide & by process. Ctrl-C to end.\n\n"), "{text}");
     let all = hists(text);
     assert_eq!(all.last().map(|h| h.0.as_str()), Some("syswide"), "the system-wide histogram comes last:\n{text}");
-    for (spinner, mhz) in [(&a, CPU0_MHZ), (&b, OTHERS_MHZ)] {
+    for (spinner, mhz) in [(&a, CPU0_MHZ), (&b, mhz_of(last_cpu()))] {
         let rows = rows_of(&all, &spinner.comm, text);
         assert_eq!(rows.len(), 1, "{}: one slot only:\n{text}", spinner.comm);
         assert_eq!(rows[0].0, mhz, "{}:\n{text}", spinner.comm);
         assert!(rows[0].1 > 0);
     }
     let sys: Vec<u64> = rows_of(&all, "syswide", text).iter().map(|r| r.0).collect();
-    assert_eq!(sys, vec![CPU0_MHZ, OTHERS_MHZ], "{text}");
+    let want = if last_cpu() == 0 { vec![CPU0_MHZ] } else { vec![CPU0_MHZ, OTHERS_MHZ] };
+    assert_eq!(sys, want, "{text}");
     done.assert_no_programs_left();
 }
 
@@ -126,7 +137,7 @@ fn json_sums_are_the_slots_times_their_frequency() {
         (n0, n1)
     };
     check(system);
-    for (spinner, own) in [(&a, 0), (&b, 1)] {
+    for (spinner, own) in [(&a, 0), (&b, usize::from(last_cpu() != 0))] {
         let v = per.iter().find(|v| v["comm"] == spinner.comm.as_str()).expect("the spinner's histogram");
         assert_eq!(v["scope"], "process");
         let (n0, n1) = check(v);
