@@ -222,8 +222,7 @@ fn write_event(
     stack: Option<&[u64]>,
     json: bool,
 ) -> std::io::Result<()> {
-    let ends: Vec<u64> =
-        [START_CALLER, START_PARENT, END_CALLER, END_PARENT].iter().map(|&i| e.addrs[i]).collect();
+    let ends: Vec<u64> = [START_CALLER, START_PARENT, END_CALLER, END_PARENT].iter().map(|&i| e.addrs[i]).collect();
     let ends: Vec<String> = symbolizer.kernel_each(&ends).iter().map(name).collect();
     let frames: Option<Vec<String>> = stack.map(|s| symbolizer.kernel_each(s).iter().map(name_offset).collect());
     let comm = common::attach::maps::c_string(&e.comm);
