@@ -10,7 +10,9 @@
 //! - a closed pipe: once the tool traces, its stdout's reader (`head -c 1`) reads one byte and exits; the tool
 //!   then ends by itself, exit 0 (no death by SIGPIPE), nothing on stderr, no program left loaded;
 //! - a tool whose ladder is only kernel functions, on a host that has none of them: it refuses in one line on
-//!   stderr, exit 1 (the kernel matrix checks the rest).
+//!   stderr, exit 1 (the kernel matrix checks the rest); so does a tool whose tracepoints this kernel was built
+//!   without ([`NEEDS_TRACEPOINT`]: criticalstat). Tools that count what a virtual machine lacks run with their
+//!   documented test substitute ([`HOST_ENV`]: llcstat, cpufreq).
 //!
 //! What a tool is given on its command line comes from its `--help` and from [`PATTERNS`]: a tool that requires
 //! a pattern (funccount, stackcount, trace, ...) gets a harmless one of the family being tested; [`OVERRIDES`]
@@ -90,6 +92,29 @@ const OVERRIDES: [(&str, Family, &[&str]); 19] = [
 /// Lines a tool prints on stderr about the host, which the closed-pipe case allows: kvmexit on a PVM host, whose
 /// KVM never reports VM exits to the tracepoint.
 const HOST_NOTICES: [&str; 1] = ["does not report VM exits to kvm:kvm_exit"];
+
+/// Tools that count what a virtual machine lacks (a PMU's cache counters, a cpufreq driver): every run here gets
+/// the test-only substitute each documents (software page faults; declared starting frequencies), so that its
+/// signals, pipe and attach steps are checked on the same programs. Their own tests check the refusal without it.
+const HOST_ENV: [(&str, &str, &str); 2] =
+    [("llcstat", "COREBPF_LLCSTAT_EVENTS", "page-faults"), ("cpufreq", "COREBPF_CPUFREQ_KHZ", "2000000")];
+
+/// Tools on tracepoints only some kernels are built with: where the kernel's BTF lacks the tracepoint
+/// (`btf_trace_<name>`), what the tool must do is refuse in one line, exit 1, as a kernel-function tool does on a
+/// host without kernel-function tracing.
+const NEEDS_TRACEPOINT: [(&str, &str); 1] = [("criticalstat", "irq_disable")];
+
+/// Whether the running kernel's BTF has raw tracepoint `name`.
+fn kernel_has_tracepoint(name: &str) -> bool {
+    let btf = std::fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
+    let needle = format!("\0btf_trace_{name}\0");
+    btf.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// The substitute environment of [`HOST_ENV`] for `tool`, if any.
+fn host_env(tool: &str) -> Vec<(&'static str, &'static str)> {
+    HOST_ENV.iter().filter(|(t, _, _)| *t == tool).map(|&(_, k, v)| (k, v)).collect()
+}
 
 /// Extra arguments for the closed-pipe case, for a tool that prints nothing until an interval ends (an interval
 /// of 1 s, say). None today: every tool prints its banner as it starts tracing.
@@ -217,6 +242,10 @@ fn cases(tools: &[Tool], host: &[String]) -> Vec<Case> {
                 runs.push((args, Some(mech.clone())));
             }
         }
+        if NEEDS_TRACEPOINT.iter().any(|&(t, tp)| t == tool.name && !kernel_has_tracepoint(tp)) {
+            cases.push(Case::Unavailable { tool: tool.clone(), args: Vec::new() });
+            continue;
+        }
         // A tool that only traces kernel functions (tcpsynbl) cannot run on a host without them: what it must do
         // there is refuse in one line, exit 1; the kernel matrix checks its signals and pipes.
         if !tool.ladder.is_empty()
@@ -255,7 +284,8 @@ fn cases(tools: &[Tool], host: &[String]) -> Vec<Case> {
 fn check_signal(tool: &Tool, args: &[String], forced: Option<&str>, signal: i32) {
     let args = tool.with_verbose(args.to_vec());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let env: Vec<(&str, &str)> = forced.map(|m| ("COREBPF_ATTACH", m)).into_iter().collect();
+    let mut env: Vec<(&str, &str)> = forced.map(|m| ("COREBPF_ATTACH", m)).into_iter().collect();
+    env.extend(host_env(&tool.name));
     let mut run = Running::start_with_env(&tool.name, &argv, &env);
     run.wait_attached(ATTACH);
     run.signal(signal);
@@ -277,6 +307,7 @@ fn check_closed_pipe(tool: &Tool, args: &[String]) {
     let mut child = KillOnDrop(
         Command::new(bin(&tool.name))
             .args(args)
+            .envs(host_env(&tool.name))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -339,7 +370,7 @@ fn check(case: &Case) -> Option<String> {
             format!("{env}{} {args:?}, ended by {}", tool.name, signal_name(*signal))
         }
         Case::ClosedPipe { tool, args } => format!("{} {args:?} | head -c 1", tool.name),
-        Case::Unavailable { tool, args } => format!("{} {args:?} (no kernel-function tracing here)", tool.name),
+        Case::Unavailable { tool, args } => format!("{} {args:?} (what it traces is not in this kernel)", tool.name),
     };
     Some(format!("{what}: {why}"))
 }

@@ -114,11 +114,19 @@ fn no_such_event(err: &io::Error) -> bool {
 }
 
 fn open_one(clock: Clock, rate: Rate, cpu: u32) -> io::Result<OwnedFd> {
-    let mut attr = PerfEventAttr { size: std::mem::size_of::<PerfEventAttr>() as u32, ..Default::default() };
-    (attr.type_, attr.config) = match clock {
+    let (type_, config) = match clock {
         Clock::Cycles => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES),
         Clock::CpuClock => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK),
     };
+    open_event(type_, config, rate, cpu)
+}
+
+/// Opens one sampling perf event of any kind (`type_` and `config` as in `perf_event_open(2)`: e.g. type 0,
+/// config 3 for hardware cache misses) for all processes on `cpu`, at `rate`. The error is the kernel's errno
+/// as it came (ENOENT or EOPNOTSUPP for an event this machine cannot count), so a tool can name it.
+pub fn open_event(type_: u32, config: u64, rate: Rate, cpu: u32) -> io::Result<OwnedFd> {
+    let mut attr = PerfEventAttr { size: std::mem::size_of::<PerfEventAttr>() as u32, ..Default::default() };
+    (attr.type_, attr.config) = (type_, config);
     match rate {
         Rate::Frequency(hz) => {
             attr.sample_period_or_freq = hz;
@@ -145,7 +153,7 @@ fn open_one(clock: Clock, rate: Rate, cpu: u32) -> io::Result<OwnedFd> {
 }
 
 /// Refuses a frequency above the kernel's limit (`kernel.perf_event_max_sample_rate`) up front, with the limit.
-fn check_rate(rate: Rate) -> Result<()> {
+pub fn check_rate(rate: Rate) -> Result<()> {
     let Rate::Frequency(hz) = rate else {
         return Ok(());
     };
