@@ -18,9 +18,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton};
 use common::attach::maps::{c_string, from_bytes};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::run::{self, Signals};
@@ -108,14 +106,19 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
         bail!("the md driver is not loaded (no /sys/module/md_mod), so {MD_FLUSH} cannot be traced");
     }
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    autoload_by_section(open.open_object_mut(), mech);
     if !kernel_function {
-        let btf = KernelBtf::load()?;
-        let Some(arity) = btf.tracepoint_arity("block_bio_queue") else {
+        // One program pair per form of the tracepoint: (bio) since 5.11, (q, bio) before.
+        let Some(arity) = KernelBtf::load()?.tracepoint_arity("block_bio_queue") else {
             bail!("this kernel has no block:block_bio_queue tracepoint");
         };
-        rodata(&mut open.maps.rodata_data)?.bio_queue_has_queue = arity == 2;
+        for mut prog in open.open_object_mut().progs_mut() {
+            let with_queue = prog.name().to_string_lossy().starts_with("bio_queue_q_");
+            if with_queue != (arity == 2) {
+                prog.set_autoload(false);
+            }
+        }
     }
-    autoload_by_section(open.open_object_mut(), mech);
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
     let p = &skel.progs;
     let link = match mech {

@@ -7,7 +7,8 @@
  *  - block:block_bio_queue (tp_btf, else raw_tp), where every bio submitted to a bio-based device passes once,
  *    md arrays included: a bio with REQ_PREFLUSH whose disk is an md array is the same request md_flush_request
  *    will see, in the same task (md handles bios in the submitter's context). The tracepoint lost its queue
- *    argument in 5.11 (Debian's 5.10 still has it): user space reads the arity from BTF into bio_queue_has_queue.
+ *    argument in 5.11 (Debian's 5.10 still has it): one program pair for each form, and user space keeps the one
+ *    whose arity the kernel's BTF has (each reads its bio at a fixed offset of the context, as the verifier wants).
  *    This path catches arrays created after the tool started as well, and needs no kernel-function tracing.
  * The disk is bio->bi_bdev->bd_disk (5.12+) or bio->bi_disk (before), chosen by CO-RE field existence; the
  * REQ_PREFLUSH bit is read from the kernel's enum req_flag_bits by CO-RE as well. */
@@ -18,9 +19,6 @@
 #include "ringbuf.bpf.h"
 #include "tp_btf_raw.bpf.h"
 #include "mdflush.h"
-
-/* Set by user space before load: block_bio_queue(q, bio) before 5.11, block_bio_queue(bio) since. */
-const volatile bool bio_queue_has_queue = false;
 
 /* Flushes that did not fit in the ring buffer. */
 __u64 lost = 0;
@@ -87,9 +85,8 @@ static __always_inline bool is_md(struct gendisk *disk)
 	return name[0] == 'm' && name[1] == 'd' && name[2] == '_' && name[3] == 'd';
 }
 
-TP_BTF_RAW(bio_queue, block_bio_queue)
+static __always_inline int bio_queued(struct bio *bio)
 {
-	struct bio *bio = (struct bio *)(bio_queue_has_queue ? ctx[1] : ctx[0]);
 	__u64 preflush = 1ULL << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
 	struct gendisk *disk;
 
@@ -99,6 +96,18 @@ TP_BTF_RAW(bio_queue, block_bio_queue)
 	if (!disk || !is_md(disk))
 		return 0;
 	return record(disk);
+}
+
+/* block_bio_queue(bio), 5.11 and later. */
+TP_BTF_RAW(bio_queue, block_bio_queue, struct bio *bio)
+{
+	return bio_queued(bio);
+}
+
+/* block_bio_queue(q, bio), before. */
+TP_BTF_RAW(bio_queue_q, block_bio_queue, struct request_queue *q, struct bio *bio)
+{
+	return bio_queued(bio);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

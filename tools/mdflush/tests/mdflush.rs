@@ -13,7 +13,7 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -73,10 +73,15 @@ struct Workload {
     comm: String,
 }
 
+/// The helper, built first thing in every test (the kernel matrix prebuilds it on the host, where the md tests
+/// go no further).
+fn helper() -> PathBuf {
+    build_c_helper("mdflush-mdarray", include_str!("mdarray.c"), &["-O1"])
+}
+
 impl Workload {
     /// `name` "-": no array, the helper writes to `devices[0]` itself.
-    fn start(name: &str, devices: [&Path; 2]) -> Workload {
-        let exe = build_c_helper("mdflush-mdarray", include_str!("mdarray.c"), &["-O1"]);
+    fn start(exe: &Path, name: &str, devices: [&Path; 2]) -> Workload {
         let mut child = Command::new(exe)
             .arg(name)
             .args(devices)
@@ -131,11 +136,11 @@ struct MdArray {
 }
 
 impl MdArray {
-    fn build(tag: &str) -> MdArray {
+    fn build(exe: &Path, tag: &str) -> MdArray {
         let devices = [LoopDevice::new(&format!("md-{tag}-a")), LoopDevice::new(&format!("md-{tag}-b"))];
         let name = format!("md_cb{tag}{}", std::process::id());
         fs::write("/sys/module/md_mod/parameters/new_array", &name).expect("creating an md array (new_array)");
-        let workload = Workload::start(&name, [&devices[0].path, &devices[1].path]);
+        let workload = Workload::start(exe, &name, [&devices[0].path, &devices[1].path]);
         MdArray { workload, name, _devices: devices }
     }
 }
@@ -165,10 +170,11 @@ fn text_lines_of(stdout: &str, pid: u32) -> Vec<(String, String, String)> {
 
 #[test]
 fn md_array_flushes_are_each_one_line() {
+    let exe = helper();
     if !md_driver() {
         return assert_no_md_driver_here();
     }
-    let mut array = MdArray::build("t");
+    let mut array = MdArray::build(&exe, "t");
     let done = traced(&["-v"], &mut array.workload);
     let mut lines = done.stdout.lines();
     assert_eq!(lines.next(), Some("Tracing md flush requests... Hit Ctrl-C to end."), "{}", done.stdout);
@@ -188,10 +194,11 @@ fn md_array_flushes_are_each_one_line() {
 
 #[test]
 fn json_lines_hold_each_flush() {
+    let exe = helper();
     if !md_driver() {
         return assert_no_md_driver_here();
     }
-    let mut array = MdArray::build("j");
+    let mut array = MdArray::build(&exe, "j");
     let done = traced(&["-j"], &mut array.workload);
     let pid = u64::from(array.workload.pid);
     let all = json_lines(&done.stdout);
@@ -215,10 +222,11 @@ fn flushes_completed(dev: &LoopDevice) -> u64 {
 
 #[test]
 fn non_md_flushes_are_not_reported() {
+    let exe = helper();
     // In the guests, the loop driver is one of the modules md_driver() loads; this host has it built in.
     md_driver();
     let disk = LoopDevice::new("mdflush-plain");
-    let mut workload = Workload::start("-", [&disk.path, &disk.path]);
+    let mut workload = Workload::start(&exe, "-", [&disk.path, &disk.path]);
     let before = flushes_completed(&disk);
     let done = traced(&[], &mut workload);
     let flushed = flushes_completed(&disk) - before;

@@ -99,9 +99,14 @@ struct Helper {
     pid: u32,
 }
 
+/// The helper, built first thing in every test (the kernel matrix prebuilds it on the host, which has one node
+/// and goes no further).
+fn helper() -> PathBuf {
+    build_c_helper("numamove-misplaced", include_str!("misplaced.c"), &["-O1"])
+}
+
 impl Helper {
-    fn start() -> Helper {
-        let exe = build_c_helper("numamove-misplaced", include_str!("misplaced.c"), &["-O1"]);
+    fn start(exe: &Path) -> Helper {
         let cpulist = fs::read_to_string("/sys/devices/system/node/node0/cpulist").unwrap();
         let cpu = cpulist.trim().split([',', '-']).next().unwrap().to_string();
         let mut child = Command::new(exe)
@@ -157,11 +162,12 @@ fn assert_one_node_here() {
 
 #[test]
 fn pid_filter_counts_each_page_the_helper_got_moved() {
+    let exe = helper();
     if !two_nodes() {
         return assert_one_node_here();
     }
     let balancing = Balancing::take();
-    let mut helper = Helper::start();
+    let mut helper = Helper::start(&exe);
     let pid = helper.pid.to_string();
     let mut run = Running::start(TOOL, &["-v", "-j", "-p", &pid]);
     run.wait_attached(WAIT);
@@ -179,11 +185,12 @@ fn pid_filter_counts_each_page_the_helper_got_moved() {
 
 #[test]
 fn system_wide_count_is_the_kernels_numa_pages_migrated() {
+    let exe = helper();
     if !two_nodes() {
         return assert_one_node_here();
     }
     let balancing = Balancing::take();
-    let mut helper = Helper::start();
+    let mut helper = Helper::start(&exe);
     let mut run = Running::start(TOOL, &["-j"]);
     run.wait_attached(WAIT);
     let before = numa_pages_migrated();
@@ -204,11 +211,12 @@ fn system_wide_count_is_the_kernels_numa_pages_migrated() {
 
 #[test]
 fn text_rows_count_the_helpers_pages() {
+    let exe = helper();
     if !two_nodes() {
         return assert_one_node_here();
     }
     let balancing = Balancing::take();
-    let mut helper = Helper::start();
+    let mut helper = Helper::start(&exe);
     let pid = helper.pid.to_string();
     let mut run = Running::start(TOOL, &["-p", &pid]);
     run.wait_attached(WAIT);
