@@ -71,8 +71,10 @@ struct Flush {
 
 fn mdflush(args: Args) -> Result<()> {
     let signals = Signals::install()?;
+    // The tracepoint's form: (bio) since 5.11, (q, bio) before; read once for every step of the ladder.
+    let bio_queue_arity = KernelBtf::load()?.tracepoint_arity("block_bio_queue");
     let ((skel, _links), _mech) =
-        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, bio_queue_arity, mech))?;
     let mut out = Output::new();
     if !args.json {
         writeln!(out, "Tracing md flush requests... Hit Ctrl-C to end.")?;
@@ -99,8 +101,9 @@ fn mdflush(args: Args) -> Result<()> {
     )
 }
 
-/// Opens the BPF object, keeps the programs of one attach mechanism, loads and attaches them.
-fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+/// Opens the BPF object, keeps the programs of one attach mechanism (on the tracepoint, the pair written for the
+/// kernel's form of it, `bio_queue_arity` arguments), loads and attaches them.
+fn load_and_attach(args: &Args, bio_queue_arity: Option<usize>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let kernel_function = matches!(mech, Attach::Fentry | Attach::Kprobe);
     if kernel_function && !Path::new("/sys/module/md_mod").exists() {
         bail!("the md driver is not loaded (no /sys/module/md_mod), so {MD_FLUSH} cannot be traced");
@@ -108,8 +111,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     autoload_by_section(open.open_object_mut(), mech);
     if !kernel_function {
-        // One program pair per form of the tracepoint: (bio) since 5.11, (q, bio) before.
-        let Some(arity) = KernelBtf::load()?.tracepoint_arity("block_bio_queue") else {
+        let Some(arity) = bio_queue_arity else {
             bail!("this kernel has no block:block_bio_queue tracepoint");
         };
         for mut prog in open.open_object_mut().progs_mut() {
