@@ -160,38 +160,28 @@ fn assert_one_node_here() {
     eprintln!("{TOOL}: one NUMA node here: pages cannot be misplaced; the kernel matrix checks the counts");
 }
 
-#[test]
-fn pid_filter_counts_each_page_the_helper_got_moved() {
+/// What one run with the helper saw: the tool's output, the pages the helper saw move to node 0, and the
+/// kernel's numa_pages_migrated over the window (from after the tool attached, balancing still off, to after the
+/// helper exited, balancing off again).
+struct Migrated {
+    done: Finished,
+    moved: u64,
+    kernel: u64,
+}
+
+/// Starts the helper, then the tool with `args` (`{pid}` stands for the helper's PID), lets NUMA balancing move
+/// the helper's pages, ends the helper and stops the tool; None where there is one node (after checking that).
+fn migrated(args: &[&str]) -> Option<Migrated> {
     let exe = helper();
     if !two_nodes() {
-        return assert_one_node_here();
+        assert_one_node_here();
+        return None;
     }
     let balancing = Balancing::take();
     let mut helper = Helper::start(&exe);
     let pid = helper.pid.to_string();
-    let mut run = Running::start(TOOL, &["-v", "-j", "-p", &pid]);
-    run.wait_attached(WAIT);
-    let moved = helper.touch(&balancing);
-    helper.end();
-    run.signal(libc::SIGINT);
-    let done = run.finish(WAIT);
-    done.assert_success();
-    done.assert_no_programs_left();
-    assert_eq!(moved, PAGES, "NUMA balancing moved {moved} of the helper's {PAGES} pages in {TOUCH_SECONDS} s");
-    let (migrations, ns, _) = json_totals(&done.stdout);
-    assert_eq!(migrations, moved, "stdout:\n{}\nstderr:\n{}", done.stdout, done.stderr);
-    assert!(ns >= migrations, "{} migrations took {ns} ns in all", migrations);
-}
-
-#[test]
-fn system_wide_count_is_the_kernels_numa_pages_migrated() {
-    let exe = helper();
-    if !two_nodes() {
-        return assert_one_node_here();
-    }
-    let balancing = Balancing::take();
-    let mut helper = Helper::start(&exe);
-    let mut run = Running::start(TOOL, &["-j"]);
+    let args: Vec<&str> = args.iter().map(|&a| if a == "{pid}" { pid.as_str() } else { a }).collect();
+    let mut run = Running::start(TOOL, &args);
     run.wait_attached(WAIT);
     let before = numa_pages_migrated();
     let moved = helper.touch(&balancing);
@@ -200,8 +190,24 @@ fn system_wide_count_is_the_kernels_numa_pages_migrated() {
     run.signal(libc::SIGINT);
     let done = run.finish(WAIT);
     done.assert_success();
+    done.assert_no_programs_left();
+    assert_eq!(moved, PAGES, "NUMA balancing moved {moved} of the helper's {PAGES} pages in {TOUCH_SECONDS} s");
+    assert!(kernel >= moved, "the helper saw {moved} pages move, the kernel counted {kernel}");
+    Some(Migrated { done, moved, kernel })
+}
+
+#[test]
+fn pid_filter_counts_each_page_the_helper_got_moved() {
+    let Some(Migrated { done, moved, .. }) = migrated(&["-v", "-j", "-p", "{pid}"]) else { return };
+    let (migrations, ns, _) = json_totals(&done.stdout);
+    assert_eq!(migrations, moved, "stdout:\n{}\nstderr:\n{}", done.stdout, done.stderr);
+    assert!(ns >= migrations, "{} migrations took {ns} ns in all", migrations);
+}
+
+#[test]
+fn system_wide_count_is_the_kernels_numa_pages_migrated() {
+    let Some(Migrated { done, kernel, .. }) = migrated(&["-j"]) else { return };
     let (migrations, ns, lines) = json_totals(&done.stdout);
-    assert!(moved > 0 && kernel >= moved, "the helper saw {moved} pages move, the kernel counted {kernel}");
     assert_eq!(migrations, kernel, "the kernel counted {kernel} migrations; stdout:\n{}", done.stdout);
     assert!(ns >= migrations);
     for l in &lines {
@@ -211,20 +217,7 @@ fn system_wide_count_is_the_kernels_numa_pages_migrated() {
 
 #[test]
 fn text_rows_count_the_helpers_pages() {
-    let exe = helper();
-    if !two_nodes() {
-        return assert_one_node_here();
-    }
-    let balancing = Balancing::take();
-    let mut helper = Helper::start(&exe);
-    let pid = helper.pid.to_string();
-    let mut run = Running::start(TOOL, &["-p", &pid]);
-    run.wait_attached(WAIT);
-    let moved = helper.touch(&balancing);
-    helper.end();
-    run.signal(libc::SIGINT);
-    let done = run.finish(WAIT);
-    done.assert_success();
+    let Some(Migrated { done, moved, .. }) = migrated(&["-p", "{pid}"]) else { return };
     let mut lines = done.stdout.lines();
     assert_eq!(
         lines.next().map(|h| h.split_whitespace().collect::<Vec<_>>()),
