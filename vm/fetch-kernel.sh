@@ -10,16 +10,19 @@
 # fetched once: $VM_CACHE/kernels/<series>/vmlinuz stays until that folder is removed.
 #
 # Beside it, kvm/ holds the package's KVM modules, decompressed (irqbypass.ko, kvm.ko, kvm-amd.ko): the guests
-# boot with `-cpu max`, which has SVM, so kvmexit's tests load them to run a tiny KVM guest (vm/README.md). A kernel
-# cached before kvm/ existed gets it from the same package; if that package is gone from the archive, the kernel
-# is fetched anew.
+# boot with `-cpu max`, which has SVM, so kvmexit's tests load them to run a tiny KVM guest (vm/README.md). md/
+# holds, the same way, the md (software RAID) core, two of its personalities and the loop driver (md-mod.ko,
+# raid0.ko, raid1.ko, loop.ko: none needs another module), which mdflush's tests load to build an array on two
+# loop devices. A kernel cached before kvm/ or md/ existed gets them from the same package; if that package is
+# gone from the archive, the kernel is fetched anew.
 set -euo pipefail
 
 series=${1:?usage: fetch-kernel.sh 5.10|6.1|6.12}
 cache=${VM_CACHE:-$HOME/.cache/corebpf-vm}
 dest=$cache/kernels/$series
 kvm_modules="irqbypass kvm kvm-amd"
-if [ -s "$dest/vmlinuz" ] && [ -f "$dest/kvm/complete" ]; then
+md_modules="md-mod raid0 raid1 loop"
+if [ -s "$dest/vmlinuz" ] && [ -f "$dest/kvm/complete" ] && [ -f "$dest/md/complete" ]; then
     echo "$dest/vmlinuz"
     exit 0
 fi
@@ -67,12 +70,12 @@ apt_opts=(
     -o "APT::Get::List-Cleanup=0"
     -o "APT::Sandbox::User=root"
 )
-# extract_kvm ROOT: the KVM modules of the unpacked package at ROOT into $dest/kvm, decompressed.
-extract_kvm() {
-    local m f
-    rm -rf "$dest/kvm.tmp"
-    mkdir -p "$dest/kvm.tmp"
-    for m in $kvm_modules; do
+# extract_modules ROOT SET NAMES: the modules NAMES of the unpacked package at ROOT into $dest/SET, decompressed.
+extract_modules() {
+    local m f set=$2
+    rm -rf "$dest/$set.tmp"
+    mkdir -p "$dest/$set.tmp"
+    for m in $3; do
         f=$(find "$1/lib/modules" "$1/usr/lib/modules" -name "$m.ko*" 2> /dev/null | head -1 || true)
         [ -n "$f" ] || {
             echo "fetch-kernel.sh: the package has no $m.ko" >&2
@@ -83,23 +86,28 @@ extract_kvm() {
             *.zst) zstd -dcq "$f" ;;
             *.gz) gzip -dc "$f" ;;
             *) cat "$f" ;;
-        esac > "$dest/kvm.tmp/$m.ko"
+        esac > "$dest/$set.tmp/$m.ko"
     done
-    : > "$dest/kvm.tmp/complete"
-    rm -rf "$dest/kvm"
-    mv "$dest/kvm.tmp" "$dest/kvm"
+    : > "$dest/$set.tmp/complete"
+    rm -rf "${dest:?}/$set"
+    mv "$dest/$set.tmp" "$dest/$set"
+}
+# extract_all ROOT: every module set the guests use.
+extract_all() {
+    extract_modules "$1" kvm "$kvm_modules"
+    extract_modules "$1" md "$md_modules"
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# A kernel cached without its KVM modules: take them from the package it came from, if the archive still has it.
+# A kernel cached without its modules: take them from the package it came from, if the archive still has it.
 if [ -s "$dest/vmlinuz" ] && [ -s "$dest/package" ]; then
     pkg=$(cat "$dest/package")
-    echo "fetch-kernel.sh: adding the KVM modules of $pkg" >&2
+    echo "fetch-kernel.sh: adding the KVM and md modules of $pkg" >&2
     if (cd "$work" && apt-get "${apt_opts[@]}" -qq download "$pkg" >&2) ||
         { apt-get "${apt_opts[@]}" -qq update >&2 && (cd "$work" && apt-get "${apt_opts[@]}" -qq download "$pkg" >&2); }; then
         dpkg-deb -x "$work"/"$pkg"_*.deb "$work/root"
-        extract_kvm "$work/root"
+        extract_all "$work/root"
         echo "$dest/vmlinuz"
         exit 0
     fi
@@ -119,7 +127,7 @@ echo "fetch-kernel.sh: downloading $pkg" >&2
 dpkg-deb -x "$work"/"$pkg"_*.deb "$work/root"
 vmlinuz=$(ls "$work"/root/boot/vmlinuz-* | head -1)
 cp "$work"/root/boot/config-* "$dest/config" 2> /dev/null || true
-extract_kvm "$work/root"
+extract_all "$work/root"
 cp "$vmlinuz" "$dest/vmlinuz.tmp"
 echo "$pkg" > "$dest/package"
 basename "$vmlinuz" | sed 's/^vmlinuz-//' > "$dest/release"

@@ -15,7 +15,7 @@
 # 3. Fetches each Debian cloud kernel once into $VM_CACHE (vm/fetch-kernel.sh; default ~/.cache/corebpf-vm).
 # 4. Packs an initramfs: busybox, vm/init, the tools, the test binaries, the helpers (and the C library they use),
 #    one scenario file per kernel, gathered from every tools/<tool>/scenarios (vm/README.md) of the tier, and each
-#    kernel's KVM modules (loaded only by kvmexit's tests).
+#    kernel's KVM modules (loaded only by kvmexit's tests) and md modules (loaded only by mdflush's tests).
 # 5. Boots each kernel with a fresh ext4 NVMe disk and runs its scenarios there, VM_LANES (2) at once
 #    (the kernels side by side, one vCPU each: see step 5); the console goes to $VM_CACHE/logs/<run>/<kernel>.console.
 # 6. Prints a table tool x kernel: pass/FAIL and the mechanisms each tool attached with (* = its own choice), and
@@ -164,15 +164,17 @@ for k in $(echo "$kernels" | tr ',' ' '); do
                     $3 = a[1]; print ++i, $0 }' "$selected" > "$root/vm/scenarios.$k"
 done
 # Each kernel's KVM modules (vm/fetch-kernel.sh keeps them beside its vmlinuz), as /kvm/<series>/*.ko: the guest
-# loads them only when kvmexit's tests ask (COREBPF_KVM_MODULES, vm/init), never for the other tools.
+# loads them only when kvmexit's tests ask (COREBPF_KVM_MODULES, vm/init), never for the other tools. Its md and
+# loop modules likewise, as /md/<series>/*.ko, for mdflush's tests (COREBPF_MD_MODULES).
 for k in $(echo "$kernels" | tr ',' ' '); do
     [ "$k" = host ] && continue
     vmlinuz=$(vm/fetch-kernel.sh "$k" 2>> "$logdir/fetch.log") || {
         tail -5 "$logdir/fetch.log" >&2
         die "could not fetch kernel $k"
     }
-    mkdir -p "$root/kvm/$k"
+    mkdir -p "$root/kvm/$k" "$root/md/$k"
     cp "$(dirname "$vmlinuz")"/kvm/*.ko "$root/kvm/$k/"
+    cp "$(dirname "$vmlinuz")"/md/*.ko "$root/md/$k/"
 done
 cp -a "$bindir/." "$root/tools/"
 for b in $testbins; do cp "${testexe[$b]}" "$root/tests/$b"; done
@@ -222,6 +224,9 @@ done
 # on 5.10, 6.1 and 6.12; the same scenarios pass on other boots). Either way the guest is booted again with the
 # scenarios it finished skipped (corebpf.done=...), so those that were running (VMTEST-START with no result) run once
 # more; the console says VMTEST-HUNG, and the table marks them. A scenario running during two such failures fails.
+# Two NUMA nodes of 768 MiB: node 0 has the CPUs, node 1 only memory, so that NUMA balancing has pages to move
+# (numamove's tests place a helper's pages on node 1 and let the kernel bring them to node 0's CPU).
+cpus=${VM_CPUS:-1}
 boot() {
     local k=$1 vmlinuz=$2 disk=$logdir/disk-$1.img console=$logdir/$1.console start rc part tries=0
     local silence=${VM_SILENCE:-360} qemu size last_size quiet_for what done_list running n once=" "
@@ -239,7 +244,9 @@ boot() {
             END { if (NR) printf "%s%s", lo, (hi > lo ? "-" hi : "") }')
         say "booting $k ($(cat "$(dirname "$vmlinuz")/package" 2> /dev/null || echo "$vmlinuz"))$([ -n "$done_list" ] && echo ", skipping finished scenarios $done_list"); console: $console"
         start=$(date +%s)
-        timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${VM_CPUS:-1}" -m 1536 \
+        timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" -m 1536 \
+            -object memory-backend-ram,id=mem0,size=768M -object memory-backend-ram,id=mem1,size=768M \
+            -numa node,nodeid=0,cpus=0-$((cpus - 1)),memdev=mem0 -numa node,nodeid=1,memdev=mem1 \
             -nographic -no-reboot -monitor none \
             -kernel "$vmlinuz" -initrd "$initrd" \
             -drive "file=$disk,if=none,id=d0,format=raw" -device nvme,serial=corebpf,drive=d0 \
