@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* cpufreq: what the BPF side and the front end share. */
 #ifndef __CPUFREQ_H
 #define __CPUFREQ_H

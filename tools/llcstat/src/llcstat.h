@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* llcstat: what the BPF side and the front end share. */
 #ifndef __LLCSTAT_H
 #define __LLCSTAT_H
