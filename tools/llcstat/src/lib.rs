@@ -50,7 +50,7 @@ const EVENTS_ENV: &str = "COREBPF_LLCSTAT_EVENTS";
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
     /// Take one sample every this many reference or miss events; each sample counts as that many events
-    #[arg(short = 'c', long = "sample_period", visible_alias = "sample-period", value_name = "SAMPLE_PERIOD",
+    #[arg(short = 'c', long = "sample_period", alias = "sample-period", value_name = "SAMPLE_PERIOD",
           default_value_t = 100, value_parser = common::cli::parse_positive_u64)]
     sample_period: u64,
     /// One row per thread (PID and TID) rather than per process
