@@ -14,7 +14,7 @@ mod report;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -149,11 +149,20 @@ fn filetop(args: Args) -> Result<()> {
             let earlier = before.insert(id.clone(), stat).unwrap_or_default();
             if stat.reads > earlier.reads || stat.writes > earlier.writes {
                 rows.push(Row::new(&key, &stat, &earlier));
-            } else if !Path::new(&format!("/proc/{}", key.tid)).exists() {
-                // Unchanged over an interval and its thread gone: forget the row, so that a long run keeps to the
-                // threads that live.
-                let _ = skel.maps.rows.delete(&id);
-                before.remove(&id);
+            } else {
+                // Unchanged over a whole interval: forget the row (BCC clears its map every interval), so that a
+                // long run keeps only rows that move; a thread that lives on while it touches many files would
+                // otherwise keep a row per file, here and in the kernel (the soak saw filetop's memory grow so).
+                // Read once more just before deleting: a call counted since the first read keeps the row.
+                let again = skel.maps.rows.lookup(&id, MapFlags::ANY).context("reading the rows map")?;
+                let same = again.map(|v| from_bytes::<file_stat>(&v)).is_some_and(|s| {
+                    (s.reads, s.writes, s.read_bytes, s.write_bytes)
+                        == (stat.reads, stat.writes, stat.read_bytes, stat.write_bytes)
+                });
+                if same {
+                    let _ = skel.maps.rows.delete(&id);
+                    before.remove(&id);
+                }
             }
         }
         screen.report(&mut out, rows, args.json, tick == run::Tick::Last)?;
