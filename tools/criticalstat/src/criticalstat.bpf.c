@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include "tp_btf_raw.bpf.h"
 #include "ringbuf.bpf.h"
+#include "stacks.bpf.h"
 #include "criticalstat.h"
 
 const volatile __u64 threshold_ns = 100000;
@@ -48,12 +49,7 @@ struct {
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, 127 * sizeof(__u64));
-	__uint(max_entries, MAX_STACKS);
-} stacks SEC(".maps");
+STACK_TRACE_MAP(stacks);
 
 /* Makes the struct visible to the skeleton's generated `types` module. */
 struct event _event_type = {};

@@ -4,8 +4,6 @@
 #define __CRITICALSTAT_H
 
 #define TASK_COMM_LEN 16
-/* Distinct kernel stacks kept for the sections reported. */
-#define MAX_STACKS 16384
 
 /* Indexes of a section's addresses: where it started and ended, each as (caller, its caller). */
 #define START_CALLER 0

@@ -29,8 +29,9 @@ use common::attach::maps::from_bytes;
 use common::output::stdout::Output;
 use common::process::symbols::{Symbol, Symbolizer};
 use common::run::{self, Signals};
+use common::stacks::{Collected, Stack, StackTraces};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 use serde::Serialize;
 
 use bpf::consts::{END_CALLER, END_PARENT, START_CALLER, START_PARENT};
@@ -144,9 +145,14 @@ fn criticalstat(args: Args) -> Result<()> {
     symbolizer.preload_kernel();
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     let stream = EventStream::new(&skel.maps.events, &bss.lost, "sections");
+    let mut traces = StackTraces::new(&skel.maps.stacks, Collected { user: false, kernel: true });
     stream.print(&signals, &mut out, args.json, |out, data| {
         let e: event = from_bytes(data);
-        let stack = read_stack(&skel.maps.stacks, e.stack_id);
+        let id = i32::try_from(e.stack_id).unwrap_or(-1);
+        let stack = match traces.task(0, 0, String::new(), -1, id).kernel {
+            Stack::Frames(addrs) => Some(addrs),
+            _ => None,
+        };
         Ok(write_event(out, &symbolizer, &e, stack.as_deref(), args.json)?)
     })
 }
@@ -183,13 +189,6 @@ fn load_and_attach(kind: Kind, threshold_ns: u64, mech: Attach) -> Result<(BpfSk
     // (power:cpu_idle first, so that the idle state is known before any section is timed.)
     let links = attach_loaded_tracepoints(skel.object(), "preemptirq")?;
     Ok((skel, links))
-}
-
-/// The kernel stack `id`, innermost first; None if it was lost (a full stack map, or two stacks colliding).
-fn read_stack(map: &impl MapCore, id: i64) -> Option<Vec<u64>> {
-    let id = i32::try_from(id).ok().filter(|&id| id >= 0)?;
-    let bytes = map.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
-    Some(bytes.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).take_while(|&a| a != 0).collect())
 }
 
 fn name(sym: &Result<Symbol, String>) -> String {
