@@ -607,6 +607,8 @@ pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
 /// The helper of argdist's and trace's tests (see work.c): calls `work(n)` known times, opens missing files and
 /// writes to /dev/null; built with `-DTAG="name" -DMISSING=n -DNULL_OPENS=n`.
 pub const WORK_C: &str = include_str!("work.c");
+/// The helper of trace's and argdist's expression tests (its calls are listed at its top).
+pub const EXPRS_C: &str = include_str!("exprs.c");
 
 /// Compiles a C test helper (`source` is the program text) with `cc` and returns the executable's path.
 /// Builds are cached by content in `target/test-helpers/`, so concurrent tests share one binary per source.

@@ -3,13 +3,21 @@
 //! spec can name its arguments without a signature (`p::vfs_write():size_t:count`).
 
 use libbpf_rs::btf::types::{Func, FuncProto, Int, IntEncoding};
-use libbpf_rs::btf::{Btf, BtfKind, BtfType};
+use libbpf_rs::btf::{Btf, BtfKind, BtfType, TypeId};
 
 use super::ctype::CType;
 
+/// A kernel function's parameter: its name, its C type, and its type in the kernel's BTF (for members).
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub ctype: CType,
+    pub btf: TypeId,
+}
+
 /// The parameters of kernel function `name`, in order, if the kernel's BTF describes it. A parameter whose type
 /// is not an integer, enum or pointer (a struct passed by value) is typed as an unsigned 64-bit value.
-pub fn kernel_params(name: &str) -> Option<Vec<(String, CType)>> {
+pub fn kernel_params(name: &str) -> Option<Vec<Param>> {
     let btf = Btf::from_vmlinux().ok()?;
     let func: Func<'_> = btf.type_by_name(name)?;
     let proto = FuncProto::try_from(func.next_type()?.skip_mods_and_typedefs()).ok()?;
@@ -17,11 +25,21 @@ pub fn kernel_params(name: &str) -> Option<Vec<(String, CType)>> {
         .iter()
         .map(|p| {
             let name = p.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let ty = btf.type_by_id::<BtfType<'_>>(p.ty).map_or(CType::U64, |t| ctype_of(&t));
-            (name, ty)
+            let ctype = btf.type_by_id::<BtfType<'_>>(p.ty).map_or(CType::U64, |t| ctype_of(&t));
+            Param { name, ctype, btf: p.ty }
         })
         .collect();
     Some(params)
+}
+
+/// The return type of kernel function `name` (its C type and BTF type), if the kernel's BTF describes it and it
+/// returns a value.
+pub fn kernel_return(name: &str) -> Option<(CType, TypeId)> {
+    let btf = Btf::from_vmlinux().ok()?;
+    let func: Func<'_> = btf.type_by_name(name)?;
+    let proto = FuncProto::try_from(func.next_type()?.skip_mods_and_typedefs()).ok()?;
+    let ret = proto.next_type()?;
+    Some((ctype_of(&ret), ret.type_id()))
 }
 
 /// The number of context slots of kernel function `name`'s arguments for an fentry or fexit program (the fexit
@@ -47,7 +65,8 @@ pub fn kernel_arg_slots(name: &str) -> Option<u32> {
     Some(slots)
 }
 
-fn ctype_of(t: &BtfType<'_>) -> CType {
+/// The C type of a BTF integer, enum or pointer (`char *` is a string); anything else as an unsigned 64-bit value.
+pub(crate) fn ctype_of(t: &BtfType<'_>) -> CType {
     let t = t.skip_mods_and_typedefs();
     match t.kind() {
         BtfKind::Int => match Int::try_from(t) {
@@ -59,6 +78,7 @@ fn ctype_of(t: &BtfType<'_>) -> CType {
             Err(_) => CType::U64,
         },
         BtfKind::Enum => CType::U32,
+        BtfKind::Enum64 => CType::U64,
         BtfKind::Ptr => {
             let pointee = t.next_type().map(|p| p.skip_mods_and_typedefs());
             let is_char = pointee.as_ref().is_some_and(|p| {

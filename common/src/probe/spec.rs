@@ -29,12 +29,17 @@ pub struct Spec {
     pub function: String,
     /// The signature's parameters in order, with their C types.
     pub params: Vec<(String, CType)>,
+    /// The signature's parameter types as written (a `struct timespec *` names the struct its members are in).
+    pub param_texts: Vec<String>,
     /// The expressions with their types; empty when the spec has none (BCC's default: count calls, or `$retval`).
     pub exprs: Vec<(String, CType)>,
     /// The filter text, empty for none.
     pub filter: String,
     /// The spec names no expression: BCC's default (count calls, or `$retval` of a return probe).
     pub default_expr: bool,
+    /// The expressions' types are declared (argdist's `:type:expr`), so an expression that is exactly `$retval`
+    /// gives a user function's return value its type; trace's come from its format, which types nothing.
+    pub declared_types: bool,
 }
 
 impl Spec {
@@ -72,7 +77,8 @@ pub fn parse_argdist(raw: &str, hist: bool) -> SpecResult<Spec> {
         other => spec_bail!("error parsing probe '{raw}': probe type must be 'p', 'r', 't', or 'u' but got '{other}'"),
     };
     let (function, signature) = parse_signature_part(raw, parts[2])?;
-    let params = if probe == ProbeType::Entry { parse_params(raw, signature)? } else { Vec::new() };
+    // A return probe keeps its signature too: its parameters are read at entry for it (`$entry(size)`).
+    let (params, param_texts) = parse_params(raw, signature)?;
     if probe == ProbeType::Tracepoint && !signature.trim().is_empty() {
         spec_bail!("error parsing probe '{raw}': a tracepoint takes no signature: write '{function}()'");
     }
@@ -83,9 +89,11 @@ pub fn parse_argdist(raw: &str, hist: bool) -> SpecResult<Spec> {
         library: parts[1].trim().to_owned(),
         function: function.to_owned(),
         params,
+        param_texts,
         exprs: Vec::new(),
         filter: parts.get(5).map(|f| f.trim().to_owned()).unwrap_or_default(),
         default_expr: parts.len() == 3,
+        declared_types: parts.len() > 3,
     };
     if probe == ProbeType::Tracepoint && spec.library.is_empty() {
         spec_bail!("error parsing probe '{raw}': a tracepoint needs its category: t:CATEGORY:EVENT()");
@@ -142,13 +150,17 @@ fn parse_signature_part<'a>(raw: &str, part: &'a str) -> SpecResult<(&'a str, &'
     Ok((function.trim(), signature))
 }
 
-/// `int fd, const char *buf, size_t count` into named, typed parameters, by position.
-pub fn parse_params(raw: &str, signature: &str) -> SpecResult<Vec<(String, CType)>> {
+/// A signature's parameters (names and C types) and their types as written.
+pub type Params = (Vec<(String, CType)>, Vec<String>);
+
+/// `int fd, const char *buf, size_t count` into named, typed parameters, by position, and their types as written.
+pub fn parse_params(raw: &str, signature: &str) -> SpecResult<Params> {
     let signature = signature.trim();
     if signature.is_empty() || signature == "void" {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let mut params = Vec::new();
+    let mut texts = Vec::new();
     for param in signature.split(',') {
         let param = param.trim();
         // The name is the last identifier; the type is what precedes it (a '*' may touch the name).
@@ -164,11 +176,12 @@ pub fn parse_params(raw: &str, signature: &str) -> SpecResult<Vec<(String, CType
         }
         let ctype = ctype::parse(ty).map_err(|e| super::SpecError(format!("in '{raw}': parameter '{name}': {e}")))?;
         params.push((name.to_owned(), ctype));
+        texts.push(ty.to_owned());
     }
     if params.len() > 6 {
         spec_bail!("in '{raw}': only the first 6 parameters can be read (registers)");
     }
-    Ok(params)
+    Ok((params, texts))
 }
 
 /// A parsed trace probe: the spec (its expressions are the format's arguments, typed by their conversions) and
@@ -256,22 +269,24 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
         );
         let tail = body[close + 1..].trim();
         let tail = tail.strip_prefix(',').unwrap_or(tail);
-        args = tail.split(',').map(|a| trace_alias(a.trim())).filter(|a| !a.is_empty()).collect();
+        args = super::expr::split_top_level(tail).iter().map(|a| trace_alias(a)).filter(|a| !a.is_empty()).collect();
     }
     let types = format.as_ref().map(|f| f.types()).unwrap_or_default();
     if types.len() != args.len() {
         return bail(format!("the format has {} conversions but {} arguments follow it", types.len(), args.len()));
     }
-    let params = match signature {
+    let (params, param_texts) = match signature {
         Some(sig) => parse_params(raw, sig)?,
-        None if probe == ProbeType::Entry => (1..=6)
+        // Without a signature, arg1..arg6 are read as signed 64-bit values (what `< 0` of an error return
+        // needs), or as strings where the format prints them with %s.
+        None if probe != ProbeType::Tracepoint => (1..=6)
             .map(|n| {
                 let name = format!("arg{n}");
-                let string = args.iter().zip(&types).any(|(a, t)| *a == name && t.string);
-                (name, if string { CType::STRING } else { CType::U64 })
+                let string = args.iter().zip(&types).any(|(a, t)| a.trim_end_matches("@user") == name && t.string);
+                ((name, if string { CType::STRING } else { CType::S64 }), String::new())
             })
-            .collect(),
-        None => Vec::new(),
+            .unzip(),
+        None => (Vec::new(), Vec::new()),
     };
     let spec = Spec {
         raw: raw.to_owned(),
@@ -280,9 +295,11 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
         library: library.to_owned(),
         function: function.to_owned(),
         params,
+        param_texts,
         exprs: args.into_iter().zip(types).collect(),
         filter: trace_alias(&filter),
         default_expr: format.is_none(),
+        declared_types: false,
     };
     Ok(TraceSpec { spec, format })
 }
@@ -328,6 +345,7 @@ mod tests {
         let p = parse_trace(r#"p:c:malloc "size=%d", arg1"#).unwrap();
         assert!(p.spec.is_user());
         assert_eq!(p.spec.params.len(), 6);
+        assert_eq!(p.spec.params[0].1, CType::S64);
         let s = parse_trace(r#"c:open (arg2 == 42) "%s %d", arg1, arg2"#).unwrap();
         assert_eq!(s.spec.params[0].1, CType::STRING);
         assert!(parse_trace(r#"c:open "%s %d", arg1"#).is_err());
@@ -351,7 +369,7 @@ mod tests {
     #[test]
     fn non_ascii_signatures_do_not_panic() {
         for sig in ["int\u{a0}x", "int\u{3000}x", "char *s,\u{a0}int x"] {
-            let params = parse_params("p:c:f", sig).unwrap();
+            let (params, _) = parse_params("p:c:f", sig).unwrap();
             assert_eq!(params.last().unwrap().0, "x", "{sig}");
         }
         for sig in ["int é", "日本 x", "int \u{202e}x", "int 🦀", "é", "int\u{a0}"] {

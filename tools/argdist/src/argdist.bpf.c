@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* argdist: one object per probe spec. The generic probe (probe.bpf.h) fetches the values the spec names and
- * applies its filter; this program then counts the first expression into a log2 histogram (-H, in .bss) or the
+/* argdist: one object per probe spec. The generic probe (probe.bpf.h) fetches the values the spec names,
+ * computes its expressions (cast to their types) and applies its filter; this program then counts the first result into a log2 histogram (-H, in .bss) or the
  * whole key (up to MAX_KEYS integers and strings) into a hash of counts (-C). The maps are cumulative; the Rust
  * side prints each interval's difference, as BCC's tool clears its tables. The count map's key size is set at
  * load time to the integers plus only as many strings as the spec has, so integer keys hash 32 bytes. */
@@ -41,7 +41,8 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	/* Slot 0 builds the key; slot 1 stays zero. */
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	/* By size, not type: the skeleton cannot derive Default for long arrays. */
 	__uint(value_size, sizeof(struct count_key));
@@ -49,23 +50,18 @@ struct {
 
 static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slots)
 {
-	__u64 vals[MAX_FETCH] = {};
+	__u64 vals[MAX_FETCH] = {}, outs[MAX_OUT] = {};
 	__u32 tid, zero = 0;
 
 	if (!probe_wanted(&tid))
 		return 0;
 	if (!probe_fetch(record, regs, slots, tid, vals))
 		return 0;
-	if (!probe_filter(vals))
+	if (!probe_eval(record, vals, outs))
 		return 0;
 
 	if (mode == MODE_HIST) {
-		__u8 f = keys[0].fetch;
-		__u64 v;
-
-		if (f >= MAX_FETCH)
-			return 0;
-		v = probe_extend(vals[f], keys[0].size, keys[0].is_signed);
+		__u64 v = outs[0];
 		__u64 slot = log2l(v);
 		if (slot >= HIST_SLOTS)
 			slot = HIST_SLOTS - 1;
@@ -74,22 +70,24 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 		return 0;
 	}
 
+	__u32 one = 1;
 	struct count_key *key = bpf_map_lookup_elem(&scratch, &zero);
-	if (!key)
+	struct count_key *blank = bpf_map_lookup_elem(&scratch, &one);
+	if (!key || !blank)
 		return 0;
-	__builtin_memset(key, 0, sizeof(*key));
+	/* Zeroed whole (a hash key's unused string bytes count too) from the slot never written: too long for an
+	 * inline memset. */
+	bpf_probe_read_kernel(key, sizeof(*key), blank);
 #pragma unroll
 	for (int i = 0; i < MAX_KEYS; i++) {
 		__u8 f = keys[i].fetch, s = keys[i].str;
 
 		if (i >= n_keys)
 			break;
-		if (f >= MAX_FETCH)
-			return 0;
-		if (s < MAX_KEYS)
+		if (s < MAX_KEYS && f < MAX_FETCH)
 			probe_string(key->strs[s], str_size, record, f, vals[f]);
 		else
-			key->vals[i] = probe_extend(vals[f], keys[i].size, keys[i].is_signed);
+			key->vals[i] = outs[i];
 	}
 	counter_inc(&counts, key, &dropped);
 	return 0;

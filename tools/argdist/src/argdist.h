@@ -16,13 +16,12 @@
 #define MODE_HIST 1
 #define MODE_COUNT 2
 
-/* One expression of a key: fetch `fetch`, cast to the spec's type (size, signedness); a string (char*) is
- * copied into the key's string `str`. */
+/* One expression of a key: its value is the expression program's result of the same number; a string (char*)
+ * is instead read through fetch `fetch` into the key's string `str`. */
 struct key_expr {
 	__u8 fetch;
-	__u8 size;
-	__u8 is_signed;
 	__u8 str;
+	__u16 pad;
 };
 
 #endif

@@ -64,9 +64,7 @@ fn load(
         ro.str_size = options.string_size;
         let mut next_str = 0u8;
         for (slot, e) in ro.keys.iter_mut().zip(&plan.exprs) {
-            slot.fetch = e.fetch as u8;
-            slot.size = e.ctype.size as u8;
-            slot.is_signed = e.ctype.signed as u8;
+            slot.fetch = e.string_fetch.map_or(NONE as u8, |f| f as u8);
             slot.str = if e.ctype.string {
                 next_str += 1;
                 next_str - 1

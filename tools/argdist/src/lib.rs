@@ -29,7 +29,7 @@ use common::probe::usage_exit;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::Skel;
 
-use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_KEYS, STR_MAX};
+use crate::bpf::consts::{LIT_MAX, MAX_ENTRY, MAX_FETCH, MAX_INSNS, MAX_KEYS, MAX_LITS, STR_MAX, VM_DEPTH};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
@@ -93,7 +93,15 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     run::bpf_main(args.verbose, || argdist(args))
 }
 
-const LIMITS: Limits = Limits { fetches: MAX_FETCH, cmps: MAX_CMPS, exprs: MAX_KEYS };
+const LIMITS: Limits = Limits {
+    fetches: MAX_FETCH,
+    exprs: MAX_KEYS,
+    insns: MAX_INSNS,
+    depth: VM_DEPTH,
+    lits: MAX_LITS,
+    lit_max: LIT_MAX,
+    entry: MAX_ENTRY,
+};
 
 /// Parses and resolves every spec (exit 2 on the first it cannot take), counts first as BCC orders them.
 fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, Site, bool)> {

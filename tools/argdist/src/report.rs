@@ -88,6 +88,9 @@ impl Probe {
         if let Some(label) = &self.spec.label {
             return label.clone();
         }
+        if self.spec.default_expr {
+            return "retval".into();
+        }
         self.plan.exprs.first().map_or_else(|| "retval".into(), |e| e.text.clone())
     }
 

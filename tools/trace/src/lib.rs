@@ -31,7 +31,7 @@ use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
-use crate::bpf::consts::{MAX_CMPS, MAX_FETCH, MAX_STRS, STR_MAX};
+use crate::bpf::consts::{LIT_MAX, MAX_ENTRY, MAX_FETCH, MAX_INSNS, MAX_LITS, MAX_OUT, MAX_STRS, STR_MAX, VM_DEPTH};
 use crate::bpf::{BpfSkel, BpfSkelBuilder};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
@@ -137,7 +137,15 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     run::bpf_main(args.verbose, || trace(args))
 }
 
-const LIMITS: Limits = Limits { fetches: MAX_FETCH, cmps: MAX_CMPS, exprs: MAX_FETCH };
+const LIMITS: Limits = Limits {
+    fetches: MAX_FETCH,
+    exprs: MAX_OUT,
+    insns: MAX_INSNS,
+    depth: VM_DEPTH,
+    lits: MAX_LITS,
+    lit_max: LIT_MAX,
+    entry: MAX_ENTRY,
+};
 
 /// One probe: parsed, resolved, and (later) attached.
 pub struct Probe {
@@ -201,7 +209,7 @@ fn load(
         ro.filter_uid = args.uid.is_some();
         ro.target_uid = args.uid.unwrap_or(0);
         ro.str_size = args.string_size;
-        let strings: Vec<u8> = probe.plan.exprs.iter().filter(|e| e.ctype.string).map(|e| e.fetch as u8).collect();
+        let strings: Vec<u8> = probe.plan.exprs.iter().filter_map(|e| e.string_fetch).map(|f| f as u8).collect();
         ro.n_strs = strings.len() as u32;
         for (slot, f) in ro.str_fetch.iter_mut().zip(strings) {
             *slot = f;

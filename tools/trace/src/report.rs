@@ -89,7 +89,7 @@ impl Printer {
                             strings += 1;
                             Arg::Str(strings - 1)
                         } else {
-                            Arg::Int(e.fetch)
+                            Arg::Int(e.slot)
                         }
                     })
                     .collect();

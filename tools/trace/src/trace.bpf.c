@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* trace: one object per probe, all sending into the first object's ring buffer. The generic probe
- * (probe.bpf.h) fetches the values the probe's format names and applies its predicate; this program copies the
- * values, the %s strings, the time, CPU, PID, TID and command into one record. Records the ring buffer has no
+ * (probe.bpf.h) fetches the values the probe's format and predicate name, computes the format's arguments and
+ * applies the predicate; this program copies the results, the %s strings, the time, CPU, PID, TID and command into one record. Records the ring buffer has no
  * room for are counted in `lost`. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -34,7 +34,7 @@ _Static_assert(__builtin_offsetof(struct event, comm) == EV_COMM, "EV_COMM");
 
 static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slots)
 {
-	__u64 vals[MAX_FETCH] = {};
+	__u64 vals[MAX_FETCH] = {}, outs[MAX_OUT] = {};
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid;
 	struct event *e;
@@ -47,7 +47,7 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 		return 0;
 	if (!probe_fetch(record, regs, slots, tid, vals))
 		return 0;
-	if (!probe_filter(vals))
+	if (!probe_eval(record, vals, outs))
 		return 0;
 	e = ringbuf_reserve(&events, sizeof(*e), &lost);
 	if (!e)
@@ -59,8 +59,8 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 	e->probe = probe_index;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 #pragma unroll
-	for (int i = 0; i < MAX_FETCH; i++)
-		e->vals[i] = vals[i];
+	for (int i = 0; i < MAX_OUT; i++)
+		e->vals[i] = outs[i];
 #pragma unroll
 	for (int s = 0; s < MAX_STRS; s++) {
 		__u8 f = str_fetch[s];

@@ -10,7 +10,7 @@
 #define MAX_STRS 4
 #define TASK_COMM_LEN 16
 
-/* One event: the header, every fetched value, then the strings. */
+/* One event: the header, every result of the probe's expressions (outs), then the strings. */
 struct event {
 	__u64 ts;
 	__u32 tgid;
@@ -18,7 +18,7 @@ struct event {
 	__u32 cpu;
 	__u32 probe;
 	char comm[TASK_COMM_LEN];
-	__u64 vals[MAX_FETCH];
+	__u64 vals[MAX_OUT];
 	char strs[MAX_STRS][STR_MAX];
 };
 
@@ -30,6 +30,6 @@ struct event {
 #define EV_PROBE 20
 #define EV_COMM 24
 #define EV_VALS 40
-#define EV_STRS 88
+#define EV_STRS 120
 
 #endif

@@ -82,7 +82,8 @@ fn retval_filter_shows_only_failures() {
     let (done, _) = run_with_helper(
         &[
             r#"t:syscalls:sys_exit_openat (args->ret < 0) "ret=%d", args->ret"#,
-            r#"r:{exe}:work (retval < 0) "ret=%d", retval"#,
+            // work returns an int: a user function's retval is a 64-bit value unless cast.
+            r#"r:{exe}:work ((int)retval < 0) "ret=%d", retval"#,
         ],
         false,
     );
@@ -145,7 +146,7 @@ fn bad_probes_fail_with_one_line() {
     let cases: [(&[&str], &str); 9] = [
         (&[r#"t:syscalls:sys_enter_openat "%s", args->filenam"#], "no field 'filenam'"),
         (&[r#"t:syscalls:sys_enter_opnat "%s", args->filename"#], "unknown tracepoint"),
-        (&[r#"t:syscalls:sys_enter_openat (args->flags & 1) "%d", args->flags"#], "args->flags & 1"),
+        (&[r#"t:syscalls:sys_enter_openat (args->flags & ) "%d", args->flags"#], "missing"),
         (&[r#"t:syscalls:sys_enter_openat "%s %d", args->filename"#], "conversions"),
         (&[r#"t:syscalls:sys_enter_openat "%f", args->flags"#], "%f"),
         (&["u:pthread:pthread_create"], "USDT"),

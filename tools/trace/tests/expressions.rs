@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! trace's expression language against a helper whose calls are known (tests/src/exprs.c): predicates typed the
+//! same whatever the format prints, C operators, casts, struct members through pointers, STRCMP, a `char *`
+//! return tested for NULL, more than six format arguments and 256-byte strings. Every run filters by the
+//! helper's PID.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use corebpf_tests::libc;
+use corebpf_tests::{build_c_helper, Finished, KillOnDrop, Running, EXPRS_C};
+
+fn helper() -> PathBuf {
+    build_c_helper("trace-exprs", EXPRS_C, &["-O1"])
+}
+
+/// Runs trace with `-p HELPER` and `args` (`{exe}` is the helper's path) around one run of the helper.
+fn traced(args: &[&str]) -> Finished {
+    let exe = helper();
+    let child = Command::new(&exe).stdin(Stdio::piped()).spawn().expect("starting the helper");
+    let mut helper = KillOnDrop(child);
+    let pid = helper.0.id();
+    let mut all = vec!["-p".to_owned(), pid.to_string()];
+    all.extend(args.iter().map(|a| a.replace("{exe}", &exe.display().to_string())));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let mut run = Running::start("trace", &all);
+    run.wait_for_line("PID     TID", Duration::from_secs(60));
+    helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(helper.0.wait().unwrap().success(), "helper failed");
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    done
+}
+
+/// The messages of the lines whose FUNC column is `func`, sorted.
+fn messages(stdout: &str, func: &str) -> Vec<String> {
+    let mut out: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let at = cols.iter().position(|c| *c == func)?;
+            Some(cols[at + 1..].join(" "))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn times(text: &str, n: usize) -> Vec<String> {
+    vec![text.to_owned(); n]
+}
+
+/// Issue 32: `(retval < 0) "%x"` never fired, as the predicate read retval with its format's type. A user
+/// function's return value is a signed 64-bit value in a predicate, whatever is printed.
+#[test]
+fn a_predicate_means_the_same_whatever_the_format_prints() {
+    let done = traced(&[
+        r#"r:{exe}:fail_or (retval < 0) "%x", retval"#,
+        r#"r:{exe}:fail_or (retval == -1) "u=%u", retval"#,
+        r#"r:{exe}:fail_or ((int)retval > 25) "big=%d", retval"#,
+    ]);
+    let mut want = times("ffffffff", 10);
+    want.extend(times("u=4294967295", 10));
+    want.extend(["big=26", "big=28", "big=29"].map(String::from));
+    want.sort();
+    assert_eq!(messages(&done.stdout, "fail_or"), want, "{}", done.stdout);
+}
+
+#[test]
+fn c_operators_parentheses_and_casts() {
+    let done = traced(&[
+        r#"p:{exe}:fail_or (((arg1 & 1) == 0 && arg1 % 5 != 0) || arg1 * 2 + 1 == 3 || (char)(arg1 << 8) != 0) "%d %d", arg1, -arg1 >> 1"#,
+    ]);
+    let mut want: Vec<String> =
+        (1i64..=30).filter(|n| (n % 2 == 0 && n % 5 != 0) || *n == 1).map(|n| format!("{n} {}", (-n) >> 1)).collect();
+    want.sort();
+    assert_eq!(messages(&done.stdout, "fail_or"), want, "{}", done.stdout);
+}
+
+#[test]
+fn struct_members_through_pointers() {
+    let done = traced(&[
+        r#"p:{exe}:take_ts(struct timespec *ts) (ts->tv_nsec > 2000) "%d %d", ts->tv_sec, ts->tv_nsec"#,
+        r#"t:syscalls:sys_enter_nanosleep "ns=%d", args->rqtp->tv_nsec"#,
+    ]);
+    assert_eq!(messages(&done.stdout, "take_ts"), vec!["2 2007", "3 3007", "4 4007"], "{}", done.stdout);
+    assert_eq!(messages(&done.stdout, "sys_enter_nanosleep"), times("ns=1234567", 2), "{}", done.stdout);
+}
+
+/// STRCMP compares the whole string (BCC compares only the literal's length: "alpha" would match "alphabet").
+#[test]
+fn strcmp_matches_whole_strings() {
+    let done = traced(&[
+        r#"p:{exe}:take_name (STRCMP("alpha", arg1)) "%s", arg1"#,
+        r#"p:{exe}:take_name (!STRCMP("alpha", arg1) && STRCMP(arg1, "beta") == 0 && arg2 < 100) "other %s", arg1"#,
+    ]);
+    let mut want = times("alpha", 3);
+    want.extend(times("other alphabet", 2));
+    want.sort();
+    assert_eq!(messages(&done.stdout, "take_name"), want, "{}", done.stdout);
+}
+
+#[test]
+fn a_char_pointer_return_tested_for_null() {
+    let done = traced(&[r#"r:{exe}:maybe (retval) "%s", retval"#, r#"r:{exe}:maybe (retval == 0) "null""#]);
+    let mut want = times("present", 4);
+    want.extend(times("null", 3));
+    want.sort();
+    assert_eq!(messages(&done.stdout, "maybe"), want, "{}", done.stdout);
+}
+
+#[test]
+fn more_than_six_arguments_and_long_strings() {
+    let done = traced(&[
+        "-Z",
+        "256",
+        r#"p:{exe}:many "%d %d %d %d %d %d %d %d", arg1, arg2, arg3, arg4, arg5, arg6, arg1 + arg6, arg3 * arg4"#,
+        r#"p:{exe}:take_name (arg2 > 100) "%s", arg1"#,
+    ]);
+    assert_eq!(messages(&done.stdout, "many"), vec!["1 2 3 4 5 6 7 12"], "{}", done.stdout);
+    assert_eq!(messages(&done.stdout, "take_name"), vec!["x".repeat(255)], "{}", done.stdout);
+}
+
+#[test]
+fn expressions_it_cannot_take_fail_with_one_line() {
+    let exe = helper();
+    let exe = exe.display().to_string();
+    let cases = [
+        (format!(r#"p:{exe}:fail_or (arg1 +) "%d", arg1"#), "missing"),
+        (format!(r#"p:{exe}:fail_or (STRCMP(arg1, arg2)) "%d", arg1"#), "STRCMP takes"),
+        (format!(r#"p:{exe}:fail_or (foo(arg1)) "%d", arg1"#), "cannot call 'foo'"),
+        (format!(r#"p:{exe}:take_ts(struct timespec *ts) "%d", ts->tv_usec"#), "no member 'tv_usec'"),
+        (format!(r#"p:{exe}:take_ts(struct nosuch *ts) "%d", ts->x"#), "not in the kernel's BTF"),
+        (format!(r#"p:{exe}:fail_or "%d", arg1->x"#), "not known"),
+        (r#"t:syscalls:sys_enter_openat (args->filename == 0) "%d", args->flags->x"#.to_owned(), "not a pointer"),
+    ];
+    for (spec, needle) in cases {
+        let done = corebpf_tests::run_tool("trace", &[&spec]);
+        assert_eq!(done.status.code(), Some(2), "{spec}: {}", done.stderr);
+        assert_eq!(done.stderr.lines().count(), 1, "{spec}: {}", done.stderr);
+        assert!(done.stderr.contains(needle), "{spec}: expected '{needle}' in {}", done.stderr);
+    }
+}
