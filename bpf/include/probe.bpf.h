@@ -109,7 +109,9 @@ static __always_inline __u64 probe_slot(__u64 *slots, __u32 n)
 	return v;
 }
 
-/* Reads `size` (1 to 8) bytes at `addr` from user or kernel memory; 0 where it cannot be read. */
+/* Reads `size` (1 to 8) bytes at `addr` from user or kernel memory; 0 where it cannot be read. A kernel read
+ * that fails is tried in user memory: a kernel function's pointer parameter may point into user space (a
+ * syscall's `struct timespec *`), and BTF does not always mark it __user. (x86 and arm64 keep the two apart.) */
 static __always_inline __u64 probe_read_mem(__u64 addr, __u32 size, bool user)
 {
 	__u64 v = 0;
@@ -118,10 +120,8 @@ static __always_inline __u64 probe_read_mem(__u64 addr, __u32 size, bool user)
 		size = 8;
 	if (size == 0)
 		return 0;
-	if (user)
+	if (user || bpf_probe_read_kernel(&v, size, (void *)addr) < 0)
 		bpf_probe_read_user(&v, size, (void *)addr);
-	else
-		bpf_probe_read_kernel(&v, size, (void *)addr);
 	return v;
 }
 
@@ -242,8 +242,9 @@ static __always_inline void probe_string(char *dst, __u32 size, void *record, __
 			bpf_probe_read_kernel_str(dst, size, record + fetches[fetch].offset);
 	} else if (flags & F_STR_USER) {
 		bpf_probe_read_user_str(dst, size, (void *)value);
-	} else {
-		bpf_probe_read_kernel_str(dst, size, (void *)value);
+	} else if (bpf_probe_read_kernel_str(dst, size, (void *)value) < 0) {
+		/* As probe_read_mem: a kernel function's `char *` may be a user string. */
+		bpf_probe_read_user_str(dst, size, (void *)value);
 	}
 }
 

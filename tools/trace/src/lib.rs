@@ -85,7 +85,7 @@ struct Args {
     /// Only events whose message contains this text
     #[arg(short = 'f', long = "msg-filter")]
     msg_filter: Option<String>,
-    /// Accepted for BCC command lines; has no effect, since string comparisons are not supported
+    /// Accepted for BCC command lines and ignored: STRCMP compares text, not binary data
     #[arg(short = 'B', long = "bin_cmp")]
     bin_cmp: bool,
     /// Symbol files for symbol resolution: refused, not supported here
