@@ -30,6 +30,17 @@ pub enum Expr {
     Call(String, Vec<Expr>),
 }
 
+/// A comparison alone, for specs whose predicates are one comparison with a constant (ksnoop's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnOp {
     Neg,

@@ -16,7 +16,7 @@ use crate::bpf::consts::{MAX_ARGS, MAX_VALUES};
 pub const BASE_RETURN: u32 = crate::bpf::consts::BASE_RETURN as u32;
 const MAX_DATA: u32 = crate::bpf::consts::MAX_DATA as u32;
 
-pub use common::probe::filter::Op;
+pub use common::probe::expr::CmpOp as Op;
 use common::probe::{SpecError, SpecResult};
 
 macro_rules! spec_err {
