@@ -21,6 +21,7 @@
 
 #include "probe.h"
 #include "filter.bpf.h"
+#include <bpf/usdt.bpf.h>
 
 struct fetch {
 	__u32 src;
@@ -166,6 +167,13 @@ static __always_inline __u64 probe_fetch_one(const volatile struct fetch *f, voi
 		if (start && f->offset < MAX_ENTRY)
 			v = start->vals[f->offset & (MAX_ENTRY - 1)];
 		break;
+	case SRC_USDT: {
+		long arg = 0;
+
+		if (regs && !bpf_usdt_arg(regs, f->offset, &arg))
+			v = arg;
+		break;
+	}
 	}
 #pragma clang loop unroll(full)
 	for (int k = 0; k < MAX_DEREF; k++) {
@@ -379,7 +387,8 @@ static __noinline bool probe_eval(void *record, __u64 *vals, __u64 *outs)
 
 /* The generic programs every probe tool loads, over its handler `handle(tracepoint ctx, pt_regs, trampoline
  * args)`: the names are the ones common::probe::attach selects (probe_tracepoint, probe_entry, probe_return,
- * probe_start, probe_fentry, probe_fexit, probe_fentry_start). uprobes and kprobes are both kprobe programs. */
+ * probe_start, probe_fentry, probe_fexit, probe_fentry_start, probe_usdt). uprobes and kprobes are both kprobe
+ * programs; a USDT probe is a uprobe whose arguments libbpf's usdt.bpf.h reads. */
 #define PROBE_PROGRAMS(handle)                                                                                  \
 	SEC("tracepoint") int probe_tracepoint(void *ctx) { return handle(ctx, NULL, NULL); }                  \
 	SEC("kprobe") int probe_entry(struct pt_regs *ctx) { return handle(NULL, ctx, NULL); }                  \
@@ -387,6 +396,7 @@ static __noinline bool probe_eval(void *record, __u64 *vals, __u64 *outs)
 	SEC("kprobe") int probe_start(struct pt_regs *ctx) { return probe_record_start(ctx, NULL); }            \
 	SEC("fentry") int probe_fentry(__u64 *ctx) { return handle(NULL, NULL, ctx); }                          \
 	SEC("fexit") int probe_fexit(__u64 *ctx) { return handle(NULL, NULL, ctx); }                            \
-	SEC("fentry") int probe_fentry_start(__u64 *ctx) { return probe_record_start(NULL, ctx); }
+	SEC("fentry") int probe_fentry_start(__u64 *ctx) { return probe_record_start(NULL, ctx); }               \
+	SEC("usdt") int probe_usdt(struct pt_regs *ctx) { return handle(NULL, ctx, NULL); }
 
 #endif

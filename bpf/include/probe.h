@@ -35,6 +35,7 @@
 #define SRC_TID 6
 #define SRC_UID 7
 #define SRC_ENTRY 8   /* entry value number `offset`, saved by the entry program ($entry(...) in a return probe) */
+#define SRC_USDT 9    /* USDT argument number `offset` (0-based), as its note describes it */
 
 /* fetch.flags */
 #define F_SIGNED 1

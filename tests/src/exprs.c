@@ -8,12 +8,14 @@
  * - maybe(n) for n = 1..7: returns a string for odd n, NULL for even;
  * - scaled(size) for size = 100 (x1), 200 (x2), 300 (x3): returns size * 2;
  * - many(1, 2, 3, 4, 5, 6) once;
+ * - the USDT probe exprs:tick(i, name) for i = 1..6, name "even" or "odd" as i is;
  * then exits 0. Every function is noinline and has a side effect, so no call is folded away. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/sdt.h>
 
 volatile long sink;
 static char text[] = "present";
@@ -55,5 +57,10 @@ int main(void) {
     for (long s = 1; s <= 3; s++)
         for (long i = 0; i < s; i++) scaled(100 * s);
     many(1, 2, 3, 4, 5, 6);
+    for (long i = 1; i <= 6; i++) {
+        char parity[8];
+        snprintf(parity, sizeof parity, "%s", (i & 1) ? "odd" : "even");
+        DTRACE_PROBE2(exprs, tick, i, parity);
+    }
     return 0;
 }

@@ -4,7 +4,8 @@
 //! or a kernel function: fentry or fexit (a BTF trampoline; arguments are read from its context) where the kernel
 //! loads them, else a kprobe or kretprobe, each with an entry program for `$latency`. Works on any tool's object
 //! whose programs follow the generic probe's names: `probe_tracepoint`, `probe_entry`, `probe_return`,
-//! `probe_start` (the entry side of `$latency`), `probe_fentry`, `probe_fexit` and `probe_fentry_start`.
+//! `probe_start` (the entry side of `$latency`), `probe_fentry`, `probe_fexit`, `probe_fentry_start` and
+//! `probe_usdt` (a USDT probe of a program or library, by libbpf's USDT support).
 //!
 //! A tool tries the site's mechanisms in its ladder's order with [`load_first`]: each attempt opens its object,
 //! fills the rodata, keeps the mechanism's programs ([`select_programs`]), loads and [`attach`]es; the kernel
@@ -32,6 +33,12 @@ pub enum Site {
         binary: PathBuf,
         offset: usize,
     },
+    /// A USDT probe: libbpf attaches a uprobe to each of its sites and records how to read its arguments.
+    Usdt {
+        binary: PathBuf,
+        provider: String,
+        name: String,
+    },
     /// `slots`: the function's argument count when every argument fits one fentry context slot (see
     /// [`super::kfunc::kernel_arg_slots`]), which fentry and fexit need; None takes kprobes only.
     Kernel {
@@ -55,6 +62,7 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
     let raw = &spec.raw;
     Ok(match spec.probe {
         ProbeType::Tracepoint => Site::Tracepoint { category: spec.library.clone(), event: spec.function.clone() },
+        ProbeType::Usdt => usdt_site(spec, pid)?,
         _ if spec.is_user() => {
             let binary = find_binary(&spec.library, pid)
                 .map_err(|e| SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)))?;
@@ -75,11 +83,46 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
     })
 }
 
+/// A USDT probe's file and provider: the named library or program, or (for a library named `pthread` and the
+/// like, whose probes glibc 2.34 moved into libc) the C library when the named file has no such probe.
+fn usdt_site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
+    let raw = &spec.raw;
+    let binary = find_binary(&spec.library, pid)
+        .map_err(|e| SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)))?;
+    let mut candidates = vec![binary.clone()];
+    if !spec.library.contains('/') && spec.library != "c" {
+        if let Ok(libc) = find_binary("c", pid) {
+            candidates.push(libc);
+        }
+    }
+    let mut seen = Vec::new();
+    for file in &candidates {
+        let probes = crate::process::elf::usdt_probes(file).unwrap_or_default();
+        let wanted = |p: &&crate::process::elf::UsdtProbe| {
+            p.name == spec.function && spec.provider.as_ref().is_none_or(|want| *want == p.provider)
+        };
+        if let Some(found) = probes.iter().find(wanted) {
+            return Ok(Site::Usdt { binary: file.clone(), provider: found.provider.clone(), name: found.name.clone() });
+        }
+        seen.extend(probes.into_iter().map(|p| format!("{}:{}", p.provider, p.name)));
+    }
+    seen.sort();
+    seen.dedup();
+    let shown: Vec<&str> = seen.iter().take(12).map(String::as_str).collect();
+    let more = if seen.len() > shown.len() { ", ..." } else { "" };
+    let probes = if seen.is_empty() { "none".to_owned() } else { format!("{}{more}", shown.join(", ")) };
+    Err(SpecError(format!(
+        "in '{raw}': no USDT probe '{}' in {} (its probes: {probes})",
+        spec.function,
+        binary.display()
+    )))
+}
+
 /// The mechanisms of `ladder` (a tool's attach ladder) that suit the site, in order.
 pub fn mechanisms(site: &Site, ladder: &[Attach]) -> Vec<Attach> {
     let suits: &[Attach] = match site {
         Site::Tracepoint { .. } => &[Attach::Tracepoint],
-        Site::User { .. } => &[Attach::Uprobe],
+        Site::User { .. } | Site::Usdt { .. } => &[Attach::Uprobe],
         Site::Kernel { .. } => &[Attach::Fentry, Attach::Kprobe],
     };
     ladder.iter().copied().filter(|a| suits.contains(a)).collect()
@@ -123,6 +166,7 @@ pub fn programs(site: &Site, probe: ProbeType, latency: bool, how: Attach) -> Ve
     let ret = probe == ProbeType::Return;
     let (main, start) = match (site, how) {
         (Site::Tracepoint { .. }, _) => return vec!["probe_tracepoint"],
+        (Site::Usdt { .. }, _) => return vec!["probe_usdt"],
         (Site::Kernel { .. }, Attach::Fentry) => {
             (if ret { "probe_fexit" } else { "probe_fentry" }, "probe_fentry_start")
         }
@@ -190,6 +234,11 @@ pub fn attach(
             let link = prog(names[0])?.attach_uprobe_with_opts(pid, binary, *offset, opts);
             let kind = if ret { "uretprobe" } else { "uprobe" };
             links.push(link.with_context(|| format!("attaching a {kind} to {}", spec.function))?);
+        }
+        Site::Usdt { binary, provider, name } => {
+            let pid = pid.map_or(-1, |p| p as i32);
+            let link = prog("probe_usdt")?.attach_usdt(pid, binary, provider, name);
+            links.push(link.with_context(|| format!("attaching to the USDT probe {provider}:{name}"))?);
         }
         Site::Kernel { function, .. } if how == Attach::Fentry => {
             // The entry side first, so that no return is seen without its entry.

@@ -37,6 +37,8 @@ pub enum Source {
     Uid,
     /// A value the entry program saved (by its index among the plan's entry fetches).
     Entry(u32),
+    /// A USDT probe's argument by position (0-based), as its note describes it (register, memory or constant).
+    UsdtArg(u32),
 }
 
 /// Pointers one value may be reached through (probe.h's MAX_DEREF; `probe_rodata!` checks they agree).
@@ -239,39 +241,48 @@ impl<'a> Resolver<'a> {
         if !base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') || base.is_empty() {
             spec_bail!("in '{raw}': cannot take the name '{text}'");
         }
-        let (mut fetch, start, user_mem, entry): (Fetch, Option<super::members::Start<'_>>, bool, bool) =
-            match self.spec.probe {
-                ProbeType::Tracepoint => {
-                    let Some(field) = self.fields.iter().find(|f| f.name == base) else {
-                        let names: Vec<&str> = self
-                            .fields
-                            .iter()
-                            .filter(|f| !f.name.starts_with("common_"))
-                            .map(|f| f.name.as_str())
-                            .collect();
-                        spec_bail!(
-                            "in '{raw}': tracepoint {}:{} has no field '{base}' (fields: {})",
-                            self.spec.library,
-                            self.spec.function,
-                            names.join(", ")
-                        );
-                    };
-                    let syscall = self.spec.library == "syscalls";
-                    (field.fetch(syscall), Some(super::members::Start::C(&field.ctype)), syscall, false)
-                }
-                _ if ret && matches!(base, "$retval" | "retval") => {
-                    let r = self.retval;
-                    let string = r.string.then(|| self.string_kind());
-                    let start = self.retval_btf.map(super::members::Start::Btf);
-                    (Fetch::new(Source::Retval, r.size, r.signed, string), start, self.spec.is_user(), false)
-                }
-                _ => {
-                    let (pos, ct, start) = self.param(base)?;
-                    let string = ct.string.then(|| if at_user { StrKind::User } else { self.string_kind() });
-                    let fetch = Fetch::new(Source::Arg(pos as u32), ct.size, ct.signed, string);
-                    (fetch, start, self.spec.is_user(), ret)
-                }
-            };
+        let (mut fetch, start, user_mem, entry): (Fetch, Option<super::members::Start<'_>>, bool, bool) = match self
+            .spec
+            .probe
+        {
+            ProbeType::Tracepoint => {
+                let Some(field) = self.fields.iter().find(|f| f.name == base) else {
+                    let names: Vec<&str> = self
+                        .fields
+                        .iter()
+                        .filter(|f| !f.name.starts_with("common_"))
+                        .map(|f| f.name.as_str())
+                        .collect();
+                    spec_bail!(
+                        "in '{raw}': tracepoint {}:{} has no field '{base}' (fields: {})",
+                        self.spec.library,
+                        self.spec.function,
+                        names.join(", ")
+                    );
+                };
+                let syscall = self.spec.library == "syscalls";
+                (field.fetch(syscall), Some(super::members::Start::C(&field.ctype)), syscall, false)
+            }
+            ProbeType::Usdt => {
+                let n = base.strip_prefix("arg").and_then(|n| n.parse::<u32>().ok()).filter(|n| (1..=12).contains(n));
+                let Some(n) = n else {
+                    spec_bail!("in '{raw}': a USDT probe's values are arg1, arg2, ... (its arguments), not '{base}'");
+                };
+                (Fetch::new(Source::UsdtArg(n - 1), 8, true, None), None, true, false)
+            }
+            _ if ret && matches!(base, "$retval" | "retval") => {
+                let r = self.retval;
+                let string = r.string.then(|| self.string_kind());
+                let start = self.retval_btf.map(super::members::Start::Btf);
+                (Fetch::new(Source::Retval, r.size, r.signed, string), start, self.spec.is_user(), false)
+            }
+            _ => {
+                let (pos, ct, start) = self.param(base)?;
+                let string = ct.string.then(|| if at_user { StrKind::User } else { self.string_kind() });
+                let fetch = Fetch::new(Source::Arg(pos as u32), ct.size, ct.signed, string);
+                (fetch, start, self.spec.is_user(), ret)
+            }
+        };
         if at_user && fetch.string.is_none() {
             // `arg2@user` where the signature gave no type: a user string.
             fetch.string = Some(StrKind::User);

@@ -76,6 +76,7 @@ macro_rules! probe_rodata {
                 Source::Tid => (pc::SRC_TID, 0),
                 Source::Uid => (pc::SRC_UID, 0),
                 Source::Entry(n) => (pc::SRC_ENTRY, n),
+                Source::UsdtArg(n) => (pc::SRC_USDT, n),
             };
             slot.src = src as u32;
             slot.offset = offset;

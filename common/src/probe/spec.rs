@@ -14,6 +14,8 @@ pub enum ProbeType {
     Return,
     /// `t`: a kernel tracepoint.
     Tracepoint,
+    /// `u`: a USDT probe of a program or library (its arguments are arg1, arg2, ...).
+    Usdt,
 }
 
 /// A parsed argdist spec (names not yet resolved: see [`super::plan`]).
@@ -25,8 +27,10 @@ pub struct Spec {
     pub probe: ProbeType,
     /// The library or program of a user function; empty for the kernel. For a tracepoint, its category.
     pub library: String,
-    /// The function, or the tracepoint's event.
+    /// The function, the tracepoint's event, or the USDT probe's name.
     pub function: String,
+    /// A USDT probe's provider when the spec names it (`u:pthread:libpthread:pthread_create`).
+    pub provider: Option<String>,
     /// The signature's parameters in order, with their C types.
     pub params: Vec<(String, CType)>,
     /// The signature's parameter types as written (a `struct timespec *` names the struct its members are in).
@@ -46,6 +50,11 @@ impl Spec {
     /// A user function (a library or program is named).
     pub fn is_user(&self) -> bool {
         self.probe != ProbeType::Tracepoint && !self.library.is_empty()
+    }
+
+    /// A USDT probe.
+    pub fn is_usdt(&self) -> bool {
+        self.probe == ProbeType::Usdt
     }
 
     /// What argdist shows for the spec: its label, else the spec without the label.
@@ -73,7 +82,7 @@ pub fn parse_argdist(raw: &str, hist: bool) -> SpecResult<Spec> {
         "p" => ProbeType::Entry,
         "r" => ProbeType::Return,
         "t" => ProbeType::Tracepoint,
-        "u" => spec_bail!("error parsing probe '{raw}': USDT probes ('u') are not supported by this prebuilt argdist"),
+        "u" => ProbeType::Usdt,
         other => spec_bail!("error parsing probe '{raw}': probe type must be 'p', 'r', 't', or 'u' but got '{other}'"),
     };
     let (function, signature) = parse_signature_part(raw, parts[2])?;
@@ -88,6 +97,7 @@ pub fn parse_argdist(raw: &str, hist: bool) -> SpecResult<Spec> {
         probe,
         library: parts[1].trim().to_owned(),
         function: function.to_owned(),
+        provider: None,
         params,
         param_texts,
         exprs: Vec::new(),
@@ -211,17 +221,18 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
         rest = &rest[close + 1..];
     }
     let parts: Vec<&str> = token.split(':').collect();
-    let (kind, library, function) = match parts.as_slice() {
-        [f] => ("p", "", *f),
-        [lib, f] => ("p", *lib, *f),
-        [k, lib, f] => (*k, *lib, *f),
+    let (kind, library, provider, function) = match parts.as_slice() {
+        [f] => ("p", "", None, *f),
+        [lib, f] => ("p", *lib, None, *f),
+        [k, lib, f] => (*k, *lib, None, *f),
+        ["u", lib, provider, f] => ("u", *lib, Some(provider.to_string()), *f),
         _ => return bail("too many ':'-separated parts".into()),
     };
     let probe = match kind {
         "" | "p" => ProbeType::Entry,
         "r" => ProbeType::Return,
         "t" => ProbeType::Tracepoint,
-        "u" => return bail("USDT probes ('u') are not supported by this prebuilt trace".into()),
+        "u" => ProbeType::Usdt,
         other => return bail(format!("probe type must be '', 'p', 't', 'r', or 'u', but got '{other}'")),
     };
     if function.is_empty() {
@@ -232,6 +243,9 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
     }
     if probe == ProbeType::Tracepoint && (signature.is_some() || library.is_empty()) {
         return bail("a tracepoint is t:CATEGORY:EVENT, without a signature (use args->FIELD)".into());
+    }
+    if probe == ProbeType::Usdt && (signature.is_some() || library.is_empty()) {
+        return bail("a USDT probe is u:LIBRARY:[PROVIDER:]PROBE, without a signature (use arg1, arg2, ...)".into());
     }
     // The predicate, in balanced parentheses.
     let mut rest = rest.trim_start();
@@ -279,7 +293,7 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
         Some(sig) => parse_params(raw, sig)?,
         // Without a signature, arg1..arg6 are read as signed 64-bit values (what `< 0` of an error return
         // needs), or as strings where the format prints them with %s.
-        None if probe != ProbeType::Tracepoint => (1..=6)
+        None if !matches!(probe, ProbeType::Tracepoint | ProbeType::Usdt) => (1..=6)
             .map(|n| {
                 let name = format!("arg{n}");
                 let string = args.iter().zip(&types).any(|(a, t)| a.trim_end_matches("@user") == name && t.string);
@@ -294,6 +308,7 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
         probe,
         library: library.to_owned(),
         function: function.to_owned(),
+        provider,
         params,
         param_texts,
         exprs: args.into_iter().zip(types).collect(),
@@ -349,7 +364,6 @@ mod tests {
         let s = parse_trace(r#"c:open (arg2 == 42) "%s %d", arg1, arg2"#).unwrap();
         assert_eq!(s.spec.params[0].1, CType::STRING);
         assert!(parse_trace(r#"c:open "%s %d", arg1"#).is_err());
-        assert!(parse_trace("u:pthread:create").is_err());
         assert!(parse_trace("do_sys_open+0x10").is_err());
         assert!(parse_trace("c:open (arg1 == 1").is_err());
     }

@@ -102,3 +102,14 @@ fn arithmetic_members_and_strcmp_in_keys_and_filters() {
     );
     assert_eq!(rows(&done.stdout, "names"), vec![(5, "len = 4".into()), (3, "len = 5".into())], "{}", done.stdout);
 }
+
+#[test]
+fn usdt_arguments_counted() {
+    let done = counted(&["-C", "u:{exe}:tick():char*,long:arg2,arg1%2:arg1<=4#ticks"]);
+    assert_eq!(
+        rows(&done.stdout, "ticks"),
+        vec![(2, "arg2 = even, arg1%2 = 0".into()), (2, "arg2 = odd, arg1%2 = 1".into())],
+        "{}",
+        done.stdout
+    );
+}

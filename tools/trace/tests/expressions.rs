@@ -125,6 +125,19 @@ fn more_than_six_arguments_and_long_strings() {
     assert_eq!(messages(&done.stdout, "take_name"), vec!["x".repeat(255)], "{}", done.stdout);
 }
 
+/// `u:LIB:PROBE` and `u:LIB:PROVIDER:PROBE`: a USDT probe's arguments as arg1, arg2, ...
+#[test]
+fn usdt_probes_and_their_arguments() {
+    let done = traced(&[
+        r#"u:{exe}:tick (arg1 > 2) "%d %s", arg1, arg2"#,
+        r#"u:{exe}:exprs:tick (STRCMP("even", arg2)) "even %d", arg1 * 10"#,
+    ]);
+    let mut want: Vec<String> =
+        ["3 odd", "4 even", "5 odd", "6 even", "even 20", "even 40", "even 60"].map(String::from).to_vec();
+    want.sort();
+    assert_eq!(messages(&done.stdout, "tick"), want, "{}", done.stdout);
+}
+
 #[test]
 fn expressions_it_cannot_take_fail_with_one_line() {
     let exe = helper();
@@ -137,6 +150,8 @@ fn expressions_it_cannot_take_fail_with_one_line() {
         (format!(r#"p:{exe}:take_ts(struct nosuch *ts) "%d", ts->x"#), "not in the kernel's BTF"),
         (format!(r#"p:{exe}:fail_or "%d", arg1->x"#), "not known"),
         (r#"t:syscalls:sys_enter_openat (args->filename == 0) "%d", args->flags->x"#.to_owned(), "not a pointer"),
+        (format!(r#"u:{exe}:tock "%d", arg1"#), "its probes: exprs:tick"),
+        (format!(r#"u:{exe}:tick "%d", n"#), "arg1, arg2"),
     ];
     for (spec, needle) in cases {
         let done = corebpf_tests::run_tool("trace", &[&spec]);

@@ -149,7 +149,7 @@ fn bad_probes_fail_with_one_line() {
         (&[r#"t:syscalls:sys_enter_openat (args->flags & ) "%d", args->flags"#], "missing"),
         (&[r#"t:syscalls:sys_enter_openat "%s %d", args->filename"#], "conversions"),
         (&[r#"t:syscalls:sys_enter_openat "%f", args->flags"#], "%f"),
-        (&["u:pthread:pthread_create"], "USDT"),
+        (&["u:c:no_such_probe"], "no USDT probe 'no_such_probe'"),
         (&["c:open (arg1 == 1"], "unmatched"),
         (&["-K", "c:open"], "-K"),
         (&["p:c:write (arg1 == 1) \"%d\", retval"], "retval"),
