@@ -44,10 +44,20 @@ pub enum Site {
     Kernel {
         function: String,
         slots: Option<u32>,
+        /// Bytes into the function (kprobes only: a trampoline goes on the entry).
+        offset: u64,
     },
 }
 
 impl Site {
+    /// Bytes into a kernel function where its probe goes (0: the entry).
+    pub fn offset(&self) -> u64 {
+        match self {
+            Site::Kernel { offset, .. } => *offset,
+            _ => 0,
+        }
+    }
+
     /// The place of an fexit program's return value in its context (after the arguments).
     pub fn retval_slot(&self) -> u32 {
         match self {
@@ -70,7 +80,13 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
             let Some(f) = symbols.find(&spec.function) else {
                 return Err(SpecError(format!("in '{raw}': no function '{}' in {}", spec.function, binary.display())));
             };
-            Site::User { offset: f.file_offset as usize, binary }
+            if spec.offset > 0 && f.size > 0 && spec.offset >= f.size {
+                return Err(SpecError(format!(
+                    "in '{raw}': offset {:#x} is past the end of {} ({} bytes)",
+                    spec.offset, spec.function, f.size
+                )));
+            }
+            Site::User { offset: f.file_offset as usize + spec.offset as usize, binary }
         }
         _ => {
             if let Ok(btf) = KernelBtf::load() {
@@ -78,7 +94,11 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
                     return Err(SpecError(format!("in '{raw}': no kernel function '{}'", spec.function)));
                 }
             }
-            Site::Kernel { function: spec.function.clone(), slots: super::kfunc::kernel_arg_slots(&spec.function) }
+            Site::Kernel {
+                function: spec.function.clone(),
+                slots: super::kfunc::kernel_arg_slots(&spec.function),
+                offset: spec.offset,
+            }
         }
     })
 }
@@ -183,12 +203,13 @@ pub fn programs(site: &Site, probe: ProbeType, latency: bool, how: Attach) -> Ve
 /// sets the fentry/fexit programs' target. Fails before any load when the kernel cannot have `how` for the site
 /// (no kprobes; an argument fentry cannot read).
 pub fn select_programs(open: &mut OpenObject, site: &Site, probe: ProbeType, latency: bool, how: Attach) -> Result<()> {
-    if let Site::Kernel { function, slots } = site {
+    if let Site::Kernel { function, slots, .. } = site {
         match how {
             Attach::Kprobe if !kprobes_available() => bail!("no kprobes: CONFIG_KPROBES is not set"),
             Attach::Fentry if slots.is_none() => {
                 bail!("{function} has an argument that is not an integer or a pointer, or no BTF")
             }
+            Attach::Fentry if site.offset() > 0 => bail!("fentry goes on a function's entry: an offset needs a kprobe"),
             _ => {}
         }
     }
@@ -251,11 +272,34 @@ pub fn attach(
             if latency {
                 links.push(prog("probe_start")?.attach_kprobe(false, function).context("attaching a kprobe")?);
             }
-            let link = prog(names[0])?.attach_kprobe(ret, function);
+            let link = match site.offset() {
+                0 => prog(names[0])?.attach_kprobe(ret, function).map_err(anyhow::Error::from),
+                offset => attach_kprobe_at(&prog(names[0])?, function, offset),
+            };
             links.push(link.with_context(|| format!("attaching a kprobe to {function}"))?);
         }
     }
     Ok(links)
+}
+
+/// A kprobe `offset` bytes into kernel function `function` (libbpf-rs's options have no offset; libbpf's do).
+fn attach_kprobe_at(prog: &libbpf_rs::ProgramMut<'_>, function: &str, offset: u64) -> Result<Link> {
+    use libbpf_rs::libbpf_sys;
+    use libbpf_rs::AsRawLibbpf;
+    let name = std::ffi::CString::new(function).context("a function name with a NUL")?;
+    let opts = libbpf_sys::bpf_kprobe_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_kprobe_opts>() as _,
+        offset: offset as _,
+        ..Default::default()
+    };
+    // SAFETY: the program pointer is valid while `prog` is borrowed; `name` and `opts` outlive the call, which
+    // copies what it keeps.
+    let link = unsafe { libbpf_sys::bpf_program__attach_kprobe_opts(prog.as_libbpf_object().as_ptr(), name.as_ptr(), &opts) };
+    match std::ptr::NonNull::new(link) {
+        // SAFETY: a link libbpf just made, owned by nobody else.
+        Some(link) => Ok(unsafe { Link::from_ptr(link) }),
+        None => Err(std::io::Error::last_os_error()).with_context(|| format!("a kprobe at {function}+{offset:#x}")),
+    }
 }
 
 /// Whether the kernel has kprobes (the perf `kprobe` event source, or tracefs' kprobe_events).
@@ -272,7 +316,7 @@ mod tests {
 
     #[test]
     fn kernel_functions_take_fentry_then_kprobes() {
-        let kernel = Site::Kernel { function: "vfs_read".into(), slots: Some(4) };
+        let kernel = Site::Kernel { function: "vfs_read".into(), slots: Some(4), offset: 0 };
         assert_eq!(mechanisms(&kernel, &LADDER), vec![Attach::Fentry, Attach::Kprobe]);
         assert_eq!(programs(&kernel, ProbeType::Entry, false, Attach::Fentry), vec!["probe_fentry"]);
         assert_eq!(

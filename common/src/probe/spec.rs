@@ -31,6 +31,8 @@ pub struct Spec {
     pub function: String,
     /// A USDT probe's provider when the spec names it (`u:pthread:libpthread:pthread_create`).
     pub provider: Option<String>,
+    /// Bytes into the function where an entry probe goes (trace's `kfree_skb+0x12`); 0 for its first instruction.
+    pub offset: u64,
     /// The signature's parameters in order, with their C types.
     pub params: Vec<(String, CType)>,
     /// The signature's parameter types as written (a `struct timespec *` names the struct its members are in).
@@ -98,6 +100,7 @@ pub fn parse_argdist(raw: &str, hist: bool) -> SpecResult<Spec> {
         library: parts[1].trim().to_owned(),
         function: function.to_owned(),
         provider: None,
+        offset: 0,
         params,
         param_texts,
         exprs: Vec::new(),
@@ -238,9 +241,21 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
     if function.is_empty() {
         return bail("no function or event named".into());
     }
-    if function.contains('+') {
-        return bail(format!("cannot take the offset in '{function}': probes go on function entry or return"));
-    }
+    // `function+OFFSET`: an entry probe that many bytes into the function (BCC's `kfree_skb+0x12`).
+    let (function, offset) = match function.split_once('+') {
+        Some((name, off)) => {
+            let value = match off.strip_prefix("0x").or_else(|| off.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => off.parse::<u64>().ok(),
+            };
+            let Some(value) = value else { return bail(format!("'{off}' is not an offset (write 0x12 or 18)")) };
+            if probe != ProbeType::Entry {
+                return bail(format!("an offset ('{function}') is for entry probes (p) only"));
+            }
+            (name, value)
+        }
+        None => (function, 0),
+    };
     if probe == ProbeType::Tracepoint && (signature.is_some() || library.is_empty()) {
         return bail("a tracepoint is t:CATEGORY:EVENT, without a signature (use args->FIELD)".into());
     }
@@ -309,6 +324,7 @@ pub fn parse_trace(raw: &str) -> SpecResult<TraceSpec> {
         library: library.to_owned(),
         function: function.to_owned(),
         provider,
+        offset,
         params,
         param_texts,
         exprs: args.into_iter().zip(types).collect(),
@@ -364,7 +380,10 @@ mod tests {
         let s = parse_trace(r#"c:open (arg2 == 42) "%s %d", arg1, arg2"#).unwrap();
         assert_eq!(s.spec.params[0].1, CType::STRING);
         assert!(parse_trace(r#"c:open "%s %d", arg1"#).is_err());
-        assert!(parse_trace("do_sys_open+0x10").is_err());
+        assert_eq!(parse_trace("do_sys_open+0x10").unwrap().spec.offset, 16);
+        assert_eq!(parse_trace("c:malloc+4").unwrap().spec.function, "malloc");
+        assert!(parse_trace("r::do_sys_open+0x10").is_err());
+        assert!(parse_trace("do_sys_open+x").is_err());
         assert!(parse_trace("c:open (arg1 == 1").is_err());
     }
 

@@ -76,9 +76,9 @@ struct Args {
     /// Add a CPU column
     #[arg(short = 'C', long = "print_cpu")]
     print_cpu: bool,
-    /// A cgroup path to filter on: refused, this trace has no cgroup filter
+    /// Only events of tasks in this cgroup v2 directory or below it
     #[arg(short = 'c', long = "cgroup-path", value_name = "CGROUP_PATH")]
-    cgroup_path: Option<String>,
+    cgroup_path: Option<std::path::PathBuf>,
     /// Only events of tasks whose command name contains this text
     #[arg(short = 'n', long)]
     name: Option<String>,
@@ -127,9 +127,6 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     };
     if args.kernel_stack || args.user_stack {
         return refuse("-K/-U (stack traces) are not supported by this prebuilt trace; use stackcount");
-    }
-    if args.cgroup_path.is_some() {
-        return refuse("-c (cgroup filter) is not supported by this prebuilt trace");
     }
     if args.sym_file_list.is_some() {
         return refuse("-s (symbol files) is not supported by this prebuilt trace: it prints no symbols");
@@ -197,6 +194,7 @@ fn load(
     probe: &Probe,
     index: u32,
     args: &Args,
+    cgroup: Option<&std::fs::File>,
     first: Option<&BpfSkel<'static>>,
     how: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
@@ -209,6 +207,7 @@ fn load(
         ro.filter_uid = args.uid.is_some();
         ro.target_uid = args.uid.unwrap_or(0);
         ro.str_size = args.string_size;
+        ro.filter_cgroup = cgroup.is_some();
         let strings: Vec<u8> = probe.plan.exprs.iter().filter_map(|e| e.string_fetch).map(|f| f as u8).collect();
         ro.n_strs = strings.len() as u32;
         for (slot, f) in ro.str_fetch.iter_mut().zip(strings) {
@@ -222,6 +221,9 @@ fn load(
     let latency = probe.plan.needs_entry();
     select_programs(open.open_object_mut(), &probe.site, probe.trace.spec.probe, latency, how)?;
     let skel = open.load().context("loading the BPF program")?;
+    if let Some(cgroup) = cgroup {
+        common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
+    }
     let links = probe_attach(skel.object(), &probe.site, &probe.trace.spec, latency, args.pid, how)?;
     Ok((skel, links))
 }
@@ -235,12 +237,13 @@ fn trace(args: Args) -> Result<()> {
         eprintln!("{tool}: -I {} ignored: this trace is prebuilt, nothing is compiled", args.include.join(" -I "));
     }
     let probes = resolve_all(&args);
+    let cgroup = args.cgroup_path.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
     let mut skels: Vec<BpfSkel<'static>> = Vec::new();
     let mut links = Links::default();
     for (i, probe) in probes.iter().enumerate() {
         let ((skel, probe_links), how) = load_first(TOOL.attach, &probe.site, args.verbose.on(), |how| {
-            load(probe, i as u32, &args, skels.first(), how)
+            load(probe, i as u32, &args, cgroup.as_ref(), skels.first(), how)
         })?;
         links.extend(probe_links);
         if args.verbose.on() {

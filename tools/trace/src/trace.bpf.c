@@ -14,6 +14,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+CGROUP_FILTER;
+
 const volatile __u32 probe_index = 0;
 /* trace's own process (not traced unless -S). */
 const volatile __u32 exclude_tgid = 0;
@@ -41,7 +43,7 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 
 	if (exclude_tgid && (id >> 32) == exclude_tgid)
 		return 0;
-	if (!current_uid_wanted())
+	if (!current_uid_wanted() || !cgroup_wanted())
 		return 0;
 	if (!probe_wanted(&tid))
 		return 0;

@@ -160,3 +160,31 @@ fn expressions_it_cannot_take_fail_with_one_line() {
         assert!(done.stderr.contains(needle), "{spec}: expected '{needle}' in {}", done.stderr);
     }
 }
+
+/// `-c CGROUP`: only the tasks of that cgroup; a second run of the same program outside it is not shown.
+#[test]
+fn cgroup_filter_keeps_only_that_cgroups_tasks() {
+    use corebpf_tests::cgroup::TestCgroup;
+    let exe = helper();
+    let cgroup = TestCgroup::new("trace-c");
+    let start = |shell: String| {
+        let child = Command::new("sh").arg("-c").arg(shell).stdin(Stdio::piped()).spawn().expect("starting a helper");
+        KillOnDrop(child)
+    };
+    let mut inside = start(cgroup.exec_in(&exe.display().to_string()));
+    let mut outside = start(format!("exec {}", exe.display()));
+    let spec = format!(r#"p:{}:many "%d", arg6"#, exe.display());
+    let mut run = Running::start("trace", &["-c", cgroup.arg(), &spec]);
+    run.wait_for_line("PID     TID", Duration::from_secs(60));
+    for helper in [&mut inside, &mut outside] {
+        helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        assert!(helper.0.wait().unwrap().success(), "helper failed");
+    }
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let lines: Vec<&str> = done.stdout.lines().filter(|l| l.contains(" many ")).collect();
+    assert_eq!(lines.len(), 1, "{}", done.stdout);
+    assert!(lines[0].starts_with(&format!("{:<7} ", inside.0.id())), "{}", done.stdout);
+}
