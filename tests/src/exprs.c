@@ -9,6 +9,7 @@
  * - scaled(size) for size = 100 (x1), 200 (x2), 300 (x3): returns size * 2;
  * - many(1, 2, 3, 4, 5, 6) once;
  * - the USDT probe exprs:tick(i, name) for i = 1..6, name "even" or "odd" as i is;
+ * - take_fn(scaled) once (a function's address as an argument);
  * then exits 0. Every function is noinline and has a side effect, so no call is folded away. */
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,7 @@ __attribute__((noinline)) int take_ts(struct timespec *ts) { sink += ts->tv_nsec
 __attribute__((noinline)) int take_name(const char *name, long len) { sink += name[0] + len; return 0; }
 __attribute__((noinline)) char *maybe(long n) { sink += n; return (n & 1) ? text : NULL; }
 __attribute__((noinline)) long scaled(long size) { sink += size; return size * 2; }
+__attribute__((noinline)) long take_fn(long (*fn)(long)) { sink += (long)fn; return 0; }
 __attribute__((noinline)) long many(long a, long b, long c, long d, long e, long f) {
     sink += a + b + c + d + e + f;
     return a;
@@ -62,5 +64,6 @@ int main(void) {
         snprintf(parity, sizeof parity, "%s", (i & 1) ? "odd" : "even");
         DTRACE_PROBE2(exprs, tick, i, parity);
     }
+    take_fn(scaled);
     return 0;
 }

@@ -294,7 +294,8 @@ fn attach_kprobe_at(prog: &libbpf_rs::ProgramMut<'_>, function: &str, offset: u6
     };
     // SAFETY: the program pointer is valid while `prog` is borrowed; `name` and `opts` outlive the call, which
     // copies what it keeps.
-    let link = unsafe { libbpf_sys::bpf_program__attach_kprobe_opts(prog.as_libbpf_object().as_ptr(), name.as_ptr(), &opts) };
+    let link =
+        unsafe { libbpf_sys::bpf_program__attach_kprobe_opts(prog.as_libbpf_object().as_ptr(), name.as_ptr(), &opts) };
     match std::ptr::NonNull::new(link) {
         // SAFETY: a link libbpf just made, owned by nobody else.
         Some(link) => Ok(unsafe { Link::from_ptr(link) }),

@@ -13,6 +13,17 @@ enum Conv {
     Hex,
     Char,
     Str,
+    /// %K: a kernel address, printed as its symbol (the caller resolves it: a [`Value::Str`]).
+    KernelSym,
+    /// %U: a user address of the event's process, printed as its symbol and module.
+    UserSym,
+}
+
+/// What a %K or %U conversion asks the caller to resolve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolKind {
+    Kernel,
+    User,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,13 +99,10 @@ impl Format {
                 ('p', "") => (Conv::Hex, CType::U64),
                 ('c', "") => (Conv::Char, CType { size: 1, signed: true, string: false }),
                 ('s', "") => (Conv::Str, CType::STRING),
-                ('K' | 'U', "") => {
-                    spec_bail!(
-                        "format \"{text}\": '{spec}' (symbolized addresses) is not supported by this prebuilt trace"
-                    )
-                }
+                ('K', "") => (Conv::KernelSym, CType::U64),
+                ('U', "") => (Conv::UserSym, CType::U64),
                 _ => spec_bail!(
-                    "format \"{text}\": cannot take the conversion '{spec}' (supported: %d %u %x %c %s, with h, l, ll)"
+                    "format \"{text}\": cannot take the conversion '{spec}' (supported: %d %u %x %c %s %K %U, with h, l, ll)"
                 ),
             };
             if !lit.is_empty() {
@@ -119,7 +127,20 @@ impl Format {
             .collect()
     }
 
-    /// The message for `values` (one per conversion).
+    /// Per conversion, in order: whether its value is an address to print as a kernel or user symbol.
+    pub fn symbols(&self) -> Vec<Option<SymbolKind>> {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Conv { conv: Conv::KernelSym, .. } => Some(Some(SymbolKind::Kernel)),
+                Piece::Conv { conv: Conv::UserSym, .. } => Some(Some(SymbolKind::User)),
+                Piece::Conv { .. } => Some(None),
+                Piece::Lit(_) => None,
+            })
+            .collect()
+    }
+
+    /// The message for `values` (one per conversion; %K and %U take their symbol as a [`Value::Str`]).
     pub fn render(&self, values: &[Value]) -> String {
         let mut out = String::new();
         let mut next = values.iter();
@@ -145,6 +166,7 @@ impl Format {
                         Conv::Hex => format!("{masked:x}"),
                         Conv::Char => char::from(masked as u8).to_string(),
                         Conv::Str => String::new(),
+                        Conv::KernelSym | Conv::UserSym => format!("{masked:#x}"),
                     }
                 }
                 (_, Some(Value::Str(s))) => s.clone(),
@@ -180,7 +202,9 @@ mod tests {
         let s = f.render(&[v(-2), v(7), v(255), Value::Str("a".into()), v(3), v(-42)]);
         assert_eq!(s, "ret=-2 fd 7 ff a 3   |-0042 %");
         assert_eq!(Format::parse("%d").unwrap().render(&[Value::Int(0xffff_ffff)]), "-1");
-        assert!(Format::parse("%K").is_err());
+        let k = Format::parse("%K at %U").unwrap();
+        assert_eq!(k.symbols(), vec![Some(SymbolKind::Kernel), Some(SymbolKind::User)]);
+        assert_eq!(k.render(&[Value::Str("vfs_read+0x4".into()), Value::Int(0x10)]), "vfs_read+0x4 at 0x10");
         assert!(Format::parse("%f").is_err());
         assert!(Format::parse("x %").is_err());
     }

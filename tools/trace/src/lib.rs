@@ -88,16 +88,16 @@ struct Args {
     /// Accepted for BCC command lines and ignored: STRCMP compares text, not binary data
     #[arg(short = 'B', long = "bin_cmp")]
     bin_cmp: bool,
-    /// Symbol files for symbol resolution: refused, not supported here
+    /// Symbol files for user frames: accepted and ignored (each process's own mapped files name its frames)
     #[arg(short = 's', long = "sym_file_list", value_name = "SYM_FILE_LIST")]
     sym_file_list: Option<String>,
-    /// Kernel stack traces: refused, not supported by this trace
+    /// Print the kernel stack of each event below it
     #[arg(short = 'K', long = "kernel-stack")]
     kernel_stack: bool,
-    /// User stack traces: refused, not supported by this trace
+    /// Print the user stack of each event below it
     #[arg(short = 'U', long = "user-stack")]
     user_stack: bool,
-    /// Print addresses in stacks: no effect, since there are no stacks
+    /// With -K or -U, print each frame's address before its symbol
     #[arg(short = 'a', long)]
     address: bool,
     /// Header files to include: accepted so that BCC command lines work, and ignored, since nothing is compiled
@@ -121,16 +121,6 @@ pub const TOOL: common::tool::Tool =
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
-    let refuse = |what: &str| {
-        eprintln!("{}: {what}", common::tool::invoked_name());
-        ExitCode::from(2)
-    };
-    if args.kernel_stack || args.user_stack {
-        return refuse("-K/-U (stack traces) are not supported by this prebuilt trace; use stackcount");
-    }
-    if args.sym_file_list.is_some() {
-        return refuse("-s (symbol files) is not supported by this prebuilt trace: it prints no symbols");
-    }
     run::bpf_main(args.verbose, || trace(args))
 }
 
@@ -208,6 +198,8 @@ fn load(
         ro.target_uid = args.uid.unwrap_or(0);
         ro.str_size = args.string_size;
         ro.filter_cgroup = cgroup.is_some();
+        ro.kernel_stack = args.kernel_stack;
+        ro.user_stack = args.user_stack;
         let strings: Vec<u8> = probe.plan.exprs.iter().filter_map(|e| e.string_fetch).map(|f| f as u8).collect();
         ro.n_strs = strings.len() as u32;
         for (slot, f) in ro.str_fetch.iter_mut().zip(strings) {
@@ -233,6 +225,9 @@ fn trace(args: Args) -> Result<()> {
         require_process(pid)?;
     }
     let tool = common::tool::invoked_name();
+    if let Some(files) = &args.sym_file_list {
+        eprintln!("{tool}: -s {files} ignored: user frames are named from each process's own mapped files");
+    }
     if !args.include.is_empty() {
         eprintln!("{tool}: -I {} ignored: this trace is prebuilt, nothing is compiled", args.include.join(" -I "));
     }
@@ -253,6 +248,9 @@ fn trace(args: Args) -> Result<()> {
     }
     let mut out = Output::new();
     let printer = std::cell::RefCell::new(report::Printer::new(args_view(&args), &probes));
+    if let Some(pid) = args.pid {
+        printer.borrow_mut().remember(pid);
+    }
     if !args.json {
         printer.borrow().header(&mut out)?;
         out.flush()?;
@@ -286,5 +284,8 @@ fn args_view(args: &Args) -> report::Options {
         max_events: args.max_events,
         aggregate: args.aggregate,
         json: args.json,
+        kernel_stack: args.kernel_stack,
+        user_stack: args.user_stack,
+        address: args.address,
     }
 }

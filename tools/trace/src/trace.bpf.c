@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* trace: one object per probe, all sending into the first object's ring buffer. The generic probe
+/* trace: one object per probe, all sending into the first object's ring buffer (with -K/-U, each record also
+ * carries its stacks, copied by bpf_get_stack, so no stack map fills or collides over a long run). The generic probe
  * (probe.bpf.h) fetches the values the probe's format and predicate name, computes the format's arguments and
  * applies the predicate; this program copies the results, the %s strings, the time, CPU, PID, TID and command into one record. Records the ring buffer has no
  * room for are counted in `lost`. */
@@ -22,6 +23,9 @@ const volatile __u32 exclude_tgid = 0;
 const volatile __u32 n_strs = 0;
 const volatile __u8 str_fetch[MAX_STRS] = {};
 const volatile __u32 str_size = 80;
+/* -K and -U: the event carries its kernel and user stacks. */
+const volatile bool kernel_stack = false;
+const volatile bool user_stack = false;
 
 __u64 lost = 0;
 
@@ -33,6 +37,10 @@ struct {
 _Static_assert(__builtin_offsetof(struct event, vals) == EV_VALS, "EV_VALS");
 _Static_assert(__builtin_offsetof(struct event, strs) == EV_STRS, "EV_STRS");
 _Static_assert(__builtin_offsetof(struct event, comm) == EV_COMM, "EV_COMM");
+_Static_assert(__builtin_offsetof(struct event, kstack_len) == EV_KSTACK_LEN, "EV_KSTACK_LEN");
+_Static_assert(__builtin_offsetof(struct event, kstack) == EV_KSTACK, "EV_KSTACK");
+_Static_assert(__builtin_offsetof(struct event, ustack) == EV_USTACK, "EV_USTACK");
+_Static_assert(sizeof(struct event) == EV_SIZE, "EV_SIZE");
 
 static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slots)
 {
@@ -51,9 +59,22 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 		return 0;
 	if (!probe_eval(record, vals, outs))
 		return 0;
-	e = ringbuf_reserve(&events, sizeof(*e), &lost);
+	/* Without stacks the record ends before them (a size the verifier knows: the flags are rodata). */
+	e = ringbuf_reserve(&events, (kernel_stack || user_stack) ? sizeof(*e) : EV_KSTACK, &lost);
 	if (!e)
 		return 0;
+	e->kstack_len = -1;
+	e->ustack_len = -1;
+	if (kernel_stack || user_stack) {
+		/* The program's own context: the record of a tracepoint, the registers of a kprobe, uprobe or USDT
+		 * probe, the arguments of an fentry or fexit program. */
+		void *ctx = record ? record : (regs ? (void *)regs : (void *)slots);
+
+		if (kernel_stack)
+			e->kstack_len = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
+		if (user_stack)
+			e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
+	}
 	e->ts = bpf_ktime_get_ns();
 	e->tgid = id >> 32;
 	e->tid = tid;

@@ -13,7 +13,7 @@ use corebpf_tests::libc;
 use corebpf_tests::{build_c_helper, Finished, KillOnDrop, Running, EXPRS_C};
 
 fn helper() -> PathBuf {
-    build_c_helper("trace-exprs", EXPRS_C, &["-O1"])
+    build_c_helper("trace-exprs", EXPRS_C, &["-O1", "-fno-omit-frame-pointer"])
 }
 
 /// Runs trace with `-p HELPER` and `args` (`{exe}` is the helper's path) around one run of the helper.
@@ -187,4 +187,31 @@ fn cgroup_filter_keeps_only_that_cgroups_tasks() {
     let lines: Vec<&str> = done.stdout.lines().filter(|l| l.contains(" many ")).collect();
     assert_eq!(lines.len(), 1, "{}", done.stdout);
     assert!(lines[0].starts_with(&format!("{:<7} ", inside.0.id())), "{}", done.stdout);
+}
+
+/// -U and -K: each event's stacks below it, named as BCC's trace names them (`name+0xOFF [module]`), then an
+/// empty line; %U names a user address.
+#[test]
+fn stacks_and_symbolized_addresses() {
+    let exe = helper();
+    let module = exe.file_name().unwrap().to_str().unwrap().to_owned();
+    let done = traced(&["-U", r#"p:{exe}:take_fn "%U", arg1"#]);
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    let at = lines.iter().position(|l| l.contains(" take_fn ")).unwrap_or_else(|| panic!("{}", done.stdout));
+    assert!(lines[at].ends_with(&format!("take_fn          scaled+0x0 [{module}]")), "{}", done.stdout);
+    assert_eq!(lines[at + 1], format!("        take_fn+0x0 [{module}]"), "{}", done.stdout);
+    let block: Vec<&str> = lines[at + 1..].iter().take_while(|l| !l.is_empty()).copied().collect();
+    assert!(block.iter().any(|l| l.contains("__libc_start_call_main") || l.contains("main+")), "{}", done.stdout);
+    let done = traced(&["-K", "-a", r#"t:syscalls:sys_enter_nanosleep "%d", args->rqtp->tv_nsec"#]);
+    let events = done.stdout.lines().filter(|l| l.contains(" sys_enter_nanosleep ")).count();
+    assert_eq!(events, 2, "{}", done.stdout);
+    let frames: Vec<&str> = done.stdout.lines().filter(|l| l.starts_with("        ")).collect();
+    assert!(frames.iter().any(|l| l.contains("do_syscall_64+0x") && l.ends_with(" [kernel]")), "{}", done.stdout);
+    // -a: the address first, in hex.
+    assert!(
+        frames.iter().all(|l| l.trim().split(' ').next().is_some_and(|a| u64::from_str_radix(a, 16).is_ok())),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(done.stdout.lines().filter(|l| l.is_empty()).count(), 2, "{}", done.stdout);
 }

@@ -151,7 +151,7 @@ fn bad_probes_fail_with_one_line() {
         (&[r#"t:syscalls:sys_enter_openat "%f", args->flags"#], "%f"),
         (&["u:c:no_such_probe"], "no USDT probe 'no_such_probe'"),
         (&["c:open (arg1 == 1"], "unmatched"),
-        (&["-K", "c:open"], "-K"),
+        (&["-K", "c:open", "-a", "-z"], "-z"),
         (&["p:c:write (arg1 == 1) \"%d\", retval"], "retval"),
     ];
     for (args, needle) in cases {
