@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0 OR MIT
 # Installs what building and testing corebpf-tools needs on Debian/Ubuntu (run as root).
 # Build: clang (BPF compiler), libelf, zlib, pkg-config, make, gcc. Tests and benchmarks: bpftool, the anchors
-# (libbpf-tools, bpftrace), and the tools test helpers use (a JDK for the Java runtime tools' workloads). Rust itself comes from rustup (1.88 or newer).
+# (libbpf-tools, bpftrace), and the tools test helpers use (a JDK for the Java runtime tools' workloads; libc6-dbg
+# names the C library's local functions, such as the IFUNC implementations trace's tests probe). Rust itself comes from rustup (1.88 or newer).
 set -euo pipefail
 
 build_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev)
-test_pkgs=(systemd python3-venv openjdk-17-jdk-headless xfsprogs btrfs-progs bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3 qemu-system-x86 busybox-static cpio e2fsprogs musl-tools prometheus chromium lintian debhelper dpkg-dev)
+test_pkgs=(libc6-dbg systemd python3-venv openjdk-17-jdk-headless xfsprogs btrfs-progs bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3 qemu-system-x86 busybox-static cpio e2fsprogs musl-tools prometheus chromium lintian debhelper dpkg-dev)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: run as root (it installs packages with apt-get)" >&2

@@ -77,8 +77,25 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
             let binary = find_binary(&spec.library, pid)
                 .map_err(|e| SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)))?;
             let symbols = ElfSymbols::read(&binary).map_err(|e| SpecError(format!("in '{raw}': {e:#}")))?;
-            let Some(f) = symbols.find(&spec.function) else {
-                return Err(SpecError(format!("in '{raw}': no function '{}' in {}", spec.function, binary.display())));
+            // An IFUNC (strlen; memcpy, whose plain FUNC is only an old version's) cannot take a uprobe: say which
+            // implementation to probe.
+            let found = symbols.find(&spec.function).filter(|f| !f.hidden_version || spec.function.contains('@'));
+            let Some(f) = found else {
+                // A local function of a stripped library (glibc's __strlen_evex), named by its debug file.
+                if let Some(at) = crate::process::symbols::debug_function_offset(&binary, &spec.function) {
+                    return Ok(Site::User { offset: at as usize + spec.offset as usize, binary });
+                }
+                if let Some(why) = crate::process::ifunc::explain(&binary, &spec.function, pid) {
+                    return Err(SpecError(format!("in '{raw}': {why}")));
+                }
+                let Some(f) = symbols.find(&spec.function) else {
+                    return Err(SpecError(format!(
+                        "in '{raw}': no function '{}' in {}",
+                        spec.function,
+                        binary.display()
+                    )));
+                };
+                return Ok(Site::User { offset: f.file_offset as usize + spec.offset as usize, binary });
             };
             if spec.offset > 0 && f.size > 0 && spec.offset >= f.size {
                 return Err(SpecError(format!(

@@ -218,11 +218,36 @@ fn parse_any<T>(data: &[u8], read: impl FnOnce(&dyn ElfView) -> Result<T>) -> Re
     }
 }
 
+/// An IFUNC symbol: a function whose implementation a resolver picks when the file is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ifunc {
+    /// The resolver's virtual address (the symbol's value).
+    pub resolver: u64,
+    /// Where the loader stores the implementation it picked, for the file's own calls: the virtual addresses of
+    /// the IRELATIVE relocations whose addend is the resolver.
+    pub slots: Vec<u64>,
+}
+
+/// The IFUNC symbol `name` of the ELF file at `path`, if it has one.
+pub fn ifunc(path: &Path, name: &str) -> Result<Option<Ifunc>> {
+    let data = map_file(path)?;
+    parse_any(&data, |file| file.ifunc(name)).with_context(|| format!("reading {}", path.display()))
+}
+
+/// The file offset of virtual address `vaddr` of the ELF file at `path` (what a uprobe or a symbolizer of file
+/// offsets takes).
+pub fn file_offset_of(path: &Path, vaddr: u64) -> Option<u64> {
+    let data = map_file(path).ok()?;
+    parse_any(&data, |file| Ok(file.file_offset_of(vaddr))).ok().flatten()
+}
+
 /// What this module needs from an ELF file, independent of its class.
 trait ElfView {
     /// The defined functions, or only those whose bare name is one of `names`.
     fn functions(&self, names: Option<&[&str]>) -> Result<Vec<ElfFunction>>;
     fn usdt(&self) -> Result<Vec<UsdtProbe>>;
+    fn ifunc(&self, name: &str) -> Result<Option<Ifunc>>;
+    fn file_offset_of(&self, vaddr: u64) -> Option<u64>;
 }
 
 fn read_usdt(file: &dyn ElfView) -> Result<Vec<UsdtProbe>> {
@@ -243,6 +268,39 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> ElfView for ElfFile<'data, Elf
         let mut seen = HashSet::new();
         all.retain(|f| seen.insert((f.name.clone(), f.version.clone(), f.address)));
         Ok(all)
+    }
+
+    fn file_offset_of(&self, vaddr: u64) -> Option<u64> {
+        file_offset(self, vaddr)
+    }
+
+    fn ifunc(&self, name: &str) -> Result<Option<Ifunc>> {
+        use object::Object;
+        let endian = self.endian();
+        let is_ifunc = |table: &SymbolTable<'data, Elf, &'data [u8]>| {
+            table.iter().find_map(|sym| {
+                let raw = sym.name(endian, table.strings()).ok()?;
+                let bare = raw.split(|b| *b == b'@').next().unwrap_or(raw);
+                (sym.st_type() == elf::STT_GNU_IFUNC && bare == name.as_bytes() && !sym.is_undefined(endian))
+                    .then(|| sym.st_value(endian).into())
+            })
+        };
+        let Some(resolver) = is_ifunc(self.elf_dynamic_symbol_table()).or_else(|| is_ifunc(self.elf_symbol_table()))
+        else {
+            return Ok(None);
+        };
+        let irelative = [elf::R_X86_64_IRELATIVE, elf::R_AARCH64_IRELATIVE];
+        let slots = self
+            .dynamic_relocations()
+            .into_iter()
+            .flatten()
+            .filter(|(_, r)| {
+                matches!(r.flags(), object::RelocationFlags::Elf { r_type } if irelative.contains(&r_type))
+                    && r.addend() as u64 == resolver
+            })
+            .map(|(at, _)| at)
+            .collect();
+        Ok(Some(Ifunc { resolver, slots }))
     }
 
     fn usdt(&self) -> Result<Vec<UsdtProbe>> {

@@ -33,6 +33,17 @@ pub struct Symbol {
     pub module: Option<String>,
 }
 
+/// The file offset of function `name` of the ELF file at `path` as its debug information names it (a stripped
+/// library's local functions, such as glibc's `__strlen_evex`, are named only in the detached debug file a
+/// `-dbg` package installs under /usr/lib/debug), for a uprobe.
+pub fn debug_function_offset(path: &std::path::Path, name: &str) -> Option<u64> {
+    let mut elf = blazesym::inspect::source::Elf::new(path);
+    elf.debug_syms = true;
+    let inspector = blazesym::inspect::Inspector::new();
+    let found = inspector.lookup(&blazesym::inspect::source::Source::Elf(elf), &[name]).ok()?;
+    found.into_iter().flatten().find(|s| s.sym_type == blazesym::SymType::Function).and_then(|s| s.file_offset)
+}
+
 /// How many exited processes keep their saved maps: older ones are forgotten, oldest first, so a long run over
 /// many short-lived processes holds bounded memory (their stacks then show `[unknown]` user frames).
 pub const KEEP_EXITED: usize = 64;

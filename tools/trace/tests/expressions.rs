@@ -215,3 +215,27 @@ fn stacks_and_symbolized_addresses() {
     );
     assert_eq!(done.stdout.lines().filter(|l| l.is_empty()).count(), 2, "{}", done.stdout);
 }
+
+/// An IFUNC (strlen) cannot take a uprobe: its address is the resolver. The refusal names the implementation a
+/// live process runs, and that one (a local function of the stripped libc, named by its debug file) can be traced.
+#[test]
+fn an_ifunc_is_refused_with_the_implementation_to_probe() {
+    let exe = helper();
+    let mut waiting = KillOnDrop(Command::new(&exe).stdin(Stdio::piped()).spawn().expect("starting the helper"));
+    let pid = waiting.0.id().to_string();
+    let done = corebpf_tests::run_tool("trace", &["-p", &pid, "c:strlen"]);
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+    assert!(done.stderr.contains("'strlen' in ") && done.stderr.contains("is an IFUNC"), "{}", done.stderr);
+    let runs = format!("process {pid} runs ");
+    let at = done.stderr.find(&runs).unwrap_or_else(|| panic!("no implementation named: {}", done.stderr));
+    let chosen: String =
+        done.stderr[at + runs.len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    assert!(chosen.starts_with("__strlen_"), "{}", done.stderr);
+    drop(waiting.0.stdin.take());
+    let _ = waiting.0.wait();
+    // The implementation, by name: the helper's own strlen() calls on its names.
+    let done = traced(&[&format!(r#"c:{chosen} (STRCMP("beta", arg1)) "%s", arg1"#)]);
+    let betas = messages(&done.stdout, &chosen);
+    assert!(betas.len() >= 5 && betas.iter().all(|m| m == "beta"), "{}", done.stdout);
+}
