@@ -75,7 +75,7 @@ fn filelife(args: Args) -> Result<()> {
 /// The argument slot of `struct dentry *` in kernel function `func` and its number of arguments, from BTF.
 fn dentry_slot(func: &str) -> Option<(u32, u32)> {
     let params = common::probe::kfunc::kernel_params(func)?;
-    let slot = params.iter().position(|(name, _)| name == "dentry")?;
+    let slot = params.iter().position(|p| p.name == "dentry")?;
     Some((slot as u32, params.len() as u32))
 }
 
