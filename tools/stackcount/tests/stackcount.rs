@@ -18,6 +18,7 @@ const CALLS_A: u64 = 37;
 const CALLS_B: u64 = 23;
 const SITE_A: u64 = 300;
 const SITE_B: u64 = 700;
+const PUTS: u64 = 11;
 
 const HELPER: &str = include_str!("callpaths.c");
 
@@ -99,6 +100,21 @@ fn two_call_sites_stay_apart_where_offsets_or_addresses_show() {
     let done = count(&["-U", "-p", "{pid}", "{exe}:hot"], &[]);
     let counts: Vec<u64> = stacks(&done.stdout).iter().map(|(_, c)| *c).collect();
     assert_eq!(counts, [SITE_A + SITE_B], "{}", done.stdout);
+}
+
+/// -s: each frame is `name+0xOFF`, the offset from the function's start, as BCC prints it. A uprobe fires at the
+/// function's first instruction, so the innermost frame of `c:puts` is at +0x0, whatever the symbol's name
+/// (libc's debug information, where installed, names it `__GI__IO_puts` but gives it no start address of its own).
+#[test]
+fn offsets_are_from_the_function_start() {
+    let done = count(&["-s", "-U", "-p", "{pid}", "c:puts"], &[]);
+    let s = stacks(&done.stdout);
+    assert_eq!(s.iter().map(|(_, c)| c).sum::<u64>(), PUTS, "{}", done.stdout);
+    for (frames, _) in &s {
+        let (name, offset) = frames[0].rsplit_once('+').unwrap_or_else(|| panic!("no offset: {}", done.stdout));
+        assert!(name.contains("puts") && offset == "0x0", "innermost frame {}:\n{}", frames[0], done.stdout);
+        assert!(frames.iter().any(|f| f.starts_with("main+0x")), "{}", done.stdout);
+    }
 }
 
 #[test]
