@@ -163,6 +163,49 @@ fn json_and_per_process_lines() {
     assert!(done.stdout.contains("    stackcount-help ["), "{}", done.stdout);
 }
 
+/// BCC's `-d` folds a `-` between the user and kernel stacks whatever they hold: a uprobe has no kernel stack, so
+/// each line ends with the `-` (BCC's stackcount prints it so; only its profile leaves it out for an empty side).
+/// Multi-line output prints `    --` between them likewise.
+#[test]
+fn delimiter_stays_when_the_kernel_stack_is_empty() {
+    let done = count(&["-P", "-d", "-f", "{exe}:target"], &[]);
+    let mut ends = (0, 0);
+    for line in done.stdout.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a folded line: {line}"));
+        let n: u64 = n.parse().unwrap();
+        if stack.ends_with(";main;caller_a;target;-") {
+            ends.0 += n;
+        } else if stack.ends_with(";main;caller_b;target;-") {
+            ends.1 += n;
+        }
+        assert!(stack.starts_with("stackcount-help;") && stack.ends_with(";-"), "{line}");
+    }
+    assert_eq!(ends, (CALLS_A, CALLS_B), "{}", done.stdout);
+    let done = count(&["-P", "-d", "{exe}:target"], &[]);
+    let blocks: Vec<&str> = done.stdout.split("\n\n").filter(|b| b.contains("caller_")).collect();
+    assert!(!blocks.is_empty(), "{}", done.stdout);
+    for block in blocks {
+        let lines: Vec<&str> = block.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!((lines[0], lines[1]), ("    --", "  target"), "{block}");
+    }
+}
+
+/// BCC's --debug prints the generated program and traces on; this tool says on stderr what it will attach, where,
+/// how and with which map sizes, then the mechanism used, and counts as without it.
+#[test]
+fn debug_tells_the_plan_and_traces_on() {
+    let done = count(&["--debug", "--stack-storage-size", "999", "-U", "-p", "{pid}", "{exe}:target"], &[]);
+    let s = stacks(&done.stdout);
+    assert_eq!(count_with(&s, "caller_a"), CALLS_A, "{}", done.stdout);
+    let err: Vec<&str> = done.stderr.lines().collect();
+    assert!(err[0].starts_with("1 matches, attached with uprobe_multi, else uprobe ("), "{}", done.stderr);
+    assert!(err[1].trim_start().starts_with("0  target"), "{}", done.stderr);
+    assert!(err[1].contains("stackcount-helper offset 0x"), "{}", done.stderr);
+    assert!(err[2].starts_with("stacks: user; filters: process ") && err[2].ends_with(", CPU any"), "{}", done.stderr);
+    assert!(err.contains(&"maps: stackmap (stack traces) 999 entries, counts (per stack and process) 10240 entries"), "{}", done.stderr);
+    assert!(err.contains(&"attached with uprobe_multi"), "{}", done.stderr);
+}
+
 #[test]
 fn bad_input_gets_one_clear_line() {
     for (args, code, needle) in [
