@@ -349,12 +349,26 @@ impl<O: Objects> Attacher<'_, O> {
     fn fentry(&self, programs: Programs) -> Result<Attached<O::Skel>> {
         let matches = &self.target.matches;
         if let Some(btf) = self.btf {
-            let missing: Vec<&str> =
-                matches.iter().map(Match::kernel_name).filter(|name| !btf.has_function(name)).collect();
+            let (with_btf, missing): (Vec<&Match>, Vec<&Match>) =
+                matches.iter().partition(|m| btf.has_function(m.kernel_name()));
             if let Some(first) = missing.first() {
-                bail!("{} of the functions have no BTF (e.g. {first}), which fentry needs", missing.len());
+                // Functions without BTF rule fentry out; but where the kernel refuses fentry for any function (as
+                // when ftrace access is denied), that is the failure to tell, so try one that has BTF first.
+                if let Some(&one) = with_btf.first() {
+                    self.fentry_on(programs, std::slice::from_ref(one))?;
+                }
+                bail!(
+                    "{} of the functions have no BTF (e.g. {}), which fentry needs",
+                    missing.len(),
+                    first.kernel_name()
+                );
             }
         }
+        self.fentry_on(programs, matches)
+    }
+
+    /// fentry on `matches`, all of which have BTF.
+    fn fentry_on(&self, programs: Programs, matches: &[Match]) -> Result<Attached<O::Skel>> {
         let per_object = programs.slots.max(1);
         let mut skels: Vec<O::Skel> = Vec::new();
         let mut links = Vec::new();
