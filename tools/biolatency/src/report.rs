@@ -178,14 +178,6 @@ impl Report {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn bcc_ts_is_date_and_time_of_day() {
-        assert_eq!(super::bcc_ts("2026-11-29T04:50:07.123+01:00"), "2026-11-29 04:50:07");
-    }
-}
-
 impl Report {
     /// `--prometheus`: the cumulative histograms as `corebpf_biolatency_io_latency_seconds`, labelled by `device`
     /// with -D and `operation` (read, write, flush, discard, other) with -F; one unlabelled series otherwise,
@@ -218,5 +210,13 @@ impl Report {
             let value = HistogramValue::from_log2_slots(&slots, sum_ns, self.units.ns_per_unit);
             snapshot.histogram_seconds("io_latency", HELP, &labels, values, value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bcc_ts_is_date_and_time_of_day() {
+        assert_eq!(super::bcc_ts("2026-11-29T04:50:07.123+01:00"), "2026-11-29 04:50:07");
     }
 }

@@ -135,10 +135,12 @@ fn assert_buckets_bracket_sum(obj: &serde_json::Value, ns_per_unit: u64) {
 }
 
 /// BCC's `-j` keys: `ts` as `%Y-%m-%d %H:%M:%S`, `val_type` (the unit) and `data`, BCC's buckets from `0 -> 1` up
-/// to the highest non-empty one, each `interval-start`/`interval-end`/`count` (here the same as `buckets`).
-fn assert_bcc_layout(obj: &serde_json::Value) {
-    let keys: Vec<&str> = obj.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(&keys[..3], ["ts", "val_type", "data"], "BCC's keys first: {obj}");
+/// to the highest non-empty one, each `interval-start`/`interval-end`/`count` (here the same as `buckets`). BCC's
+/// keys come first in the line (`line`, as printed; `obj`, as parsed).
+fn assert_bcc_layout(line: &str, obj: &serde_json::Value) {
+    assert!(line.starts_with(r#"{"ts":""#), "BCC's keys first: {line}");
+    let at = |key: &str| line.find(&format!(r#""{key}":"#)).unwrap_or_else(|| panic!("no {key}: {line}"));
+    assert!(at("ts") < at("val_type") && at("val_type") < at("data") && at("data") < at("timestamp"), "{line}");
     let ts = obj["ts"].as_str().unwrap();
     let shape: String = ts.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
     assert_eq!(shape, "9999-99-99 99:99:99", "ts {ts:?}");
@@ -197,7 +199,10 @@ fn json_agrees_with_text_and_milliseconds_bucket_the_same_ios() {
         assert_eq!(count, in_buckets, "{obj}");
         assert!(count >= MIN_IOS, "{obj}");
         assert_buckets_bracket_sum(obj, ns);
-        assert_bcc_layout(obj);
+    }
+    for done in [&usecs, &msecs] {
+        let line = done.stdout.lines().find(|l| l.starts_with('{')).unwrap();
+        assert_bcc_layout(line, &serde_json::from_str(line).unwrap());
     }
     let text_total = hist_total(&text.stdout);
     let json_total = u["count"].as_u64().unwrap();

@@ -113,7 +113,8 @@ fn offsets_are_from_the_function_start() {
     for (frames, _) in &s {
         let (name, offset) = frames[0].rsplit_once('+').unwrap_or_else(|| panic!("no offset: {}", done.stdout));
         assert!(name.contains("puts") && offset == "0x0", "innermost frame {}:\n{}", frames[0], done.stdout);
-        assert!(frames.iter().any(|f| f.starts_with("main+0x")), "{}", done.stdout);
+        // Every named frame has its offset (main's own frame is skipped: puts has not pushed one yet).
+        assert!(frames.iter().all(|f| f == "[unknown]" || f.contains("+0x")), "{}", done.stdout);
     }
 }
 
@@ -200,9 +201,13 @@ fn debug_tells_the_plan_and_traces_on() {
     let err: Vec<&str> = done.stderr.lines().collect();
     assert!(err[0].starts_with("1 matches, attached with uprobe_multi, else uprobe ("), "{}", done.stderr);
     assert!(err[1].trim_start().starts_with("0  target"), "{}", done.stderr);
-    assert!(err[1].contains("stackcount-helper offset 0x"), "{}", done.stderr);
+    assert!(err[1].contains("/stackcount-helper-") && err[1].contains(" offset 0x"), "{}", done.stderr);
     assert!(err[2].starts_with("stacks: user; filters: process ") && err[2].ends_with(", CPU any"), "{}", done.stderr);
-    assert!(err.contains(&"maps: stackmap (stack traces) 999 entries, counts (per stack and process) 10240 entries"), "{}", done.stderr);
+    assert!(
+        err.contains(&"maps: stackmap (stack traces) 999 entries, counts (per stack and process) 10240 entries"),
+        "{}",
+        done.stderr
+    );
     assert!(err.contains(&"attached with uprobe_multi"), "{}", done.stderr);
 }
 

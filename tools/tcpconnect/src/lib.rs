@@ -130,7 +130,7 @@ fn tcpconnect(args: Args) -> Result<()> {
         "ring buffer full; their connects may show No DNS Query",
     );
     let mut names = dns::Names::default();
-    stream.run(&signals, &mut out, args.json, || false, |out, data| {
+    stream.print(&signals, &mut out, args.json, |out, data| {
         // Every record starts with its kind.
         match data.get(..4).and_then(|k| k.try_into().ok()).map(u32::from_ne_bytes) {
             Some(kind) if kind as usize == bpf::consts::RECORD_LOOKUP => names.learn(data),

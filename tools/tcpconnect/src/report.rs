@@ -203,6 +203,9 @@ mod tests {
             p.columns(["1479", "telnet-with-long", "4", "127.0.0.1", "50000", "127.0.0.1", "23"].map(String::from));
         assert_eq!(row.trim_end(), "1479    telnet-with- 4  127.0.0.1        50000  127.0.0.1        23");
         // -d: BCC's ` QUERY` after the padded DPORT column.
-        assert_eq!(format!("{row} localhost"), "1479    telnet-with- 4  127.0.0.1        50000  127.0.0.1        23     localhost");
+        assert_eq!(
+            format!("{row} localhost"),
+            "1479    telnet-with- 4  127.0.0.1        50000  127.0.0.1        23     localhost"
+        );
     }
 }

@@ -299,7 +299,8 @@ fn dns_names_the_host_each_connect_was_looked_up_by() {
     let by_name = lines.iter().find(|l| l.contains(&format!(" {named} "))).unwrap_or_else(|| panic!("{}", done.stdout));
     let query = by_name.split_once(&format!(" {p_named:<6} ")).map(|(_, q)| q);
     assert!(query.is_some_and(|q| q == name || q.starts_with(&format!("{name} ("))), "{by_name:?}");
-    let by_number = lines.iter().find(|l| l.contains(&format!(" {plain} "))).unwrap_or_else(|| panic!("{}", done.stdout));
+    let by_number =
+        lines.iter().find(|l| l.contains(&format!(" {plain} "))).unwrap_or_else(|| panic!("{}", done.stdout));
     assert!(by_number.ends_with(&format!(" {p_plain:<6} No DNS Query")), "{by_number:?} (local port {lport})");
 }
 
