@@ -61,6 +61,36 @@ pub fn ladder(target: &Target, declared: &[Attach], fentry_limit: Option<usize>)
     allowed(&mechs)
 }
 
+/// Writes the attach plan of `target` (funccount's `-D`, stackcount's `--debug`): a line with the number of
+/// matches, the mechanisms that would be tried (as [`ladder`] picks them) and `how` they are attached, then one
+/// line per match: its index, its name and where it would be attached.
+pub fn write_plan(
+    out: &mut impl std::io::Write,
+    target: &Target,
+    declared: &[Attach],
+    fentry_limit: Option<usize>,
+    btf: &KernelBtf,
+    how: &str,
+) -> Result<()> {
+    let mechs: Vec<String> = ladder(target, declared, fentry_limit)?.iter().map(|m| m.to_string()).collect();
+    writeln!(out, "{} matches, attached with {} ({how}):", target.matches.len(), mechs.join(", else "))?;
+    for (index, m) in target.matches.iter().enumerate() {
+        let site = match (&target.kind, &m.site) {
+            (_, Site::Kernel(name)) => {
+                format!("kernel function {name}{}", if btf.has_function(name) { "" } else { " (no BTF: not fentry)" })
+            }
+            (_, Site::Tracepoint { category, event }) => format!("tracepoint {category}:{event}"),
+            (Kind::User { binary }, Site::Uprobe { offset }) => format!("{} offset {offset:#x}", binary.display()),
+            (Kind::Usdt { binary }, Site::Usdt { provider, name, sites }) => {
+                format!("USDT {provider}:{name} in {} ({sites} sites)", binary.display())
+            }
+            (_, other) => format!("{other:?}"),
+        };
+        writeln!(out, "{index:>5}  {:<36} {site}", m.name)?;
+    }
+    Ok(())
+}
+
 /// True if this kernel passes BPF cookies to kprobe, tracepoint and uprobe programs (5.15+), from its BTF, and
 /// [`NO_COOKIES_ENV`] does not say otherwise.
 pub fn kernel_has_cookies(btf: &KernelBtf) -> bool {
@@ -319,12 +349,26 @@ impl<O: Objects> Attacher<'_, O> {
     fn fentry(&self, programs: Programs) -> Result<Attached<O::Skel>> {
         let matches = &self.target.matches;
         if let Some(btf) = self.btf {
-            let missing: Vec<&str> =
-                matches.iter().map(Match::kernel_name).filter(|name| !btf.has_function(name)).collect();
+            let (with_btf, missing): (Vec<&Match>, Vec<&Match>) =
+                matches.iter().partition(|m| btf.has_function(m.kernel_name()));
             if let Some(first) = missing.first() {
-                bail!("{} of the functions have no BTF (e.g. {first}), which fentry needs", missing.len());
+                // Functions without BTF rule fentry out; but where the kernel refuses fentry for any function (as
+                // when ftrace access is denied), that is the failure to tell, so try one that has BTF first.
+                if let Some(&one) = with_btf.first() {
+                    self.fentry_on(programs, std::slice::from_ref(one))?;
+                }
+                bail!(
+                    "{} of the functions have no BTF (e.g. {}), which fentry needs",
+                    missing.len(),
+                    first.kernel_name()
+                );
             }
         }
+        self.fentry_on(programs, matches)
+    }
+
+    /// fentry on `matches`, all of which have BTF.
+    fn fentry_on(&self, programs: Programs, matches: &[Match]) -> Result<Attached<O::Skel>> {
         let per_object = programs.slots.max(1);
         let mut skels: Vec<O::Skel> = Vec::new();
         let mut links = Vec::new();

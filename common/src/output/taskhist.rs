@@ -4,7 +4,7 @@
 //! comm of the first task seen in it, and the run that prints them every interval ([`run`]).
 //!
 //! The histograms are cumulative; [`Report`] subtracts the previous read to get the interval's, names the
-//! sections as libbpf-tools does (`pid = 1234 comm`) and writes them in BCC's layout (a blank line, the time with
+//! sections as libbpf-tools does (`pid = 1234 comm`, or as BCC's runqlat `pid = 1234`) and writes them in BCC's layout (a blank line, the time with
 //! `-T`, each histogram, with `-e` BCC's average/total/count line), or as one JSON line per histogram; with
 //! `--heatmap` ([`Report::heatmap`]) the run also draws every interval, all histograms added up, as a heat map.
 
@@ -86,6 +86,9 @@ pub struct Report {
     extension: bool,
     /// The first task seen in each histogram (its comm), by key.
     comms: HashMap<u32, String>,
+    /// Section headings name the comm too (`pid = 1234 comm`, libbpf-tools' and BCC's cpudist's layout), not
+    /// the key alone (`pid = 1234`, BCC's runqlat).
+    comm_in_heading: bool,
     diff: IntervalDiff<u32>,
     heat: Option<HeatmapFile>,
 }
@@ -94,7 +97,22 @@ impl Report {
     /// Histograms in milliseconds (`-m`) or microseconds; `extension` (`-e`) adds BCC's average/total/count line.
     pub fn new(millis: bool, per: Per, extension: bool) -> Self {
         let (unit, ns_per_unit) = if millis { ("msecs", 1_000_000) } else { ("usecs", 1_000) };
-        Report { unit, ns_per_unit, per, extension, comms: HashMap::new(), diff: IntervalDiff::new(), heat: None }
+        Report {
+            unit,
+            ns_per_unit,
+            per,
+            extension,
+            comms: HashMap::new(),
+            comm_in_heading: true,
+            diff: IntervalDiff::new(),
+            heat: None,
+        }
+    }
+
+    /// Whether section headings name the comm after the key (by default they do).
+    pub fn comm_in_heading(mut self, yes: bool) -> Self {
+        self.comm_in_heading = yes;
+        self
     }
 
     /// `--heatmap FILE.svg` for a run titled `title`: the file is created now (a path that cannot be written fails
@@ -127,7 +145,11 @@ impl Report {
         }
         for (key, hist) in &sections {
             if let Some(label) = self.per.label() {
-                writeln!(out, "\n{label} = {key} {}", self.comm(*key))?;
+                if self.comm_in_heading {
+                    writeln!(out, "\n{label} = {key} {}", self.comm(*key))?;
+                } else {
+                    writeln!(out, "\n{label} = {key}")?;
+                }
             }
             write_log2_hist(out, &hist.slots, self.unit)?;
             if self.extension && hist.count > 0 {

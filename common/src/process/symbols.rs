@@ -31,6 +31,9 @@ pub struct Symbol {
     pub offset: u64,
     /// The file (or `[vdso]`) the function is in, for user addresses.
     pub module: Option<String>,
+    /// Found in DWARF without a start address (blazesym places functions whose address is in `DW_AT_ranges`, as
+    /// in Debian's libc6-dbg, at 0): the offset is then the address in the file, not in the function.
+    unplaced: bool,
 }
 
 /// The file offset of function `name` of the ELF file at `path` as its debug information names it (a stripped
@@ -199,20 +202,29 @@ impl Symbolizer {
         if !(alive || self.remembered.contains(&pid)) {
             return vec![Err("the process exited before its memory maps were saved".into()); addrs.len()];
         }
-        let mut process = Process::new(pid.into());
-        process.perf_map = false;
-        process.map_files = alive;
-        self.resolve_each(&Source::Process(process), addrs)
+        let process = |debug_syms: bool| {
+            let mut process = Process::new(pid.into());
+            process.perf_map = false;
+            process.map_files = alive;
+            process.debug_syms = debug_syms;
+            Source::Process(process)
+        };
+        let found = self.resolve_each(&process(true), addrs);
+        place_unplaced(found, addrs, |again| self.resolve_each(&process(false), again))
     }
 
     /// Resolves file offsets of the ELF file at `path` (what a BPF program can record of a code address of a
     /// process that may exit before it is named: the mapped file and the offset into it), in order.
     pub fn file_offsets_each(&self, path: &std::path::Path, offsets: &[u64]) -> Vec<Result<Symbol, String>> {
-        let elf = blazesym::symbolize::source::Elf::new(path);
-        match self.inner.symbolize(&Source::Elf(elf), Input::FileOffset(offsets)) {
-            Ok(results) => results.into_iter().map(|r| symbol_of(r).ok_or_else(|| "no symbol".into())).collect(),
-            Err(err) => vec![Err(format!("{err:#}")); offsets.len()],
-        }
+        let resolve = |offsets: &[u64], debug_syms: bool| {
+            let mut elf = blazesym::symbolize::source::Elf::new(path);
+            elf.debug_syms = debug_syms;
+            match self.inner.symbolize(&Source::Elf(elf), Input::FileOffset(offsets)) {
+                Ok(results) => results.into_iter().map(|r| symbol_of(r).ok_or_else(|| "no symbol".into())).collect(),
+                Err(err) => vec![Err(format!("{err:#}")); offsets.len()],
+            }
+        };
+        place_unplaced(resolve(offsets, true), offsets, |again| resolve(again, false))
     }
 
     /// Like [`Symbolizer::kernel`], with the reason for each address that has no name.
@@ -225,12 +237,37 @@ impl Symbolizer {
     }
 }
 
+/// Names the addresses whose DWARF function has no start address (see [`Symbol`]) from the ELF symbol
+/// tables instead (`resolve_elf`), as BCC names every frame, so that their offsets are from the function's
+/// start; an address the tables do not name keeps its DWARF name, with the offset unknown (0).
+fn place_unplaced(
+    mut found: Vec<Result<Symbol, String>>,
+    addrs: &[u64],
+    resolve_elf: impl FnOnce(&[u64]) -> Vec<Result<Symbol, String>>,
+) -> Vec<Result<Symbol, String>> {
+    let unplaced: Vec<usize> =
+        found.iter().enumerate().filter(|(_, r)| r.as_ref().is_ok_and(|s| s.unplaced)).map(|(i, _)| i).collect();
+    if unplaced.is_empty() {
+        return found;
+    }
+    let again: Vec<u64> = unplaced.iter().map(|&i| addrs[i]).collect();
+    for (i, elf) in unplaced.into_iter().zip(resolve_elf(&again)) {
+        match (elf, &mut found[i]) {
+            (Ok(elf), slot) if !elf.unplaced => *slot = Ok(elf),
+            (_, Ok(dwarf)) => dwarf.offset = 0,
+            _ => {}
+        }
+    }
+    found
+}
+
 fn symbol_of(result: Symbolized<'_>) -> Option<Symbol> {
     match result {
         Symbolized::Sym(sym) => Some(Symbol {
             name: sym.name.into_owned(),
             offset: sym.offset as u64,
             module: sym.module.map(|m| m.to_string_lossy().into_owned()),
+            unplaced: sym.addr == 0,
         }),
         Symbolized::Unknown(_) => None,
     }
@@ -334,6 +371,22 @@ impl Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn functions_dwarf_cannot_place_are_named_from_the_elf_tables() {
+        let sym = |name: &str, offset, unplaced| Symbol { name: name.into(), offset, module: None, unplaced };
+        let found = vec![Ok(sym("main", 0x20, false)), Ok(sym("__GI__IO_puts", 0x77980, true)), Err("x".into())];
+        let asked = std::cell::RefCell::new(Vec::new());
+        let placed = place_unplaced(found.clone(), &[0x1139, 0x77980, 9], |again| {
+            asked.borrow_mut().extend_from_slice(again);
+            vec![Ok(sym("_IO_puts", 0, false))]
+        });
+        assert_eq!(asked.into_inner(), [0x77980]);
+        assert_eq!(placed, vec![Ok(sym("main", 0x20, false)), Ok(sym("_IO_puts", 0, false)), Err("x".into())]);
+        // Not in the ELF tables either: the DWARF name stays, without its meaningless offset.
+        let kept = place_unplaced(found, &[0x1139, 0x77980, 9], |_| vec![Err("no symbol".into())]);
+        assert_eq!(kept[1], Ok(sym("__GI__IO_puts", 0, true)));
+    }
 
     #[test]
     fn exited_processes_beyond_the_limit_are_forgotten() {

@@ -15,7 +15,7 @@ fn folded_frames(task: &Task<Frame>, style: Style, line: &mut Vec<String>) {
         Stack::Frames(frames) => line.extend(frames.iter().rev().map(|f| style.user_name(f))),
         Stack::Skipped | Stack::Absent => {}
     }
-    if style.delimited && task.user.has_frames() && task.kernel.has_frames() {
+    if style.delimited && (style.delimit_empty || task.user.has_frames() && task.kernel.has_frames()) {
         line.push("-".into());
     }
     match &task.kernel {
@@ -76,14 +76,20 @@ mod tests {
 
     #[test]
     fn folded_goes_from_outermost_user_to_innermost_kernel() {
-        let plain = Style { delimited: false, annotate_kernel: false, offsets: false };
+        let plain = Style::default();
         assert_eq!(folded_stack(&sample(), plain), "spin;main;outer_fn;hot_fn;asm_sysvec;irqentry_exit");
-        let both = Style { delimited: true, annotate_kernel: true, offsets: false };
+        let both = Style { delimited: true, annotate_kernel: true, ..Style::default() };
         assert_eq!(folded_stack(&sample(), both), "spin;main;outer_fn;hot_fn;-;asm_sysvec_[k];irqentry_exit_[k]");
         let mut lost = sample();
         lost.task.kernel = Stack::Absent;
         lost.task.user = Stack::Lost(-17);
         assert_eq!(folded_stack(&lost, both), "spin;[Missed User Stack]");
+        // BCC's stackcount: the `-` whatever the stacks hold.
+        let always = Style { delimit_empty: true, ..both };
+        assert_eq!(folded_stack(&lost, always), "spin;[Missed User Stack];-");
+        let mut user_only = sample();
+        user_only.task.kernel = Stack::Absent;
+        assert_eq!(folded_stack(&user_only, always), "spin;main;outer_fn;hot_fn;-");
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub struct Collected {
 pub struct Style {
     /// `-d`: a `--` (multi-line) or `-` (folded) between the kernel and user stacks.
     pub delimited: bool,
+    /// With `delimited`, the folded `-` even where one of the two stacks is empty, as BCC's stackcount prints it
+    /// (BCC's profile prints it only between two stacks).
+    pub delimit_empty: bool,
     /// `-a`: `_[k]` after kernel function names.
     pub annotate_kernel: bool,
     /// `-s`: `name+0x1f` (BCC's show_offset) in multi-line output.

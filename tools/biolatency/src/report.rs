@@ -35,15 +35,23 @@ impl Units {
     }
 }
 
-/// One histogram of one interval, as a JSON line.
+/// One histogram of one interval, as a JSON line: BCC's keys first (`ts`, `val_type`, `data`, and `disk` or
+/// `flags`), so that scripts written for BCC's `-j` read it, then this toolkit's (the exact time, the buckets under
+/// the names the other tools' JSON uses, the count and sums).
 #[derive(Serialize)]
 struct JsonHist<'a> {
-    timestamp: &'a str,
-    unit: &'static str,
+    /// BCC's `%Y-%m-%d %H:%M:%S`, local time.
+    ts: &'a str,
+    /// BCC's name of the unit.
+    val_type: &'static str,
+    /// BCC's buckets: `interval-start`, `interval-end`, `count`.
+    data: Vec<BccBucket>,
     #[serde(skip_serializing_if = "Option::is_none")]
     disk: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     flags: Option<String>,
+    timestamp: &'a str,
+    unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     cmd_flags: Option<u64>,
     buckets: Vec<Bucket>,
@@ -52,6 +60,22 @@ struct JsonHist<'a> {
     sum: u64,
     /// Total latency in nanoseconds, exact.
     sum_ns: u64,
+}
+
+/// One bucket of BCC's `data` list: the same bounds as [`Bucket`], under BCC's names.
+#[derive(Serialize)]
+struct BccBucket {
+    #[serde(rename = "interval-start")]
+    start: u64,
+    #[serde(rename = "interval-end")]
+    end: u64,
+    count: u64,
+}
+
+/// BCC's `ts` from an RFC 3339 time (`2026-11-29T04:50:00.123+00:00` → `2026-11-29 04:50:00`), so both name the
+/// same instant.
+fn bcc_ts(rfc3339: &str) -> String {
+    rfc3339.get(..19).unwrap_or(rfc3339).replacen('T', " ", 1)
 }
 
 /// (kernel dev, cmd_flags): both zero unless -D / -F asked for them.
@@ -128,17 +152,22 @@ impl Report {
     pub fn write_json(&mut self, out: &mut Output, entries: Vec<(hist_key, hist)>) -> Result<()> {
         let mut sections = self.interval(entries);
         let timestamp = clock_rfc3339();
+        let ts = bcc_ts(&timestamp);
         if sections.is_empty() && !self.per_disk && self.flag_names.is_none() {
             sections.push(((0, 0), Log2Hist::default()));
         }
         for (key, hist) in &sections {
+            let buckets = log2_buckets(&hist.slots);
             let line = JsonHist {
+                ts: &ts,
+                val_type: self.units.label,
+                data: buckets.iter().map(|b| BccBucket { start: b.low, end: b.high, count: b.count }).collect(),
                 timestamp: &timestamp,
                 unit: self.units.label,
                 disk: self.disk_name(*key),
                 flags: self.flags_name(*key),
                 cmd_flags: self.flag_names.as_ref().map(|_| key.1),
-                buckets: log2_buckets(&hist.slots),
+                buckets,
                 count: hist.count,
                 sum: hist.sum / self.units.ns_per_unit,
                 sum_ns: hist.sum,
@@ -181,5 +210,13 @@ impl Report {
             let value = HistogramValue::from_log2_slots(&slots, sum_ns, self.units.ns_per_unit);
             snapshot.histogram_seconds("io_latency", HELP, &labels, values, value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bcc_ts_is_date_and_time_of_day() {
+        assert_eq!(super::bcc_ts("2026-11-29T04:50:07.123+01:00"), "2026-11-29 04:50:07");
     }
 }

@@ -134,6 +134,31 @@ fn assert_buckets_bracket_sum(obj: &serde_json::Value, ns_per_unit: u64) {
     assert!(lo <= sum && sum <= hi, "sum {sum} ns outside bucket bounds [{lo}, {hi}]: {obj}");
 }
 
+/// BCC's `-j` keys: `ts` as `%Y-%m-%d %H:%M:%S`, `val_type` (the unit) and `data`, BCC's buckets from `0 -> 1` up
+/// to the highest non-empty one, each `interval-start`/`interval-end`/`count` (here the same as `buckets`). BCC's
+/// keys come first in the line (`line`, as printed; `obj`, as parsed).
+fn assert_bcc_layout(line: &str, obj: &serde_json::Value) {
+    assert!(line.starts_with(r#"{"ts":""#), "BCC's keys first: {line}");
+    let at = |key: &str| line.find(&format!(r#""{key}":"#)).unwrap_or_else(|| panic!("no {key}: {line}"));
+    assert!(at("ts") < at("val_type") && at("val_type") < at("data") && at("data") < at("timestamp"), "{line}");
+    let ts = obj["ts"].as_str().unwrap();
+    let shape: String = ts.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
+    assert_eq!(shape, "9999-99-99 99:99:99", "ts {ts:?}");
+    assert!(obj["timestamp"].as_str().unwrap().starts_with(&ts.replacen(' ', "T", 1)), "{obj}");
+    assert_eq!(obj["val_type"], obj["unit"], "{obj}");
+    let data = obj["data"].as_array().unwrap();
+    assert_eq!((data[0]["interval-start"].as_u64(), data[0]["interval-end"].as_u64()), (Some(0), Some(1)), "{obj}");
+    for (i, pair) in data.windows(2).enumerate() {
+        let (end, next) = (pair[0]["interval-end"].as_u64().unwrap(), pair[1]["interval-start"].as_u64().unwrap());
+        assert_eq!(next, end + 1, "bucket {i} and the next are not adjacent: {obj}");
+        assert_eq!(pair[1]["interval-end"].as_u64().unwrap(), 2 * next - 1, "not a power of two: {obj}");
+    }
+    assert_ne!(data.last().unwrap()["count"], 0, "data ends at the highest non-empty bucket: {obj}");
+    let counts: Vec<u64> = data.iter().map(|b| b["count"].as_u64().unwrap()).collect();
+    let buckets: Vec<u64> = obj["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
+    assert_eq!(counts, buckets, "{obj}");
+}
+
 #[test]
 fn json_agrees_with_text_and_milliseconds_bucket_the_same_ios() {
     let _disk = disk_lock();
@@ -174,6 +199,10 @@ fn json_agrees_with_text_and_milliseconds_bucket_the_same_ios() {
         assert_eq!(count, in_buckets, "{obj}");
         assert!(count >= MIN_IOS, "{obj}");
         assert_buckets_bracket_sum(obj, ns);
+    }
+    for done in [&usecs, &msecs] {
+        let line = done.stdout.lines().find(|l| l.starts_with('{')).unwrap();
+        assert_bcc_layout(line, &serde_json::from_str(line).unwrap());
     }
     let text_total = hist_total(&text.stdout);
     let json_total = u["count"].as_u64().unwrap();

@@ -25,8 +25,8 @@ use libbpf_rs::skel::Skel;
 
 use crate::bpf::consts::FUNCCOUNT_SLOTS;
 
-use common::functions::attach::{kernel_has_cookies, ladder, missed_counter, Attacher, Cookies};
-use common::functions::targets::{self, Kind, Site, Target};
+use common::functions::attach::{kernel_has_cookies, missed_counter, write_plan, Attacher, Cookies};
+use common::functions::targets::{self, Kind, Target};
 use object::Filters;
 use report::Report;
 
@@ -164,29 +164,13 @@ fn funccount(args: Args) -> Result<()> {
 
 /// `-D`: what each match is, where it would be attached, and the mechanisms that would be tried.
 fn print_plan(target: &Target, btf: &KernelBtf) -> Result<()> {
-    let mut out = Output::new();
-    let mechs: Vec<String> = ladder(target, TOOL.attach, None)?.iter().map(|m| m.to_string()).collect();
-    let cookies = kernel_has_cookies(btf);
-    let how = match (&target.kind, cookies) {
+    let how = match (&target.kind, kernel_has_cookies(btf)) {
         (Kind::Kernel, _) => "fentry: a program per function; kprobes: the match's index as BPF cookie",
         (_, true) => "one program, the match's index as BPF cookie",
         (_, false) => "a program per match (no BPF cookies)",
     };
-    writeln!(out, "{} matches, attached with {} ({how}):", target.matches.len(), mechs.join(", else "))?;
-    for (index, m) in target.matches.iter().enumerate() {
-        let site = match (&target.kind, &m.site) {
-            (_, Site::Kernel(name)) => {
-                format!("kernel function {name}{}", if btf.has_function(name) { "" } else { " (no BTF: not fentry)" })
-            }
-            (_, Site::Tracepoint { category, event }) => format!("tracepoint {category}:{event}"),
-            (Kind::User { binary }, Site::Uprobe { offset }) => format!("{} offset {offset:#x}", binary.display()),
-            (Kind::Usdt { binary }, Site::Usdt { provider, name, sites }) => {
-                format!("USDT {provider}:{name} in {} ({sites} sites)", binary.display())
-            }
-            (_, other) => format!("{other:?}"),
-        };
-        writeln!(out, "{index:>5}  {:<36} {site}", m.name)?;
-    }
+    let mut out = Output::new();
+    write_plan(&mut out, target, TOOL.attach, None, btf, how)?;
     out.flush()?;
     Ok(())
 }

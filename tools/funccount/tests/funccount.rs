@@ -233,6 +233,31 @@ fn kernel_function_programs() -> Vec<(u32, String)> {
         .collect()
 }
 
+/// The reason the refusal line gives for fentry: `it refused fentry (REASON), kprobe_multi ...`.
+fn fentry_reason(stderr: &str) -> Option<&str> {
+    let last = stderr.lines().last()?;
+    let rest = last.split_once("it refused fentry (")?.1;
+    Some(rest.split_once("), ").map_or(rest, |(reason, _)| reason))
+}
+
+/// A pattern that matches functions without BTF (`vfs_*` matches `vfs_kern_mount.part.0` on 6.18) on a kernel
+/// that refuses fentry for every function: the refusal says what the kernel said, as for one function with BTF,
+/// not that some functions lack BTF (which would not have saved fentry).
+#[test]
+fn fentry_refusal_names_the_kernel_s_reason_not_missing_btf() {
+    let one = run_tool("funccount", &["-d", "1", "vfs_write"]);
+    let many = run_tool("funccount", &["-d", "1", "vfs_*"]);
+    if one.status.success() {
+        // A kernel that allows kernel-function tracing (the VM matrix): a missing BTF there is a real reason.
+        assert!(many.status.success(), "{}", many.stderr);
+        return;
+    }
+    let reason = fentry_reason(&one.stderr).unwrap_or_else(|| panic!("{}", one.stderr));
+    assert_eq!(many.status.code(), Some(1), "{}", many.stderr);
+    assert_eq!(fentry_reason(&many.stderr), Some(reason), "{}", many.stderr);
+    assert!(!many.stderr.contains("BTF"), "{}", many.stderr);
+}
+
 #[test]
 fn kernel_functions_fail_with_one_clear_sentence_and_leave_nothing_behind() {
     let done = run_tool("funccount", &["-v", "-d", "1", "vfs_write"]);

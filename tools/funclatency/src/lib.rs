@@ -112,7 +112,9 @@ fn funclatency(args: Args) -> Result<()> {
 
     let mut out = Output::new();
     let names: Vec<String> = target.matches.iter().map(|m| m.name.clone()).collect();
-    let mut report = Report::new(unit, names, args.per_function, args.timestamp, args.json);
+    let user = matches!(target.kind, Kind::User { .. });
+    let mut report =
+        Report::new(unit, names, args.per_function, args.timestamp, args.json).in_process(args.pid.filter(|_| user));
     if let Some(mut endpoint) = endpoint {
         for skel in attached.objects() {
             endpoint.attached(mech, skel.object());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! funclatency's output: each interval's histograms in BCC's layout (`Function = name` sections with -F, then
-//! BCC's `avg = ..., total: ..., count: ...` line over all of them), or JSON lines; `Detaching...` at the end.
+//! funclatency's output: each interval's histograms in BCC's layout (`Function = name` sections with -F, `Function
+//! = name [PID]` for user functions with -p, then BCC's `avg = ..., total: ..., count: ...` line over all of them),
+//! or JSON lines; `Detaching...` at the end.
 
 use std::io::Write;
 
@@ -42,6 +43,9 @@ struct JsonHist<'a> {
     unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     function: Option<&'a str>,
+    /// With -F, -p and a user function, the process (BCC's `[PID]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
     buckets: Vec<Bucket>,
     count: u64,
     /// Total latency in `unit`, truncated.
@@ -54,6 +58,8 @@ pub struct Report {
     unit: Unit,
     names: Vec<String>,
     per_function: bool,
+    /// The process the user functions are timed in (-p), named in -F's headings as BCC does.
+    process: Option<u32>,
     timestamp: bool,
     json: bool,
     diff: IntervalDiff<u32>,
@@ -61,7 +67,13 @@ pub struct Report {
 
 impl Report {
     pub fn new(unit: Unit, names: Vec<String>, per_function: bool, timestamp: bool, json: bool) -> Self {
-        Report { unit, names, per_function, timestamp, json, diff: IntervalDiff::new() }
+        Report { unit, names, per_function, process: None, timestamp, json, diff: IntervalDiff::new() }
+    }
+
+    /// User functions timed in process `pid` (-p): BCC heads -F's histograms `Function = name [PID]`.
+    pub fn in_process(mut self, pid: Option<u32>) -> Self {
+        self.process = pid;
+        self
     }
 
     /// The cumulative histograms as Prometheus's `corebpf_funclatency_call_latency_seconds`, labelled by
@@ -101,8 +113,10 @@ impl Report {
             writeln!(out, "{:<8}", clock_hms())?;
         }
         for (index, hist) in sections {
-            if let Some(name) = self.function(*index) {
-                writeln!(out, "\nFunction = {name}")?;
+            match (self.function(*index), self.process) {
+                (Some(name), Some(pid)) => writeln!(out, "\nFunction = {name} [{pid}]")?,
+                (Some(name), None) => writeln!(out, "\nFunction = {name}")?,
+                (None, _) => {}
             }
             write_log2_hist(out, &hist.slots, self.unit.label)?;
         }
@@ -129,6 +143,7 @@ impl Report {
                 timestamp: &timestamp,
                 unit: self.unit.label,
                 function: self.function(*index),
+                pid: self.process.filter(|_| self.per_function),
                 buckets: log2_buckets(&hist.slots),
                 count: hist.count,
                 sum: hist.sum / self.unit.ns,

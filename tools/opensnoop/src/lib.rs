@@ -58,7 +58,7 @@ struct Args {
     /// Only calls from tasks whose command name contains this text
     #[arg(short = 'n', long)]
     name: Option<String>,
-    /// Add a FLAGS column with the open flags, in octal
+    /// Add FLAGS and MODE columns: the open flags and the mode given for a new file, in octal
     #[arg(short = 'e', long = "extended_fields")]
     extended_fields: bool,
     /// Only calls whose flags include this one (a name such as O_WRONLY or O_CREAT)
@@ -73,8 +73,31 @@ struct Args {
     /// Print JSON lines: an object per call, with the error's name when it failed
     #[arg(short = 'j', long)]
     json: bool,
+    /// Size of the ring buffer the calls are sent through, in pages: a power of two (calls beyond a full
+    /// buffer are counted as lost)
+    #[arg(short = 'b', long = "buffer-pages", value_name = "BUFFER_PAGES", default_value_t = DEFAULT_BUFFER_PAGES,
+          value_parser = parse_buffer_pages)]
+    buffer_pages: u32,
     #[command(flatten)]
     verbose: common::cli::Verbose,
+}
+
+/// 4 MiB of 4 KiB pages: BCC's 64 pages lose calls in bursts that this keeps.
+const DEFAULT_BUFFER_PAGES: u32 = 1024;
+
+/// `-b`: pages of the ring buffer, a power of two (as BCC requires), at most 1 GiB of them.
+fn parse_buffer_pages(s: &str) -> Result<u32, String> {
+    let max = (1u64 << 30) / page_size();
+    match s.trim().parse::<u64>() {
+        Ok(n) if n.is_power_of_two() && n <= max => Ok(n as u32),
+        _ => Err(format!("'{s}' is not a power of two from 1 to {max}")),
+    }
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
 }
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
@@ -131,6 +154,7 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     // Without -F no program loaded relocates against kernel types: libbpf need not read the kernel's BTF.
     let mut open =
         if args.full_path { open_skeleton::<BpfSkelBuilder>()? } else { open_skeleton_core_free::<BpfSkelBuilder>()? };
+    open.maps.events.set_max_entries((u64::from(args.buffer_pages) * page_size()) as u32)?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.self_tgid = std::process::id();

@@ -174,7 +174,7 @@ fn profile(args: Args) -> Result<()> {
     let style = Style {
         delimited: args.delimited && collected.user && collected.kernel,
         annotate_kernel: args.annotations,
-        offsets: false,
+        ..Style::default()
     };
     let frames = FrameFormat { module_and_offset: true, addresses: args.address };
     match flamegraph {

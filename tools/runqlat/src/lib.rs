@@ -52,6 +52,9 @@ struct Args {
     /// One histogram for each thread (TID)
     #[arg(short = 'L', long)]
     tids: bool,
+    /// With -P, -L or --pidnss: name the command after the ID in each histogram's heading (pid = 1234 nginx)
+    #[arg(long)]
+    comm: bool,
     /// Only this process (PID)
     #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
     pid: Option<u32>,
@@ -88,7 +91,8 @@ fn runqlat(args: Args) -> Result<()> {
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
 
-    let report = Report::new(args.milliseconds, per(&args), false);
+    // BCC's headings are the ID alone (`pid = 1234`); --comm adds the command, as libbpf-tools' do.
+    let report = Report::new(args.milliseconds, per(&args), false).comm_in_heading(args.comm);
     let entries = || -> Result<Vec<taskhist::Entry>> {
         let hists: Vec<(u32, hist)> = hash_entries(&skel.maps.hists)?;
         Ok(hists

@@ -182,32 +182,53 @@ fn competition_lengthens_the_waits() {
     assert!(a3 > 2 * a0, "alone {a0} ns a wait, with spinners {a3} ns (libbpf-tools: at least {b0}, {b3} ns)");
 }
 
+/// BCC's headings are the ID alone (`pid = 1234`, `tid = 1234`, `pidns = 4026531836`); --comm adds the command
+/// name after it (`pid = 1234 rqlsleeper`), as libbpf-tools' runqlat does.
 #[test]
 fn per_process_and_thread_sections_name_the_helper() {
     let exe = helper();
     let _spin = spinners(&exe, 2);
-    for flag in ["-P", "-L"] {
+    for flags in [&["-P"][..], &["-L"][..], &["-P", "--comm"][..]] {
         let mut sleeper = Sleeper::start(&exe);
-        let mut run = Running::start("runqlat", &[flag]);
+        let mut run = Running::start("runqlat", flags);
         run.wait_for_line(BANNER, Duration::from_secs(20));
         let (runs, ivcsw) = sleeper.run();
         let done = stop(run);
         let pid = sleeper.pid;
         sleeper.end();
         // The helper runs in one thread: its PID is its TID.
-        let label = if flag == "-P" { "pid" } else { "tid" };
+        let label = if flags[0] == "-P" { "pid" } else { "tid" };
+        let comm = flags.contains(&"--comm");
+        let heading = if comm { format!("{pid} rqlsleeper\n") } else { format!("{pid}\n") };
         let section = done
             .stdout
             .split(&format!("\n{label} = "))
-            .find(|s| s.starts_with(&format!("{pid} rqlsleeper\n")))
-            .unwrap_or_else(|| panic!("no '{label} = {pid} rqlsleeper' section:\n{}", done.stdout));
+            .find(|s| s.starts_with(&heading))
+            .unwrap_or_else(|| panic!("no '{label} = {}' section:\n{}", heading.trim_end(), done.stdout));
         let counted = hist_total(section);
         assert!(
             counted + ivcsw + 2 + skipped_runs(&done.stderr) >= runs,
-            "{flag}: {counted} < {runs} ({ivcsw} involuntary switches)"
+            "{flags:?}: {counted} < {runs} ({ivcsw} involuntary switches)"
         );
-        assert!(done.stdout.contains("rqlspinner"), "{flag}: spinners not named:\n{}", done.stdout);
+        assert_eq!(done.stdout.contains("rqlspinner"), comm, "{flags:?}: spinners named?\n{}", done.stdout);
     }
+}
+
+/// --pidnss: one histogram per PID namespace, headed `pidns = ` and the namespace's inode number (BCC's layout);
+/// the helper's namespace is this test's.
+#[test]
+fn pid_namespace_sections_are_headed_by_the_namespace_inode() {
+    let exe = helper();
+    let mut sleeper = Sleeper::start(&exe);
+    let link = std::fs::read_link(format!("/proc/{}/ns/pid", sleeper.pid)).unwrap();
+    let inum: u64 = link.to_string_lossy().trim_start_matches("pid:[").trim_end_matches(']').parse().unwrap();
+    let mut run = Running::start("runqlat", &["--pidnss"]);
+    run.wait_for_line(BANNER, Duration::from_secs(20));
+    sleeper.run();
+    let done = stop(run);
+    sleeper.end();
+    let headings: Vec<&str> = done.stdout.lines().filter(|l| l.starts_with("pidns = ")).collect();
+    assert!(headings.contains(&format!("pidns = {inum}").as_str()), "{headings:?}:\n{}", done.stdout);
 }
 
 #[test]

@@ -12,17 +12,18 @@ mod object;
 mod report;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use common::attach::features::Attach;
+use common::attach::features::{Attach, KernelBtf};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, require_process};
-use common::functions::attach::{missed_counter, Attacher, Cookies};
-use common::functions::targets::resolve;
+use common::functions::attach::{missed_counter, write_plan, Attacher, Cookies};
+use common::functions::targets::{resolve, Target};
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
 use common::run::{self, Signals};
@@ -87,6 +88,10 @@ struct Args {
     /// Size of the map of distinct stacks counted at once (entries)
     #[arg(long, default_value_t = 10240, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
     hash_storage_size: u32,
+    /// Print on stderr what will be traced and how before starting: each match and where it attaches, the
+    /// mechanisms to try, the filters and map sizes, then the mechanism used
+    #[arg(long)]
+    debug: bool,
     /// What to count stacks of: func, p::func, t:category:event, lib:func, /path:func or u:lib:probe, with * in
     /// names (or a regular expression with -r)
     pattern: String,
@@ -119,8 +124,14 @@ fn stackcount(args: Args) -> Result<()> {
         stack_storage_size: args.stack_storage_size,
         hash_storage_size: args.hash_storage_size,
     };
+    if args.debug {
+        print_debug(&target, &options)?;
+    }
     let attacher = Attacher { objects: &options, target: &target, pid: args.pid, cookies: Cookies::Zero, btf: None };
-    let (mut attached, _) = attacher.attach_first_working(TOOL.attach, args.verbose > 0)?;
+    let (mut attached, mech) = attacher.attach_first_working(TOOL.attach, args.verbose > 0)?;
+    if args.debug {
+        eprintln!("attached with {mech}");
+    }
     attached.warn_failures();
 
     let mut out = Output::new();
@@ -134,13 +145,14 @@ fn stackcount(args: Args) -> Result<()> {
         json: args.json,
         style: stacks::Style {
             delimited: args.delimited && collected.user && collected.kernel,
+            // BCC's stackcount folds a `-` between the stacks even when one is empty (profile does not).
+            delimit_empty: true,
             annotate_kernel: false,
             offsets: args.offset,
         },
     };
     let mut report = Report::new(layout, collected);
     if !args.folded && !args.json {
-        use std::io::Write;
         let traced = target.matches.len() - attached.failed.len();
         writeln!(out, "Tracing {traced} functions for \"{}\"... Hit Ctrl-C to end.", args.pattern)?;
         out.flush()?;
@@ -180,4 +192,28 @@ fn stackcount(args: Args) -> Result<()> {
             return Ok(());
         }
     }
+}
+
+/// `--debug`: BCC prints its generated BPF program; this tool has none to print, so it says on stderr what the
+/// program will do: the plan of the attach (each match and where it goes, the mechanisms to try), the stacks
+/// collected, the filters and the sizes of the maps.
+fn print_debug(target: &Target, options: &object::Options) -> Result<()> {
+    let btf = KernelBtf::load()?;
+    let mut err = std::io::stderr().lock();
+    let how = "one counting program for all matches; the stack IDs are its key";
+    write_plan(&mut err, target, TOOL.attach, Some(crate::bpf::consts::MAX_FENTRY_FUNCS), &btf, how)?;
+    let stacks = match (options.user_stacks, options.kernel_stacks) {
+        (true, true) => "user and kernel",
+        (true, false) => "user",
+        _ => "kernel",
+    };
+    let pid = options.pid.map_or("any".into(), |p| p.to_string());
+    let cpu = options.cpu.map_or("any".into(), |c| c.to_string());
+    writeln!(err, "stacks: {stacks}; filters: process {pid}, CPU {cpu}")?;
+    writeln!(
+        err,
+        "maps: stackmap (stack traces) {} entries, counts (per stack and process) {} entries",
+        options.stack_storage_size, options.hash_storage_size
+    )?;
+    Ok(())
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 /* The helper of stackcount's tests, with known call paths: after a line on stdin, target() (one getppid() each) is
  * called 37 times from caller_a() and 23 times from caller_b(), and hot() 300 times from one place in main and 700
- * times from another; then it lives `argv[1]` ms more (the tool saves a process's maps when it first sees it) and
+ * times from another, and libc's puts() 11 times; then it lives `argv[1]` ms more (the tool saves a process's maps when it first sees it) and
  * exits. Built -O0, so every function sets up its frame and the kernel can name a uprobe's caller. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 23; i++) s += caller_b(i);
     for (int i = 0; i < 300; i++) s += hot(i);
     for (int i = 0; i < 700; i++) s += hot(i);
+    for (int i = 0; i < 11; i++) puts("stackcount");
     /* Live a little after the calls (the tool saves a process's maps when it first sees it), then exit. */
     usleep(argc > 1 ? atoi(argv[1]) * 1000 : 0);
     return 0;

@@ -4,9 +4,12 @@
 //! The BPF side sees each active open (fexit or kretprobe of `tcp_v4_connect`/`tcp_v6_connect` where the kernel
 //! allows it, else `sock:inet_sock_set_state` CLOSE -> SYN_SENT completed at connect()'s return), filters on PID,
 //! UID, cgroup, family and destination port, and sends one record per connect through a ring buffer, or counts
-//! connects per flow with `-c`. This front end prints BCC's columns or JSON lines.
+//! connects per flow with `-c`. With `-d`, uprobes on the C library's getaddrinfo() report the names looked
+//! up, so that each connect shows the name its destination came from ([`dns`]). This front end prints BCC's
+//! columns or JSON lines.
 
 mod bpf;
+mod dns;
 mod report;
 
 use std::ffi::OsString;
@@ -63,6 +66,10 @@ struct Args {
     /// Count attempts per source address, destination address and port, and print the counts at the end
     #[arg(short = 'c', long)]
     count: bool,
+    /// Add a QUERY column: the host name the destination address was looked up by (getaddrinfo() in the C
+    /// library: the traced process's with -p, else the system's)
+    #[arg(short = 'd', long = "dns", conflicts_with = "count")]
+    dns: bool,
     /// Only connections made by tasks of this cgroup (a cgroup v2 directory)
     #[arg(long = "cgroup", value_name = "PATH")]
     cgroup: Option<PathBuf>,
@@ -85,12 +92,26 @@ fn tcpconnect(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
+    // -d: the C library and its getaddrinfo(), found before anything is loaded.
+    let resolver = if args.dns {
+        let libc = dns::libc(args.pid)?;
+        let offset = dns::getaddrinfo_offset(&libc)?;
+        Some((libc, offset))
+    } else {
+        None
+    };
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
-        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+    let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
+        load_and_attach(&args, cgroup.as_ref(), resolver.as_ref(), mech)
+    })?;
 
-    let mut printer =
-        Printer::new(Style { json: args.json, timestamp: args.timestamp, lport: args.lport, uid: args.print_uid });
+    let mut printer = Printer::new(Style {
+        json: args.json,
+        timestamp: args.timestamp,
+        lport: args.lport,
+        uid: args.print_uid,
+        dns: args.dns,
+    });
     let mut out = Output::new();
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     if !args.json {
@@ -103,17 +124,36 @@ fn tcpconnect(args: Args) -> Result<()> {
     }
 
     printer.write_header(&mut out)?;
-    let stream = EventStream::new(&skel.maps.events, &bss.lost, "connects");
-    sockevents::poll_events(&signals, &stream, &mut out, args.json, |out, event: &bpf::types::event| {
-        match Connect::from_event(event) {
-            Some(c) => Ok(printer.write(out, &c)?),
-            None => Ok(()),
+    let stream = EventStream::new(&skel.maps.events, &bss.lost, "connects").also_dropped(
+        &bss.lost_lookups,
+        "lookups",
+        "ring buffer full; their connects may show No DNS Query",
+    );
+    let mut names = dns::Names::default();
+    stream.print(&signals, &mut out, args.json, |out, data| {
+        // Every record starts with its kind.
+        match data.get(..4).and_then(|k| k.try_into().ok()).map(u32::from_ne_bytes) {
+            Some(kind) if kind as usize == bpf::consts::RECORD_LOOKUP => names.learn(data),
+            _ => {
+                let event: bpf::types::event = common::attach::maps::from_bytes(data);
+                if let Some(c) = Connect::from_event(&event) {
+                    let query = args.dns.then(|| names.query(c.conn.raddr, c.ts_ns));
+                    printer.write(out, &c, query.as_deref())?;
+                }
+            }
         }
+        Ok(())
     })
 }
 
-/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
-fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+/// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them;
+/// with -d, also the getaddrinfo() probes of `resolver` (the C library and the function's offset in it).
+fn load_and_attach(
+    args: &Args,
+    cgroup: Option<&std::fs::File>,
+    resolver: Option<&(PathBuf, u64)>,
+    mech: Attach,
+) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.target_tgid = args.pid.unwrap_or(0);
@@ -128,6 +168,8 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     // connect()'s return is a classic tracepoint under every tracepoint mechanism.
     let tracepoints = matches!(mech, Attach::TpBtf | Attach::RawTp | Attach::Tracepoint);
     open.progs.connect_exit.set_autoload(tracepoints);
+    open.progs.getaddrinfo_entry.set_autoload(resolver.is_some());
+    open.progs.getaddrinfo_return.set_autoload(resolver.is_some());
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before anything is attached, so no connect slips past an empty filter.
@@ -136,8 +178,12 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
 
+    // The lookups first, so that a name is known before the connects made with it are seen.
+    let mut links = match resolver {
+        Some((libc, offset)) => dns::attach(&skel, libc, *offset)?,
+        None => Vec::new(),
+    };
     let p = &skel.progs;
-    let mut links = Vec::new();
     match mech {
         Attach::Fentry => {
             links.push(p.v4_connect_fexit.attach().context("attaching to tcp_v4_connect (fexit)")?);

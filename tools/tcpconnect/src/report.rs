@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! tcpconnect's output: BCC's columns (`[TIME(s)] [UID] PID COMM IP SADDR [LPORT] DADDR DPORT`), BCC's `-c`
+//! tcpconnect's output: BCC's columns (`[TIME(s)] [UID] PID COMM IP SADDR [LPORT] DADDR DPORT [QUERY]`), BCC's `-c`
 //! table (`LADDR RADDR RPORT CONNECTS`), or JSON lines with tcplife's field names.
 
 use std::io::{self, Write};
@@ -50,6 +50,8 @@ pub struct Style {
     pub lport: bool,
     /// `-U`: the UID.
     pub uid: bool,
+    /// `-d`: the QUERY column, the name the destination was looked up by.
+    pub dns: bool,
 }
 
 #[derive(Serialize)]
@@ -62,6 +64,9 @@ struct JsonConnect<'a> {
     comm: &'a str,
     #[serde(flatten)]
     conn: JsonConn,
+    /// `-d`: the QUERY column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -97,12 +102,15 @@ impl Printer {
             line += &format!("{:<6}", "UID");
         }
         line += &self.columns(["PID", "COMM", "IP", "SADDR", "LPORT", "DADDR", "DPORT"].map(String::from));
-        writeln!(out, "{line}")?;
+        if self.style.dns {
+            line += " QUERY";
+        }
+        writeln!(out, "{}", line.trim_end())?;
         out.flush()
     }
 
-    /// Prints one connect.
-    pub fn write(&mut self, out: &mut Output, c: &Connect) -> io::Result<()> {
+    /// Prints one connect; `query` is its QUERY column (with -d).
+    pub fn write(&mut self, out: &mut Output, c: &Connect, query: Option<&str>) -> io::Result<()> {
         let since_first = self.since_first.secs(c.ts_ns);
         if self.style.json {
             return out.json_line(&JsonConnect {
@@ -112,6 +120,7 @@ impl Printer {
                 uid: c.uid,
                 comm: &c.comm,
                 conn: c.conn.json(),
+                query,
             });
         }
         let mut line = String::new();
@@ -130,15 +139,19 @@ impl Printer {
             c.conn.raddr.to_string(),
             c.conn.rport.to_string(),
         ]);
-        writeln!(out, "{line}")?;
+        if let Some(query) = query.filter(|_| self.style.dns) {
+            line += " ";
+            line += query;
+        }
+        writeln!(out, "{}", line.trim_end())?;
         out.flush()
     }
 
-    /// BCC's `%-7s %-12.12s %-2s %-16s [%-6s] %-16s %-6s`.
+    /// BCC's `%-7s %-12.12s %-2s %-16s [%-6s] %-16s %-6s` (the caller trims the end of the line).
     fn columns(&self, c: [String; 7]) -> String {
         let [pid, comm, ip, saddr, lport, daddr, dport] = c;
         let lport = if self.style.lport { format!("{lport:<6} ") } else { String::new() };
-        format!("{pid:<7} {comm:<12.12} {ip:<2} {saddr:<16} {lport}{daddr:<16} {dport:<6}").trim_end().to_string()
+        format!("{pid:<7} {comm:<12.12} {ip:<2} {saddr:<16} {lport}{daddr:<16} {dport:<6}")
     }
 }
 
@@ -175,19 +188,24 @@ mod tests {
     use super::*;
 
     fn style(lport: bool) -> Style {
-        Style { json: false, timestamp: false, lport, uid: false }
+        Style { json: false, timestamp: false, lport, uid: false, dns: false }
     }
 
     #[test]
     fn columns_match_bcc() {
         let p = Printer::new(style(false));
         let h = p.columns(["PID", "COMM", "IP", "SADDR", "LPORT", "DADDR", "DPORT"].map(String::from));
-        assert_eq!(h, "PID     COMM         IP SADDR            DADDR            DPORT");
+        assert_eq!(h.trim_end(), "PID     COMM         IP SADDR            DADDR            DPORT");
         let p = Printer::new(style(true));
         let h = p.columns(["PID", "COMM", "IP", "SADDR", "LPORT", "DADDR", "DPORT"].map(String::from));
-        assert_eq!(h, "PID     COMM         IP SADDR            LPORT  DADDR            DPORT");
+        assert_eq!(h.trim_end(), "PID     COMM         IP SADDR            LPORT  DADDR            DPORT");
         let row =
             p.columns(["1479", "telnet-with-long", "4", "127.0.0.1", "50000", "127.0.0.1", "23"].map(String::from));
-        assert_eq!(row, "1479    telnet-with- 4  127.0.0.1        50000  127.0.0.1        23");
+        assert_eq!(row.trim_end(), "1479    telnet-with- 4  127.0.0.1        50000  127.0.0.1        23");
+        // -d: BCC's ` QUERY` after the padded DPORT column.
+        assert_eq!(
+            format!("{row} localhost"),
+            "1479    telnet-with- 4  127.0.0.1        50000  127.0.0.1        23     localhost"
+        );
     }
 }

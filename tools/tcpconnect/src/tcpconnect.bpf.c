@@ -33,6 +33,7 @@ __u64 flows_full = 0;
 
 struct event _event_type = {};
 struct flow _flow_type = {};
+struct lookup _lookup_type = {};
 
 /* Who started a connect, kept from SYN_SENT until the local port is known. */
 struct opener {
@@ -115,6 +116,7 @@ static __always_inline void report(struct sock *sk, struct opener *o)
 	e = ringbuf_reserve_zeroed(&events, sizeof(*e), &lost);
 	if (!e)
 		return;
+	e->kind = RECORD_CONNECT;
 	e->ts_ns = o->ts_ns;
 	e->pid = o->pid;
 	e->uid = o->uid;
@@ -226,6 +228,99 @@ int BPF_KRETPROBE(connect_ret, int ret)
 	if (!sk)
 		return 0;
 	return connect_return(sk, ret);
+}
+
+/* --- -d: the names connects were made to, from the C library's getaddrinfo() --- */
+
+/* getaddrinfo()'s arguments each thread is inside it with: the name and where the result goes. */
+struct gai_call {
+	__u64 node;
+	__u64 res;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct gai_call);
+} looking_up SEC(".maps");
+
+/* Lookups not reported: the ring buffer was full. */
+__u64 lost_lookups = 0;
+
+/* struct addrinfo of a 64-bit C library (glibc and musl lay it out alike). */
+struct user_addrinfo {
+	int ai_flags;
+	int ai_family;
+	int ai_socktype;
+	int ai_protocol;
+	__u32 ai_addrlen;
+	__u64 ai_addr;
+	__u64 ai_canonname;
+	__u64 ai_next;
+};
+
+SEC("uprobe")
+int BPF_UPROBE(getaddrinfo_entry, const char *node, const char *service, const void *hints, void **res)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct gai_call a = { .node = (__u64)node, .res = (__u64)res };
+
+	if (node && res)
+		bpf_map_update_elem(&looking_up, &tid, &a, BPF_ANY);
+	return 0;
+}
+
+/* At a successful return, the name and the first addresses of the result list, as one record. Lookups are not
+ * filtered: any process's lookup names an address for the connects that follow (as BCC's DNS answers do). */
+SEC("uretprobe")
+int BPF_URETPROBE(getaddrinfo_return, int ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct gai_call *a = bpf_map_lookup_elem(&looking_up, &tid);
+	struct user_addrinfo ai;
+	struct lookup *l;
+	__u64 next = 0;
+
+	if (!a)
+		return 0;
+	if (ret || bpf_probe_read_user(&next, sizeof(next), (void *)a->res) || !next)
+		goto out;
+	l = ringbuf_reserve_zeroed(&events, sizeof(*l), &lost_lookups);
+	if (!l)
+		goto out;
+	l->kind = RECORD_LOOKUP;
+	l->pid = pid_tgid >> 32;
+	l->ts_ns = bpf_ktime_get_ns();
+	bpf_probe_read_user_str(l->name, sizeof(l->name), (void *)a->node);
+	for (int i = 0; i < MAX_LOOKUP_ADDRS && next; i++) {
+		struct lookup_addr *out = &l->addrs[l->count & (MAX_LOOKUP_ADDRS - 1)];
+
+		if (bpf_probe_read_user(&ai, sizeof(ai), (void *)next))
+			break;
+		next = ai.ai_next;
+		/* Without hints each address comes once per socket type: keep the stream (or unspecified) one. */
+		if (ai.ai_socktype != 0 && ai.ai_socktype != SOCK_STREAM)
+			continue;
+		if (ai.ai_family == AF_INET && ai.ai_addr) {
+			/* struct sockaddr_in: the address after the family and port */
+			if (bpf_probe_read_user(out->addr, 4, (void *)(ai.ai_addr + 4)))
+				continue;
+		} else if (ai.ai_family == AF_INET6 && ai.ai_addr) {
+			/* struct sockaddr_in6: the address after the family, port and flow label */
+			if (bpf_probe_read_user(out->addr, 16, (void *)(ai.ai_addr + 8)))
+				continue;
+		} else {
+			continue;
+		}
+		out->family = ai.ai_family;
+		l->count++;
+	}
+	bpf_ringbuf_submit(l, 0);
+out:
+	bpf_map_delete_elem(&looking_up, &tid);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
