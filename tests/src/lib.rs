@@ -765,6 +765,47 @@ pub fn heatmap_cells(svg: &str) -> Vec<(usize, usize, u64)> {
         .collect()
 }
 
+/// The columns of a `--heatmap` SVG that hold any event, in order, each as its slots' counts up to the highest
+/// non-empty one: what a tool's JSON lines show, which print nothing for an interval without events.
+pub fn heatmap_non_empty_columns(svg: &str) -> Vec<Vec<u64>> {
+    let cells = heatmap_cells(svg);
+    let columns = cells.iter().map(|c| c.0 + 1).max().unwrap_or(0);
+    let mut drawn: Vec<Vec<u64>> = vec![Vec::new(); columns];
+    for (column, slot, count) in cells {
+        let col = &mut drawn[column];
+        if col.len() <= slot {
+            col.resize(slot + 1, 0);
+        }
+        col[slot] = count;
+    }
+    drawn.into_iter().map(|c| trim_slots(&c)).filter(|c| !c.is_empty()).collect()
+}
+
+/// Slot counts up to the highest non-empty one (none if all are empty).
+pub fn trim_slots(slots: &[u64]) -> Vec<u64> {
+    slots[..slots.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1)].to_vec()
+}
+
+/// The slot counts of JSON lines' `buckets` arrays added up, one total per group of consecutive lines whose
+/// `group` field is the same (a report's time): what each report of a tool adds to its heat map.
+pub fn json_bucket_sums(lines: &[serde_json::Value], group: &str) -> Vec<Vec<u64>> {
+    let mut reports: Vec<(String, Vec<u64>)> = Vec::new();
+    for v in lines {
+        let key = v[group].to_string();
+        if reports.last().is_none_or(|r| r.0 != key) {
+            reports.push((key, Vec::new()));
+        }
+        let slots = &mut reports.last_mut().unwrap().1;
+        for (i, b) in v["buckets"].as_array().expect("buckets").iter().enumerate() {
+            if slots.len() <= i {
+                slots.resize(i + 1, 0);
+            }
+            slots[i] += b["count"].as_u64().unwrap();
+        }
+    }
+    reports.into_iter().map(|r| trim_slots(&r.1)).collect()
+}
+
 /// Starts a C helper's work with a "go" byte on its stdin, waits for its "done" line, closes stdin and reaps it,
 /// failing the test if it did not finish its work or exited with an error (the block tools' I/O helpers).
 pub fn go_and_wait(helper: &mut Child) {

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use corebpf_tests::prom::{free_addr, promtool_accepts, sample};
+use corebpf_tests::prom::{free_addr, promtool_accepts, sample, scrape};
 use corebpf_tests::*;
 
 const CALLS: u64 = 53;
@@ -199,7 +199,7 @@ impl Started {
             .args(["run", "-i", "--rm", "--name", &container.0, image])
             .args(args)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
@@ -219,6 +219,11 @@ impl Started {
 
     fn go(&mut self) {
         self.child.0.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+    }
+
+    /// Reads the workload's next line.
+    fn line(&mut self) -> String {
+        read_line(self.child.0.stdout.as_mut().unwrap())
     }
 
     fn end(mut self) {
@@ -260,4 +265,149 @@ fn container_by_name_shows_that_containers_binds_only() {
     assert_eq!(unknown.status.code(), Some(1), "{}", unknown.stderr);
     assert_eq!(unknown.stderr.trim().lines().count(), 1, "{}", unknown.stderr);
     assert!(unknown.stderr.contains("no running container named"), "{}", unknown.stderr);
+}
+
+const EVENTS: &str = include_str!("container_events.c");
+
+/// One line of a workload's output, byte by byte (no buffer keeps what follows).
+fn read_line(from: &mut impl std::io::Read) -> String {
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    while line.last() != Some(&b'\n') && from.read(&mut byte).unwrap() == 1 {
+        line.push(byte[0]);
+    }
+    String::from_utf8_lossy(&line).into_owned()
+}
+
+/// The series of `family` whose `pid` label is `pid`: its whole line.
+fn series_of_pid<'a>(text: &'a str, family: &str, pid: u32) -> Option<&'a str> {
+    text.lines().find(|l| l.starts_with(&format!("{family}{{pid=\"{pid}\",")))
+}
+
+/// The other direction of `--container`: events and metrics name the container a process runs in. One workload
+/// runs in a named container (its own `FROM scratch` image) and the same program on the host; each makes known
+/// getppid calls, then an exec, a bind (of a port of its own) and an exit with status 7. execsnoop's, exitsnoop's
+/// and bindsnoop's JSON name the container for the container's child and have no `container` for the host's;
+/// `syscount -P --container-label` and `cpudist -P --container-label` label the container's process with the
+/// container's name and leave the host's process's label empty.
+#[test]
+fn events_and_metrics_name_the_container_of_a_process() {
+    let me = std::process::id();
+    let (in_port, host_port) = (43000 + (me % 1000) as u16, 44000 + (me % 1000) as u16);
+    let exe = build_c_helper("container-events", EVENTS, &["-static", "-O2"]);
+    let image = Image::build(
+        &format!("corebpf-test-events:{me}"),
+        &[(exe.clone(), "events")],
+        "FROM scratch\nCOPY events /events\nENTRYPOINT [\"/events\"]\n",
+    );
+    let name = format!("corebpf-test-events-{me}");
+    let mut boxed = Started::run(name.clone(), &image.0, &["/events", &in_port.to_string(), &CALLS.to_string()]);
+    let host_exe = exe.display().to_string();
+    let host = Command::new(&exe)
+        .args([host_exe.as_str(), &host_port.to_string(), &CALLS.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut host = KillOnDrop(host);
+    let host_pid = host.0.id();
+
+    let mut tools: Vec<Running> = ["execsnoop", "exitsnoop", "bindsnoop"]
+        .into_iter()
+        .map(|tool| {
+            let mut run = Running::start(tool, &["-j"]);
+            run.wait_attached(Duration::from_secs(30));
+            run
+        })
+        .collect();
+    let (syscount, syscount_addr) = corebpf_tests::prom::serving("syscount", &["-P", "--container-label"]);
+    let (cpudist, cpudist_addr) = corebpf_tests::prom::serving("cpudist", &["-P", "--container-label"]);
+
+    let boxed_pid = boxed.pid;
+    boxed.go();
+    host.0.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+    // Each says "done" once its child has made its exec, bind and exit and been reaped.
+    assert_eq!(boxed.line(), "done\n");
+    assert_eq!(read_line(host.0.stdout.as_mut().unwrap()), "done\n");
+    let calls = scrape(&syscount_addr);
+    let slices = scrape(&cpudist_addr);
+    promtool_accepts(&calls);
+    for run in [syscount, cpudist] {
+        run.signal(libc::SIGTERM);
+        run.finish(Duration::from_secs(20)).assert_success();
+    }
+    thread::sleep(Duration::from_millis(300));
+    let outputs: Vec<Finished> = tools
+        .drain(..)
+        .map(|run| {
+            run.signal(libc::SIGINT);
+            let done = run.finish(Duration::from_secs(20));
+            done.assert_success();
+            done
+        })
+        .collect();
+    boxed.end();
+    drop(host.0.stdin.take());
+    assert!(host.0.wait().unwrap().success(), "the host workload failed");
+
+    // execsnoop: the children's execs, told apart by their port argument; their PIDs for exitsnoop.
+    let execs = json_lines(&outputs[0].stdout);
+    let exec_of = |port: u16| {
+        let found: Vec<_> =
+            execs.iter().filter(|e| e["args"].as_array().unwrap().iter().any(|a| a == &port.to_string())).collect();
+        assert_eq!(found.len(), 1, "one exec with port {port}: {}", outputs[0].stdout);
+        found[0].clone()
+    };
+    let (in_exec, host_exec) = (exec_of(in_port), exec_of(host_port));
+    assert_eq!(in_exec["container"], name.as_str(), "{in_exec}");
+    assert!(host_exec.get("container").is_none(), "a host process has no container: {host_exec}");
+
+    // exitsnoop: the children's exits with status 7.
+    let exits = json_lines(&outputs[1].stdout);
+    let exit_of = |pid: &serde_json::Value| {
+        let found: Vec<_> = exits.iter().filter(|e| &e["pid"] == pid).collect();
+        assert_eq!(found.len(), 1, "one exit of {pid}: {}", outputs[1].stdout);
+        assert_eq!(found[0]["exit_code"], 7, "{}", found[0]);
+        found[0].clone()
+    };
+    assert_eq!(exit_of(&in_exec["pid"])["container"], name.as_str());
+    assert!(exit_of(&host_exec["pid"]).get("container").is_none());
+
+    // bindsnoop: the children's binds, by port.
+    let binds = json_lines(&outputs[2].stdout);
+    let bind_of = |port: u16| {
+        let found: Vec<_> = binds.iter().filter(|b| b["port"] == port).collect();
+        assert_eq!(found.len(), 1, "one bind of port {port}: {}", outputs[2].stdout);
+        found[0].clone()
+    };
+    assert_eq!(bind_of(in_port)["container"], name.as_str());
+    assert!(bind_of(host_port).get("container").is_none());
+
+    // syscount -P: the container's process counts its getppid calls (and more) under its container's name.
+    let family = "corebpf_syscount_syscalls_total";
+    let boxed_series = series_of_pid(&calls, family, boxed_pid).unwrap_or_else(|| panic!("{calls}"));
+    assert!(boxed_series.contains(&format!("container=\"{name}\"")), "{boxed_series}");
+    let count: f64 = boxed_series.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(count >= CALLS as f64, "{boxed_series}");
+    let host_series = series_of_pid(&calls, family, host_pid).unwrap_or_else(|| panic!("{calls}"));
+    assert!(host_series.contains("container=\"\"") || !host_series.contains("container="), "{host_series}");
+    // cpudist -P: the container's process ran, and its histogram carries the container.
+    let cpu = "corebpf_cpudist_oncpu_time_seconds_count";
+    let boxed_series = series_of_pid(&slices, cpu, boxed_pid).unwrap_or_else(|| panic!("{slices}"));
+    assert!(boxed_series.contains(&format!("container=\"{name}\"")), "{boxed_series}");
+}
+
+/// `--container-label` labels per-process series: without --prometheus, or without -P, it is a usage error.
+#[test]
+fn container_label_needs_metrics_per_process() {
+    for (tool, args) in [
+        ("syscount", &["--container-label"][..]),
+        ("syscount", &["--container-label", "--prometheus", "127.0.0.1:1"][..]),
+        ("cpudist", &["-P", "--container-label"][..]),
+    ] {
+        let done = run_tool(tool, args);
+        assert_eq!(done.status.code(), Some(2), "{tool} {args:?}: {}", done.stderr);
+        assert_eq!(done.stderr.trim().lines().count(), 1, "{}", done.stderr);
+        assert!(done.stderr.contains("--container-label"), "{}", done.stderr);
+    }
 }

@@ -5,7 +5,8 @@
 //! [`namedhist`] is the run and report of tools with a histogram per name (bitesize).
 //! [`taskhist`] is the run and report of the scheduler latency histogram tools (cpudist, runqlat).
 //! [`exporter`] is the hub of `corebpf-tools exporter`, several tools' metrics in one process.
-//! [`topscreen`] is the top of BCC's top-style screens (cleared screen, loadavg line).
+//! [`topscreen`] is the top of BCC's top-style screens (cleared screen, loadavg line); [`taskrows`] turns those
+//! tools' per-task rows into counters that outlive the tasks.
 //! [`sockevents`] is what the socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife) share.
 
 pub mod exporter;
@@ -19,4 +20,5 @@ pub mod namedhist;
 pub mod sockevents;
 pub mod stdout;
 pub mod taskhist;
+pub mod taskrows;
 pub mod topscreen;

@@ -5,7 +5,8 @@
 //!
 //! The BPF side keeps cumulative histograms in a hash map keyed by the name (it never deletes them, so no event
 //! is lost between a read and a clear); [`run`] reads them every interval and prints what each name added since
-//! the previous read ([`IntervalDiff`]).
+//! the previous read ([`IntervalDiff`]). With a heat map ([`run_with_mean`]'s `heat`), each interval is also a
+//! column of it, every name's histogram added up.
 
 use std::io::Write;
 
@@ -13,6 +14,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::IntervalCount;
+use crate::output::heatmap::{sum_slots, HeatmapFile};
 use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
 use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
 use crate::run::{run_intervals, Signals};
@@ -99,11 +101,13 @@ pub fn run(
     timestamp: bool,
     read: impl FnMut() -> Result<Vec<(String, Log2Hist)>>,
 ) -> Result<()> {
-    run_with_mean(signals, every, layout, json, timestamp, false, read)
+    run_with_mean(signals, every, layout, json, timestamp, false, None, read)
 }
 
 /// [`run`], with each histogram's mean when `mean` is set (the histograms' `sum` over their `count`): BCC's
-/// ` [AVG n]` after the section's name (tcprtt's `-e`), and `sum` and `mean` fields in JSON.
+/// ` [AVG n]` after the section's name (tcprtt's `-e`), and `sum` and `mean` fields in JSON; `heat`
+/// (`--heatmap FILE.svg`) gets a column per interval and is written when the run ends.
+#[allow(clippy::too_many_arguments)]
 pub fn run_with_mean(
     signals: &Signals,
     every: &IntervalCount,
@@ -111,6 +115,7 @@ pub fn run_with_mean(
     json: bool,
     timestamp: bool,
     mean: bool,
+    mut heat: Option<HeatmapFile>,
     mut read: impl FnMut() -> Result<Vec<(String, Log2Hist)>>,
 ) -> Result<()> {
     let mut out = Output::new();
@@ -120,13 +125,18 @@ pub fn run_with_mean(
     }
     let mut diff = IntervalDiff::new();
     run_intervals(signals, every.interval(), every.count, |_| {
-        let sections = diff.update(read()?);
+        let cumulative = read()?;
+        if let Some(heat) = heat.as_mut() {
+            heat.push(&sum_slots(cumulative.iter().map(|(_, h)| &h.slots[..])));
+        }
+        let sections = diff.update(cumulative);
         if json {
             write_json(&mut out, layout, &sections, mean)
         } else {
             write_text(&mut out, layout, &sections, timestamp, mean)
         }
-    })
+    })?;
+    heat.as_ref().map_or(Ok(()), HeatmapFile::finish)
 }
 
 /// `--prometheus`: serves the cumulative histograms `read` returns (slots of `bytes_per_unit` bytes, sums in

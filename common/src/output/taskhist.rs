@@ -8,6 +8,7 @@
 //! `-T`, each histogram, with `-e` BCC's average/total/count line), or as one JSON line per histogram; with
 //! `--heatmap` ([`Report::heatmap`]) the run also draws every interval, all histograms added up, as a heat map.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -15,6 +16,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::IntervalCount;
+use crate::domain::container_names::{ContainerLabelArgs, PidContainers};
 use crate::output::heatmap::{sum_slots, HeatmapFile};
 use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
 use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
@@ -91,6 +93,8 @@ pub struct Report {
     comm_in_heading: bool,
     diff: IntervalDiff<u32>,
     heat: Option<HeatmapFile>,
+    /// `--container-label`: the container of each process or thread, for its series.
+    containers: Option<RefCell<PidContainers>>,
 }
 
 impl Report {
@@ -106,12 +110,21 @@ impl Report {
             comm_in_heading: true,
             diff: IntervalDiff::new(),
             heat: None,
+            containers: None,
         }
     }
 
     /// Whether section headings name the comm after the key (by default they do).
     pub fn comm_in_heading(mut self, yes: bool) -> Self {
         self.comm_in_heading = yes;
+        self
+    }
+
+    /// `--container-label` ([`ContainerLabelArgs`]): the per-process (-P) or per-thread (-L) series also carry
+    /// their task's container. A usage error without --prometheus or without -P or -L.
+    pub fn container_label(mut self, args: ContainerLabelArgs, serving: bool) -> Self {
+        let per_task = matches!(self.per, Per::Process | Per::Thread);
+        self.containers = args.open(serving, per_task, "-P or -L").map(RefCell::new);
         self
     }
 
@@ -192,21 +205,29 @@ impl Report {
 
 impl Report {
     /// `--prometheus`: the cumulative histograms as `corebpf_<tool>_<name>_seconds`, labelled `pid` and `comm`
-    /// (-P), `tid` and `comm` (-L) or `pidns` (--pidnss); one unlabelled series otherwise, present from the start.
+    /// (-P), `tid` and `comm` (-L) or `pidns` (--pidnss), with `container` after them with --container-label;
+    /// one unlabelled series otherwise, present from the start.
     pub fn metrics(&self, s: &mut crate::output::metrics::Snapshot, name: &str, help: &str, entries: Vec<Entry>) {
         use crate::output::metrics::HistogramValue;
-        let labels: &[&'static str] = match self.per {
-            Per::All => &[],
-            Per::Process => &["pid", "comm"],
-            Per::Thread => &["tid", "comm"],
-            Per::PidNamespace => &["pidns"],
+        let mut containers = self.containers.as_ref().map(RefCell::borrow_mut);
+        let labels: &[&'static str] = match (self.per, containers.is_some()) {
+            (Per::All, _) => &[],
+            (Per::Process, false) => &["pid", "comm"],
+            (Per::Process, true) => &["pid", "comm", PidContainers::LABEL],
+            (Per::Thread, false) => &["tid", "comm"],
+            (Per::Thread, true) => &["tid", "comm", PidContainers::LABEL],
+            (Per::PidNamespace, _) => &["pidns"],
         };
         let mut series: Vec<(Vec<String>, Log2Hist)> = entries
             .into_iter()
             .map(|(key, comm, hist)| match self.per {
                 Per::All => (Vec::new(), hist),
                 Per::PidNamespace => (vec![key.to_string()], hist),
-                _ => (vec![key.to_string(), comm], hist),
+                _ => {
+                    let mut values = vec![key.to_string(), comm];
+                    values.extend(containers.as_mut().map(|c| c.label(key)));
+                    (values, hist)
+                }
             })
             .collect();
         if series.is_empty() && self.per == Per::All {

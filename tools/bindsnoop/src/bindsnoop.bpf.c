@@ -208,6 +208,7 @@ static __always_inline void bind_done(struct bind_start *start, long ret)
 	if (!e)
 		return;
 	e->ts_ns = bpf_ktime_get_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->pid = bpf_get_current_pid_tgid() >> 32;
 	e->uid = (__u32)bpf_get_current_uid_gid();
 	e->ret = ret;

@@ -23,6 +23,7 @@
  * order, IPv4 in the first 4 bytes. */
 struct event {
 	__u64 ts_ns;
+	__u64 cgroup_id;	/* the task's cgroup v2 ID (its container, if any) */
 	__u32 pid;
 	__u32 uid;
 	__s32 ret;

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! bindsnoop's output: BCC's columns (`[TIME(s)] [UID] [RC] PID COMM PROT ADDR PORT OPTS IF`, narrow or `-w`
-//! wide), `--count`'s `LADDR LPORT BINDS` table, or JSON lines.
+//! wide), `--count`'s `LADDR LPORT BINDS` table, or JSON lines, which name the process's container.
 
 use std::io::{self, Write};
 use std::net::IpAddr;
 
 use common::attach::maps::c_string;
+use common::domain::container_names::ContainerNames;
 use common::domain::net::{ip_addr, Family};
 use common::domain::syscalls::errno_name;
 use common::output::sockevents::SinceFirst;
@@ -31,6 +32,8 @@ const OPTIONS: [(usize, char, &str); 5] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bind {
     pub ts_ns: u64,
+    /// The task's cgroup v2 ID, which names its container.
+    pub cgroup_id: u64,
     pub pid: u32,
     pub uid: u32,
     pub comm: String,
@@ -48,6 +51,7 @@ impl Bind {
     pub fn from_event(e: &event) -> Option<Bind> {
         Some(Bind {
             ts_ns: e.ts_ns,
+            cgroup_id: e.cgroup_id,
             pid: e.pid,
             uid: e.uid,
             comm: c_string(&e.comm),
@@ -124,6 +128,9 @@ struct JsonBind<'a> {
     opts: String,
     options: Vec<&'static str>,
     bound_if: u32,
+    /// The container the process runs in (absent for the host's processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container: Option<&'a str>,
 }
 
 /// The banner BCC prints before anything else (not in JSON).
@@ -136,11 +143,12 @@ pub fn write_banner(out: &mut Output) -> io::Result<()> {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    containers: ContainerNames,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default() }
+        Printer { style, since_first: SinceFirst::default(), containers: ContainerNames::new() }
     }
 
     /// The column header (nothing for JSON).
@@ -167,6 +175,7 @@ impl Printer {
     pub fn write(&mut self, out: &mut Output, b: &Bind) -> io::Result<()> {
         let since_first = self.since_first.secs(b.ts_ns);
         if self.style.json {
+            let container = self.containers.of_cgroup(b.cgroup_id);
             return out.json_line(&JsonBind {
                 timestamp: clock_rfc3339(),
                 time_s: self.style.timestamp.then_some(since_first),
@@ -183,6 +192,7 @@ impl Printer {
                 opts: opts_string(b.opts),
                 options: OPTIONS.iter().filter(|o| usize::from(b.opts) & o.0 != 0).map(|o| o.2).collect(),
                 bound_if: b.bound_dev_if,
+                container: container.as_deref(),
             });
         }
         let mut line = String::new();
@@ -270,6 +280,7 @@ mod tests {
     fn bind(addr: &str, port: u16, opts: u8, ret: i32) -> Bind {
         Bind {
             ts_ns: 0,
+            cgroup_id: 0,
             pid: 3941081,
             uid: 0,
             comm: "test_bind_op_long".into(),

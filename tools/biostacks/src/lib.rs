@@ -7,7 +7,8 @@
 //! stack). This side resolves `-d` before loading, waits for the duration or a stop signal, then reads the
 //! histograms once, names the frames through the shared symbolizer (`common::process::symbols`), drops the
 //! tracing machinery's own frames (`common::stacks::tracing_frames`), adds up keys whose stacks print the same,
-//! and prints them in libbpf-tools' layout or as JSON lines.
+//! and prints them in libbpf-tools' layout or as JSON lines. With `--heatmap FILE.svg` it also reads the
+//! histograms' slots every second, all of them added up, as the columns of a heat map.
 
 mod bpf;
 
@@ -25,6 +26,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::domain::blockdev::Disks;
+use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::hist::{log2_buckets, write_log2_hist, Bucket};
 use common::output::stdout::{clock_rfc3339, Output};
 use common::process::symbols::{Batch, Symbolizer};
@@ -59,7 +61,7 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
-    metrics: common::cli::MetricsArgs,
+    metrics: common::cli::ExportArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// Seconds to trace (by default, until Ctrl-C)
@@ -153,8 +155,21 @@ fn biostacks(args: Args) -> Result<()> {
         writeln!(out, "Tracing block I/O with init stacks. Hit Ctrl-C to end.")?;
         out.flush()?;
     }
-    let duration = args.duration.map(Duration::from_secs);
-    run::run_intervals(&signals, duration, Some(1), |_| {
+    let unit = if args.milliseconds { "msecs" } else { "usecs" };
+    let mut heat = HeatmapFile::open(args.metrics.heatmap.as_deref(), "Block I/O latency (biostacks)", unit)?;
+    // One report at the end; with a heat map, a column every second until then.
+    let (every, ticks) = match heat {
+        Some(_) => (Some(Duration::from_secs(1)), args.duration),
+        None => (args.duration.map(Duration::from_secs), Some(1)),
+    };
+    run::run_intervals(&signals, every, ticks, |tick| {
+        if let Some(heat) = heat.as_mut() {
+            let entries: Vec<(stack_key, hist)> = hash_entries(&skel.maps.hists)?;
+            heat.push(&sum_slots(entries.iter().map(|(_, h)| &h.slots[..])));
+        }
+        if tick != run::Tick::Last {
+            return Ok(());
+        }
         let mut full = DropCounter::new("requests", "too many process, disk and stack keys");
         if let Some(bss) = skel.maps.bss_data.as_ref() {
             full.check(&bss.hists_full);
@@ -163,7 +178,6 @@ fn biostacks(args: Args) -> Result<()> {
         if lost > 0 {
             eprintln!("WARNING: {lost} stack traces could not be displayed (the stack map was full).");
         }
-        let unit = if args.milliseconds { "msecs" } else { "usecs" };
         if args.json {
             let timestamp = clock_rfc3339();
             for (s, t) in &sections {
@@ -191,7 +205,8 @@ fn biostacks(args: Args) -> Result<()> {
         }
         out.flush()?;
         Ok(())
-    })
+    })?;
+    heat.as_ref().map_or(Ok(()), HeatmapFile::finish)
 }
 
 /// `--prometheus`: each (process name, disk, stack)'s cumulative histogram as

@@ -251,3 +251,31 @@ fn prometheus_histograms_hold_every_request_under_its_stack() {
     tool.signal(libc::SIGTERM);
     tool.finish(Duration::from_secs(20)).assert_success();
 }
+
+/// `--heatmap` on a disk of its own: a column each second while tracing, every histogram added up; over the run
+/// the cells hold exactly what the JSON report's buckets hold (the helper's 50 requests among them), slot by slot.
+#[test]
+fn heat_map_holds_every_request_of_the_report() {
+    let dev = LoopDevice::new("heat");
+    let name = dev.name();
+    let svg = std::env::temp_dir().join(format!("corebpf-heatmap-biostacks-{}.svg", std::process::id()));
+    let svg_arg = svg.to_str().unwrap().to_string();
+    let (done, pid, _) = trace_helper(&dev.path, &["-d", &name, "-j", "--heatmap", &svg_arg], &[]);
+    done.assert_success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let _ = std::fs::remove_file(&svg);
+    let lines = json_lines(&done.stdout);
+    let helper: u64 = lines.iter().filter(|l| l["pid"] == pid).map(|l| l["count"].as_u64().unwrap()).sum();
+    assert_eq!(helper, WRITES, "{}", done.stdout);
+    let report = json_bucket_sums(&lines, "timestamp");
+    assert_eq!(report.len(), 1, "one report: {}", done.stdout);
+    let mut drawn: Vec<u64> = Vec::new();
+    for column in heatmap_non_empty_columns(&text) {
+        if drawn.len() < column.len() {
+            drawn.resize(column.len(), 0);
+        }
+        drawn.iter_mut().zip(&column).for_each(|(d, n)| *d += n);
+    }
+    assert_eq!(drawn, report[0], "{}\n{text}", done.stdout);
+    assert!(text.contains("(usecs)"), "the unit is on the axis");
+}

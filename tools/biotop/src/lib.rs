@@ -5,9 +5,11 @@
 //! The BPF side adds every completed block request to a cumulative row keyed by the process that submitted it,
 //! the direction and the disk (requests, bytes, time from issue to completion); this front end reads the rows
 //! every interval, takes the difference from the previous read, forgets the rows of processes that are gone, and
-//! prints BCC's screen (a loadavg line and `PID COMM D MAJ MIN DISK I/O Kbytes AVGms`, sorted) or JSON lines.
+//! prints BCC's screen (a loadavg line and `PID COMM D MAJ MIN DISK I/O Kbytes AVGms`, sorted) or JSON lines;
+//! or, with `--prometheus`, serves the rows as counters per process name, disk and direction ([`metrics`]).
 
 mod bpf;
+mod metrics;
 mod report;
 
 use std::collections::HashMap;
@@ -71,10 +73,12 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Seconds between reports
-    #[arg(default_value = "1", value_parser = parse_interval_secs)]
-    interval: u64,
+    /// Seconds between reports (1 if not given)
+    #[arg(value_parser = parse_interval_secs)]
+    interval: Option<u64>,
     /// Stop after this many reports
     #[arg(value_parser = parse_positive_u64)]
     count: Option<u64>,
@@ -95,13 +99,25 @@ fn biotop(args: Args) -> Result<()> {
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
     let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("biotop", args.interval.is_some() || args.count.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, noted_at, mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let mut totals = metrics::Totals::default();
+        return endpoint.serve(&signals, |s| {
+            let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+            s.map_full("starts", &bss.starts_full);
+            s.map_full("rows", &bss.rows_full);
+            totals.write(s, &skel.maps.rows)
+        });
+    }
+    let interval = args.interval.unwrap_or(1);
 
     let mut out = Output::new();
     if !args.json {
         use std::io::Write;
-        writeln!(out, "Tracing... Output every {} secs. Hit Ctrl-C to end", args.interval)?;
+        writeln!(out, "Tracing... Output every {interval} secs. Hit Ctrl-C to end")?;
         out.flush()?;
     }
     let screen = Screen::from_flags(args.noclear, args.sort, args.maxrows);
@@ -109,7 +125,7 @@ fn biotop(args: Args) -> Result<()> {
     let mut full = DropCounter::new("requests", "too many requests in flight or rows (processes and disks)");
     let mut before: HashMap<Vec<u8>, io_stat> = HashMap::new();
     let mut disks = Disks::scan();
-    run_intervals(&signals, Some(Duration::from_secs(args.interval)), args.count, |tick| {
+    run_intervals(&signals, Some(Duration::from_secs(interval)), args.count, |tick| {
         // The raw keys too: a row is deleted by its bytes.
         let mut now = Vec::new();
         for id in skel.maps.rows.keys() {

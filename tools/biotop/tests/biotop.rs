@@ -196,3 +196,45 @@ fn bad_pid_and_rows_are_one_line() {
         assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
     }
 }
+
+/// `--prometheus` with `-p` on a disk of its own: the helper's 20 writes of 16 KiB and 50 reads of 4 KiB are the
+/// counters of its process name, disk and direction, exactly; after the helper has exited its row is folded into
+/// the tool's own totals (and deleted from the kernel's map), and a second scrape reads the same values.
+#[test]
+fn prometheus_counts_every_request_and_byte() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let dev = LoopDevice::new("biotop-prom");
+    let disk = dev.name();
+    let exe = build_c_helper("biotop-rw", include_str!("rw.c"), &["-O1"]);
+    let child = Command::new(&exe)
+        .args([dev.path.as_os_str(), "20".as_ref(), "50".as_ref()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut helper = KillOnDrop(child);
+    let pid = helper.0.id();
+    wait_sleeping(pid, Duration::from_secs(10));
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap().trim_end().to_string();
+    let (tool, addr) = serving("biotop", &["-p", &pid.to_string()]);
+    go_and_wait(&mut helper.0);
+    let series =
+        |name: &str, op: &str| format!("corebpf_biotop_{name}{{comm=\"{comm}\",device=\"{disk}\",operation=\"{op}\"}}");
+    let check = |text: &str| {
+        assert_eq!(sample(text, &series("requests_total", "write")), Some(20.0), "{text}");
+        assert_eq!(sample(text, &series("bytes_total", "write")), Some(20.0 * 16384.0), "{text}");
+        assert_eq!(sample(text, &series("requests_total", "read")), Some(50.0), "{text}");
+        assert_eq!(sample(text, &series("bytes_total", "read")), Some(50.0 * 4096.0), "{text}");
+        assert!(sample(text, &series("io_time_seconds_total", "read")).is_some_and(|s| s > 0.0), "{text}");
+    };
+    let first = scrape(&addr);
+    promtool_accepts(&first);
+    check(&first);
+    // The helper has been reaped (go_and_wait): the first scrape folded its rows; the second reads the totals.
+    check(&scrape(&addr));
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    assert_eq!(run_tool("biotop", &["--prometheus", "127.0.0.1:0", "1"]).status.code(), Some(2), "an interval too");
+}

@@ -66,6 +66,8 @@ struct Args {
     #[command(flatten)]
     export: common::cli::ExportArgs,
     #[command(flatten)]
+    containers: common::domain::container_names::ContainerLabelArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -88,11 +90,12 @@ fn cpudist(args: Args) -> Result<()> {
         common::cli::require_process(pid)?;
     }
     let signals = Signals::install()?;
+    let report = Report::new(args.milliseconds, per(&args), args.extension)
+        .container_label(args.containers, args.export.prometheus.is_some());
     let endpoint = args.export.endpoint("cpudist", args.every.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
-    let report = Report::new(args.milliseconds, per(&args), args.extension);
     let what = if args.offcpu { "off-CPU time" } else { "on-CPU time" };
     let entries = || -> Result<Vec<taskhist::Entry>> {
         let hists: Vec<(u32, hist)> = hash_entries(&skel.maps.hists)?;

@@ -154,6 +154,7 @@ static __always_inline int leave(long ret)
 		}
 	}
 	e->ts_ns = bpf_ktime_get_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->cpu = bpf_get_smp_processor_id();
 	bpf_get_current_comm(&e->comm, sizeof(e->comm));
 	len = __builtin_offsetof(struct event, args) + (__u64)e->args_size;

@@ -21,6 +21,7 @@
  * stops after args_size bytes of args. */
 struct event {
 	__u64 ts_ns;		/* bpf_ktime_get_ns() at return */
+	__u64 cgroup_id;	/* the task's cgroup v2 ID (its container, if any) */
 	__u32 pid;		/* tgid */
 	__u32 ppid;		/* real_parent's tgid, read in the kernel (short-lived processes too) */
 	__u32 uid;

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! execsnoop's output: BCC's columns (`[TIME] [TIME(s)] [UID] PCOMM PID [PARENT] PPID [CPU] RET ARGS`, the format
 //! strings of BCC's `tools/execsnoop.py`, where PCOMM is the process's command; -M's PARENT column is the parent's)
-//! or JSON lines with the arguments as a list.
+//! or JSON lines with the arguments as a list, and the process's container.
 
 use std::io::{self, Write};
 
 use common::attach::maps::c_string;
+use common::domain::container_names::ContainerNames;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -19,6 +20,9 @@ unsafe impl plain::Plain for event {}
 pub struct Exec {
     #[serde(skip)]
     pub ts_ns: u64,
+    /// The task's cgroup v2 ID, which names its container.
+    #[serde(skip)]
+    pub cgroup_id: u64,
     pub comm: String,
     pub pid: u32,
     pub ppid: u32,
@@ -59,6 +63,7 @@ impl Exec {
         }
         Exec {
             ts_ns: e.ts_ns,
+            cgroup_id: e.cgroup_id,
             comm: c_string(&e.comm),
             pid: e.pid,
             ppid: e.ppid,
@@ -120,11 +125,15 @@ struct JsonExec<'a> {
     ts: f64,
     #[serde(flatten)]
     exec: &'a Exec,
+    /// The container the process runs in (absent for the host's processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container: Option<&'a str>,
 }
 
 pub struct Printer {
     style: Style,
     start_ns: u64,
+    containers: ContainerNames,
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds: the clock of bpf_ktime_get_ns().
@@ -137,7 +146,7 @@ fn monotonic_ns() -> u64 {
 
 impl Printer {
     pub fn new(style: Style) -> Printer {
-        Printer { style, start_ns: monotonic_ns() }
+        Printer { style, start_ns: monotonic_ns(), containers: ContainerNames::new() }
     }
 
     pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
@@ -172,7 +181,9 @@ impl Printer {
         let s = self.style;
         let since = e.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9;
         if s.json {
-            return out.json_line(&JsonExec { time: clock_rfc3339(), ts: since, exec: e });
+            let container = self.containers.of_cgroup(e.cgroup_id);
+            let container = container.as_deref();
+            return out.json_line(&JsonExec { time: clock_rfc3339(), ts: since, exec: e, container });
         }
         let mut line = String::new();
         if s.clock {
@@ -206,6 +217,7 @@ mod tests {
     fn exec(args: &[&str], truncated: bool) -> Exec {
         Exec {
             ts_ns: 0,
+            cgroup_id: 0,
             comm: "true".into(),
             pid: 1,
             ppid: 0,

@@ -49,6 +49,7 @@ static __always_inline int on_exit(void)
 		return 0;
 	e->start_ns = BPF_CORE_READ(task, start_time);
 	e->exit_ns = bpf_ktime_get_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->pid = tgid;
 	e->tid = tid;
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);

@@ -9,6 +9,7 @@
 struct event {
 	__u64 start_ns;		/* task->start_time (CLOCK_MONOTONIC) */
 	__u64 exit_ns;		/* bpf_ktime_get_ns() at sched_process_exit */
+	__u64 cgroup_id;	/* the task's cgroup v2 ID (its container, if any) */
 	__u32 pid;		/* tgid */
 	__u32 tid;
 	__u32 ppid;		/* real_parent's tgid */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! exitsnoop's output: BCC's columns (`[TIME-TZ] [LABEL] PCOMM PID PPID TID AGE(s) EXIT_CODE`, the layout of BCC's
-//! `tools/exitsnoop.py`; EXIT_CODE is `0`, `code N` or `signal N (NAME)`, with `, core dumped`) or JSON lines.
+//! `tools/exitsnoop.py`; EXIT_CODE is `0`, `code N` or `signal N (NAME)`, with `, core dumped`) or JSON lines, which name the
+//! process's container.
 
 use std::io::{self, Write};
 
 use chrono::{Local, Utc};
 use common::attach::maps::{c_string, from_bytes};
+use common::domain::container_names::ContainerNames;
 use common::domain::signals;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
@@ -18,6 +20,9 @@ unsafe impl plain::Plain for event {}
 /// One exit, decoded from the BPF record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Exit {
+    /// The task's cgroup v2 ID, which names its container.
+    #[serde(skip)]
+    pub cgroup_id: u64,
     pub comm: String,
     pub pid: u32,
     pub ppid: u32,
@@ -38,6 +43,7 @@ impl Exit {
     pub fn from_bytes(data: &[u8]) -> Exit {
         let e: event = from_bytes(data);
         Exit {
+            cgroup_id: e.cgroup_id,
             comm: c_string(&e.comm),
             pid: e.pid,
             ppid: e.ppid,
@@ -81,10 +87,14 @@ struct JsonExit<'a> {
     label: Option<&'a str>,
     #[serde(flatten)]
     exit: &'a Exit,
+    /// The container the process ran in (absent for the host's processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container: Option<&'a str>,
 }
 
 pub struct Printer {
     style: Style,
+    containers: ContainerNames,
 }
 
 /// The local time zone's abbreviation (`UTC`, `CET`), as BCC's TIME-<zone> column header names it.
@@ -102,7 +112,7 @@ fn zone_abbreviation() -> String {
 
 impl Printer {
     pub fn new(style: Style) -> Printer {
-        Printer { style }
+        Printer { style, containers: ContainerNames::new() }
     }
 
     pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
@@ -126,7 +136,9 @@ impl Printer {
     pub fn write(&mut self, out: &mut Output, e: &Exit) -> io::Result<()> {
         let s = &self.style;
         if s.json {
-            return out.json_line(&JsonExit { time: clock_rfc3339(), label: s.label.as_deref(), exit: e });
+            let container = self.containers.of_cgroup(e.cgroup_id);
+            let container = container.as_deref();
+            return out.json_line(&JsonExit { time: clock_rfc3339(), label: s.label.as_deref(), exit: e, container });
         }
         let mut line = String::new();
         if s.timestamp {

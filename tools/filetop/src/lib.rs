@@ -6,9 +6,11 @@
 //! keyed by thread, command and file, at vfs_read/vfs_write (fentry, kprobe) or, where kernel functions cannot be
 //! traced, at the read and write system calls' tracepoints; this front end reads the rows every interval, takes
 //! the difference from the previous read, forgets the rows of threads that are gone, and prints BCC's screen (a
-//! loadavg line and `TID COMM READS WRITES R_Kb W_Kb T FILE`, sorted) or JSON lines.
+//! loadavg line and `TID COMM READS WRITES R_Kb W_Kb T FILE`, sorted) or JSON lines; or, with
+//! `--prometheus`, serves them as counters per process name and file ([`metrics`]).
 
 mod bpf;
+mod metrics;
 mod report;
 
 use std::collections::HashMap;
@@ -28,7 +30,7 @@ use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
 use common::domain::blockdev::kernel_dev;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{MapCore, MapFlags};
 
 use bpf::types::{file_key, file_stat};
@@ -86,10 +88,12 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Seconds between reports
-    #[arg(default_value = "1", value_parser = parse_interval_secs)]
-    interval: u64,
+    /// Seconds between reports (1 if not given)
+    #[arg(value_parser = parse_interval_secs)]
+    interval: Option<u64>,
     /// Stop after this many reports
     #[arg(value_parser = parse_positive_u64)]
     count: Option<u64>,
@@ -120,8 +124,20 @@ fn filetop(args: Args) -> Result<()> {
         None => None,
     };
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("filetop", args.interval.is_some() || args.count.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, dir, mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let mut totals = metrics::Totals::default();
+        return endpoint.serve(&signals, |s| {
+            let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+            s.map_full("rows", &bss.rows_full);
+            s.map_full("inflight", &bss.inflight_full);
+            totals.write(s, &skel.maps.rows)
+        });
+    }
+    let interval = args.interval.unwrap_or(1);
 
     let mut out = Output::new();
     if !args.json {
@@ -129,14 +145,14 @@ fn filetop(args: Args) -> Result<()> {
         if let (Some(dir), Some((ino, _))) = (&args.directory, dir) {
             writeln!(out, "Tracing directory: {} (Inode: {ino})", dir.display())?;
         }
-        writeln!(out, "Tracing... Output every {} secs. Hit Ctrl-C to end", args.interval)?;
+        writeln!(out, "Tracing... Output every {interval} secs. Hit Ctrl-C to end")?;
         out.flush()?;
     }
     let screen = Screen::from_flags(args.noclear, args.sort, args.maxrows);
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     let mut full = DropCounter::new("reads and writes", "too many rows (threads and files) or calls in progress");
     let mut before: HashMap<Vec<u8>, file_stat> = HashMap::new();
-    run_intervals(&signals, Some(Duration::from_secs(args.interval)), args.count, |tick| {
+    run_intervals(&signals, Some(Duration::from_secs(interval)), args.count, |tick| {
         // The raw keys too: a row is deleted by its bytes.
         let mut now = Vec::new();
         for id in skel.maps.rows.keys() {

@@ -378,3 +378,38 @@ fn long_names_are_cut_as_bcc_cuts_them() {
     let want = TextRow { file: "ft-a-rather-long-file-name-of...".into(), ..file_row(&t) };
     assert_eq!(rows_of(&t.done.stdout, t.pid), [want], "{}", t.done.stdout);
 }
+
+/// `--prometheus` with `-p`: the helper's reads, writes and bytes on its file are the counters of its process
+/// name and file, exactly; after the helper has exited its row is folded into the tool's own totals (and deleted
+/// from the kernel's map), and a second scrape reads the same values. promtool accepts the exposition.
+#[test]
+fn prometheus_counts_every_call_and_byte() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let dir = ScratchDir::new("filetop-prom");
+    let mut h = helper(&dir.0.join("ft-prom"));
+    let (tool, addr) = serving(TOOL, &["-p", &h.pid.to_string()]);
+    // The tracepoint path attaches twenty links one after another: serving starts before the last of them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while ![2, 20].contains(&links_of(tool.pid())) {
+        assert!(std::time::Instant::now() < deadline, "{} links", links_of(tool.pid()));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    go_and_wait(&mut h.child.0);
+    let series =
+        |name: &str| format!("corebpf_filetop_{name}{{comm=\"{}\",file=\"ft-prom\",type=\"regular\"}}", h.comm);
+    let check = |text: &str| {
+        let got = ["reads_total", "read_bytes_total", "writes_total", "written_bytes_total"]
+            .map(|n| sample(text, &series(n)));
+        let want = [READS, READ_BYTES, WRITES, WRITE_BYTES].map(|n| Some(n as f64));
+        assert_eq!(got, want, "{text}");
+    };
+    let first = scrape(&addr);
+    promtool_accepts(&first);
+    check(&first);
+    check(&scrape(&addr));
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(Duration::from_secs(20));
+    done.assert_success();
+    done.assert_no_programs_left();
+    assert_refused(TOOL, &["--prometheus", "127.0.0.1:0", "1"], 2, "takes no interval");
+}

@@ -7,6 +7,7 @@
 //! address, user stack), or per (process, address) with `-s`. Each report moves the kernel's epoch on and takes
 //! the entries of the epochs before it (`report.rs`), so every wait is in exactly one report; the stacks are
 //! named through blazesym with the memory maps each process had when first seen (it may have exited by then).
+//! `--heatmap FILE.svg` draws each report's waits, every histogram added up, as a column of a heat map.
 
 mod bpf;
 mod metrics;
@@ -65,7 +66,7 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
-    metrics: common::cli::MetricsArgs,
+    metrics: common::cli::ExportArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
@@ -120,6 +121,8 @@ fn futexctn(args: Args) -> Result<()> {
         out.flush()?;
     }
     let mut report = Report::new(args.milliseconds, args.summary, args.timestamp, args.json);
+    let unit = if args.milliseconds { "msecs" } else { "usecs" };
+    let mut heat = report::Heat::open(args.metrics.heatmap.as_deref(), unit)?;
     let mut symbolizer = Symbolizer::new();
     let mut start_full = DropCounter::new("futex waits", "too many waits in flight");
     let mut hists_full = DropCounter::new("futex waits", "too many histograms; try -s or a filter");
@@ -138,6 +141,7 @@ fn futexctn(args: Args) -> Result<()> {
         done += 1;
         let last = signals.stopped() || interval.is_none() || args.every.count.is_some_and(|c| done >= c);
         let entries = report::take(&mut skel)?;
+        heat.push(&entries);
         report.write(&mut out, &skel.maps.stackmap, entries, &mut symbolizer, args.perf_max_stack_depth as usize)?;
         let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
         start_full.check(&bss.start_full);
@@ -146,6 +150,7 @@ fn futexctn(args: Args) -> Result<()> {
             break lost_notices;
         }
     };
+    heat.finish()?;
     report.missing().warn();
     lost_notices.report(&mut out, args.json)?;
     Ok(())

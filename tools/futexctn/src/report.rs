@@ -8,6 +8,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use common::attach::maps::{c_string, from_bytes};
+use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::hist::{log2_buckets, write_log2_hist, Bucket};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::process::symbols::{Batch, Symbolizer, UNKNOWN};
@@ -82,6 +83,33 @@ fn merge(a: &mut hist, b: &hist) {
     a.contended += b.contended;
     a.total += b.total;
     a.total_ns += b.total_ns;
+}
+
+/// `--heatmap FILE.svg`: a column per report. The reports take their waits out of the kernel's map, so the heat
+/// map keeps their running total (what [`HeatmapFile`] columns are the growth of).
+pub struct Heat {
+    file: Option<HeatmapFile>,
+    total: Vec<u64>,
+}
+
+impl Heat {
+    /// The file is created now, so a path that cannot be written fails before tracing starts.
+    pub fn open(path: Option<&std::path::Path>, unit: &'static str) -> Result<Heat> {
+        Ok(Heat { file: HeatmapFile::open(path, "Futex wait time (contended)", unit)?, total: Vec::new() })
+    }
+
+    /// Adds one report's histograms as a column.
+    pub fn push(&mut self, entries: &BTreeMap<Key, hist>) {
+        let Some(file) = self.file.as_mut() else { return };
+        let column = sum_slots(entries.values().map(|h| &h.slots[..]));
+        self.total = sum_slots([&self.total[..], &column[..]]);
+        file.push(&self.total);
+    }
+
+    /// Writes the SVG (nothing without --heatmap).
+    pub fn finish(&self) -> Result<()> {
+        self.file.as_ref().map_or(Ok(()), HeatmapFile::finish)
+    }
 }
 
 /// A frame of a named stack.

@@ -231,3 +231,28 @@ fn prometheus_histogram_counts_every_wait_once() {
     tool.signal(libc::SIGTERM);
     tool.finish(Duration::from_secs(20)).assert_success();
 }
+
+/// `--heatmap`: a column per report, each the sum of that report's histograms. Rounds 400 ms apart spread the
+/// waits over several one-second reports; the non-empty columns, in order, hold exactly the buckets of the JSON
+/// lines of each report (JSON prints nothing for a report without waits), and every wait is in one cell.
+#[test]
+fn heat_map_columns_are_the_reports_waits() {
+    let svg = std::env::temp_dir().join(format!("corebpf-heatmap-futexctn-{}.svg", std::process::id()));
+    let svg_arg = svg.to_str().unwrap().to_string();
+    let (done, helper, waits) = traced_helper(
+        Helper::start_pausing(400),
+        |_| vec!["-s".into(), "-j".into(), "--heatmap".into(), svg_arg.clone(), "1".into()],
+        libc::SIGINT,
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let _ = std::fs::remove_file(&svg);
+    let lines = json_lines(&done.stdout);
+    let ours: u64 =
+        lines.iter().filter(|v| v["lock"] == helper.lock.as_str()).map(|v| v["contended"].as_u64().unwrap()).sum();
+    assert_eq!(ours, waits, "{}", done.stdout);
+    let reports = json_bucket_sums(&lines, "time");
+    assert!(reports.len() >= 2, "one report only:\n{}", done.stdout);
+    assert_eq!(heatmap_non_empty_columns(&text), reports, "{}\n{text}", done.stdout);
+    assert!(text.contains("(usecs)"), "the unit is on the axis");
+    helper.finish();
+}

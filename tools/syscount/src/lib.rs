@@ -25,6 +25,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64, require_process};
+use common::domain::container_names::ContainerLabelArgs;
 use common::domain::syscalls;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals, Tick};
@@ -92,6 +93,8 @@ struct Args {
     #[command(flatten)]
     export: common::cli::MetricsArgs,
     #[command(flatten)]
+    containers: ContainerLabelArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
 }
 
@@ -140,6 +143,7 @@ fn syscount(mut args: Args) -> Result<()> {
     }
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
+    let mut containers = args.containers.open(args.export.prometheus.is_some(), args.process, "-P");
     let endpoint = args.export.endpoint("syscount", args.interval.is_some() || args.duration.is_some())?;
 
     let ((skel, _links), mech) =
@@ -155,7 +159,7 @@ fn syscount(mut args: Args) -> Result<()> {
                 s.map_full("processes", &bss.proc_map_full);
                 s.map_full("start", &bss.start_map_full);
             }
-            report.metrics(s, maps::read_totals(&skel, args.process)?);
+            report.metrics(s, maps::read_totals(&skel, args.process)?, containers.as_mut());
             Ok(())
         });
     }

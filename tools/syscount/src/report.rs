@@ -10,6 +10,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use common::attach::maps::c_string;
+use common::domain::container_names::PidContainers;
 use common::domain::syscalls;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
@@ -118,12 +119,22 @@ impl Report {
     }
 
     /// `--prometheus`: the cumulative counts as `corebpf_syscount_syscalls_total` labelled `syscall` (or `pid` and
-    /// `comm` with -P) and, with -L, their time as `corebpf_syscount_syscall_time_seconds_total`. With -P the
-    /// exited processes stay in the map, so no counter goes back.
-    pub fn metrics(&self, s: &mut common::output::metrics::Snapshot, totals: Totals) {
+    /// `comm` with -P, and `container` with --container-label) and, with -L, their time as
+    /// `corebpf_syscount_syscall_time_seconds_total`. With -P the exited processes stay in the map, so no counter
+    /// goes back.
+    pub fn metrics(
+        &self,
+        s: &mut common::output::metrics::Snapshot,
+        totals: Totals,
+        mut containers: Option<&mut PidContainers>,
+    ) {
         const CALLS: &str = "System calls that returned";
         const TIME: &str = "Time spent in the system calls, from entry to return";
-        let labels: &[&'static str] = if self.by_process { &["pid", "comm"] } else { &["syscall"] };
+        let labels: &[&'static str] = match (self.by_process, containers.is_some()) {
+            (true, true) => &["pid", "comm", PidContainers::LABEL],
+            (true, false) => &["pid", "comm"],
+            _ => &["syscall"],
+        };
         s.declare_counter("syscalls", CALLS, labels);
         if self.latency {
             s.declare_counter_seconds("syscall_time", TIME, labels);
@@ -134,7 +145,11 @@ impl Report {
             }
             Totals::Processes(list) => list
                 .into_iter()
-                .map(|(pid, stat)| (vec![pid.to_string(), comm_of(pid, &stat)], stat.count, stat.total_ns))
+                .map(|(pid, stat)| {
+                    let mut values = vec![pid.to_string(), comm_of(pid, &stat)];
+                    values.extend(containers.as_deref_mut().map(|c| c.label(pid)));
+                    (values, stat.count, stat.total_ns)
+                })
                 .collect(),
         };
         for (values, count, ns) in rows {

@@ -5,7 +5,8 @@
 //! segment (the `tcp:tcp_probe` tracepoint, or `tcp_rcv_established()` itself where kernel functions can be
 //! traced), filters by port, address and family, and counts it into a cumulative histogram: one, or one per local
 //! (`-b`) or remote (`-B`) address. The shared report of named histograms (`common::output::namedhist`) prints
-//! each interval's part in BCC's layout (`All Addresses = *******`), with `-e` the mean, or as JSON lines.
+//! each interval's part in BCC's layout (`All Addresses = *******`), with `-e` the mean, or as JSON lines, and
+//! with `--heatmap FILE.svg` draws the intervals, all addresses added up, as a heat map.
 
 mod bpf;
 
@@ -20,6 +21,7 @@ use common::attach::loader::{autoload_by_section, load_first_working, open_skele
 use common::attach::maps::{hash_entries, DropCounter};
 use common::cli::IntervalCount;
 use common::domain::net::{ip_addr, AF_INET, AF_INET6};
+use common::output::heatmap::HeatmapFile;
 use common::output::hist::Log2Hist;
 use common::output::namedhist::{self, Layout};
 use common::output::sockevents::FamilyArgs;
@@ -86,7 +88,7 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
-    export: common::cli::MetricsArgs,
+    export: common::cli::ExportArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
 }
@@ -155,8 +157,10 @@ fn tcprtt(args: Args) -> Result<()> {
         return serve(endpoint, &signals, args.byladdr || args.byraddr, &bss.hists_full, read);
     }
     let layout = layout(&args);
+    let heat = HeatmapFile::open(args.export.heatmap.as_deref(), "TCP smoothed round-trip time", layout.unit)?;
     let mut hists_full = DropCounter::new("segments", "too many addresses");
-    namedhist::run_with_mean(&signals, &every(&args), &layout, args.json, args.timestamp, args.extension, || {
+    let every = every(&args);
+    namedhist::run_with_mean(&signals, &every, &layout, args.json, args.timestamp, args.extension, heat, || {
         hists_full.check(&bss.hists_full);
         read()
     })

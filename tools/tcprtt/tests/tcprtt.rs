@@ -306,3 +306,31 @@ fn prometheus_counts_every_segment_in_seconds() {
     assert!(text.contains("corebpf_tcprtt_smoothed_rtt_seconds_bucket{le=\"0.000002\",addr=\"127.0.0.1\"}"), "{text}");
     drop(pair);
 }
+
+/// `--heatmap` with `-i 1`: a column per report, all addresses added up. Two batches of segments a second and
+/// more apart fall in different reports; the non-empty columns hold exactly the JSON lines' buckets, report by
+/// report, and every segment the listener side received is in one cell.
+#[test]
+fn heat_map_columns_are_the_reports_segments() {
+    let (l, port) = listen(V4);
+    let p = port.to_string();
+    let svg = std::env::temp_dir().join(format!("corebpf-heatmap-tcprtt-{}.svg", std::process::id()));
+    let svg_arg = svg.to_str().unwrap().to_string();
+    let mut pair = connect(&l, None);
+    let (done, expected) = traced(&["-p", &p, "-j", "-i", "1", "--heatmap", &svg_arg], || {
+        write_segments(&mut pair.client, 20);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        write_segments(&mut pair.client, 20);
+        received(&pair.client, 40)
+    });
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let _ = std::fs::remove_file(&svg);
+    let lines = json_lines(&done.stdout);
+    let reports = json_bucket_sums(&lines, "timestamp");
+    assert!(reports.len() >= 2, "one report only:\n{}", done.stdout);
+    let columns = heatmap_non_empty_columns(&text);
+    assert_eq!(columns, reports, "{}\n{text}", done.stdout);
+    assert_eq!(columns.iter().flatten().sum::<u64>(), expected, "{text}");
+    assert!(text.contains("TCP smoothed round-trip time") && text.contains("(usecs)"), "{text}");
+    drop(pair);
+}

@@ -66,6 +66,8 @@ struct Args {
     /// JSON output: one object per method per report, with exact counts and nanoseconds
     #[arg(short = 'j', long)]
     json: bool,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
 }
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
@@ -99,8 +101,18 @@ fn ucalls(args: Args) -> Result<()> {
         }
     }
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("ucalls", args.interval.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, found.as_ref(), mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let report = Report::new(args.latency, false, None, false);
+        return endpoint.serve(&signals, |s| {
+            let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+            s.map_full("methods", &bss.methods_full);
+            report.metrics(s, &skel.maps.methods, args.syscalls.then_some(&skel.maps.syscalls))
+        });
+    }
 
     let mut out = Output::new();
     let label = language.map_or("none", Language::name);

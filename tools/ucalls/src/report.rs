@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! ucalls' output: every interval (or once at the end), a blank line and BCC's `METHOD # CALLS` table (with -L,
 //! `TIME (us)` or `TIME (ms)`, the calls' total time), its rows the methods and system calls called in the interval
-//! sorted by calls (with -L by time), least first, cut to the last -T; or one JSON object per row. The BPF maps
-//! are cumulative: each report is the difference from the last one's reading.
+//! sorted by calls (with -L by time), least first, cut to the last -T; or one JSON object per row; or, with
+//! `--prometheus`, counters per method. The BPF maps are cumulative: each report is the difference from the last
+//! one's reading.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -10,6 +11,7 @@ use std::io::Write;
 use anyhow::Result;
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::domain::syscalls;
+use common::output::metrics::Snapshot;
 use common::output::stdout::{clock_rfc3339, Output};
 use libbpf_rs::MapCore;
 use serde::Serialize;
@@ -122,6 +124,36 @@ impl Report {
             }
         }
         out.flush()?;
+        Ok(())
+    }
+
+    /// `--prometheus`: the cumulative maps as `corebpf_ucalls_calls_total` and, with -L,
+    /// `corebpf_ucalls_call_time_seconds_total`, labelled `kind` (`method` or `syscall`) and `name` (`Class.method`,
+    /// or the system call's name). The maps only grow (one entry per method), so neither counter goes back.
+    pub fn metrics<M: MapCore>(&self, s: &mut Snapshot, methods: &M, sys: Option<&M>) -> Result<()> {
+        const CALLS: &str = "Calls made by the traced process, per method or system call";
+        const TIME: &str = "Time spent in those calls, from entry to return";
+        const LABELS: &[&str] = &["kind", "name"];
+        s.declare_counter("calls", CALLS, LABELS);
+        if self.latency {
+            s.declare_counter_seconds("call_time", TIME, LABELS);
+        }
+        let mut rows: Vec<(&str, String, info)> = hash_entries::<method_key, info>(methods)?
+            .into_iter()
+            .map(|(k, v)| ("method", format!("{}.{}", c_string(&k.clazz), c_string(&k.method)), v))
+            .collect();
+        if let Some(sys) = sys {
+            rows.extend(
+                hash_entries::<u32, info>(sys)?.into_iter().map(|(nr, v)| ("syscall", syscalls::display_name(nr), v)),
+            );
+        }
+        for (kind, name, v) in rows {
+            let values = vec![kind.to_string(), name];
+            s.counter("calls", CALLS, LABELS, values.clone(), v.calls);
+            if self.latency {
+                s.counter_seconds("call_time", TIME, LABELS, values, v.total_ns as f64 / 1e9);
+            }
+        }
         Ok(())
     }
 

@@ -147,3 +147,28 @@ fn bad_input_is_one_line() {
         assert_eq!(done.status.code(), Some(2), "{args:?}: stderr: {}", done.stderr);
     }
 }
+
+/// `--prometheus` with -L on the Java workload: each of its methods' calls is exactly its counter, and each
+/// method's time is within its caller's; promtool accepts the exposition.
+#[test]
+fn prometheus_counts_every_java_call() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let mut workload = Workload::java_calls(OUTER, MIDDLE, INNER, 0);
+    let (tool, addr) = serving(TOOL, &[&workload.pid().to_string(), "-l", "java", "-L"]);
+    workload.go();
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    let mut times = Vec::new();
+    for (name, calls) in expected() {
+        let series = |family: &str| format!("corebpf_ucalls_{family}{{kind=\"method\",name=\"{name}\"}}");
+        assert_eq!(sample(&text, &series("calls_total")), Some(calls as f64), "{name}: {text}");
+        times.push((calls, sample(&text, &series("call_time_seconds_total")).expect("a time")));
+    }
+    // inner (60 calls) within middle (12) within outer (3).
+    times.sort_by_key(|t| std::cmp::Reverse(t.0));
+    assert!(times[0].1 <= times[1].1 && times[1].1 <= times[2].1 && times[0].1 > 0.0, "{times:?}\n{text}");
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(std::time::Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+}

@@ -26,8 +26,8 @@ use common::output::stdout::{clock_rfc3339, Output};
 use common::process::procmaps;
 use common::run::{self, Signals};
 use common::runtime::{self, Language, RuntimeProbes};
-use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::Link;
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::{Link, MapCore};
 use serde::Serialize;
 
 use bpf::types::{alloc_key, alloc_val};
@@ -67,6 +67,8 @@ struct Args {
     /// JSON output: one object per type per report, with exact counts and bytes
     #[arg(short = 'j', long)]
     json: bool,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
 }
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
@@ -105,8 +107,17 @@ fn uobjnew(args: Args) -> Result<()> {
     };
     let hook = hook(args.pid, language)?;
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("uobjnew", args.interval.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(args.pid, &hook, mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        return endpoint.serve(&signals, |s| {
+            let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+            s.map_full("allocs", &bss.types_full);
+            metrics(s, &skel.maps.allocs, language)
+        });
+    }
 
     let mut out = Output::new();
     if !args.json {
@@ -157,6 +168,22 @@ fn uobjnew(args: Args) -> Result<()> {
 }
 
 /// The hook of `language` in process `pid`, or one line saying why it cannot be traced.
+/// `--prometheus`: the cumulative map as `corebpf_uobjnew_allocations_total` and
+/// `corebpf_uobjnew_allocated_bytes_total`, labelled `type` as NAME/TYPE shows it (the class, or for C
+/// `block size N`). The map only grows (one entry per type), so neither counter goes back.
+fn metrics(s: &mut common::output::metrics::Snapshot, allocs: &impl MapCore, language: Language) -> Result<()> {
+    const ALLOCS: &str = "Objects (or C blocks) allocated by the traced process";
+    const BYTES: &str = "Bytes those allocations asked for";
+    s.declare_counter("allocations", ALLOCS, &["type"]);
+    s.declare_counter("allocated_bytes", BYTES, &["type"]);
+    for (k, v) in hash_entries::<alloc_key, alloc_val>(allocs)? {
+        let name = if language == Language::C { format!("block size {}", k.size) } else { c_string(&k.name) };
+        s.counter("allocations", ALLOCS, &["type"], vec![name.clone()], v.allocs);
+        s.counter("allocated_bytes", BYTES, &["type"], vec![name], v.bytes);
+    }
+    Ok(())
+}
+
 fn hook(pid: u32, language: Language) -> Result<Hook> {
     let (probe, cookie) = match language {
         Language::C => {

@@ -117,3 +117,31 @@ fn bad_input_is_one_line() {
         assert_eq!(done.status.code(), Some(2), "{args:?}: stderr: {}", done.stderr);
     }
 }
+
+/// `--prometheus` on the C helper: its 100 blocks of 4243 bytes are the counters of type `block size 4243`,
+/// exactly; promtool accepts the exposition.
+#[test]
+fn prometheus_counts_the_c_blocks_exactly() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    use std::io::{BufRead, BufReader, Write};
+    let flags = ["-O1", "-fno-builtin", &format!("-DBLOCKS={BLOCKS}"), &format!("-DSIZE={SIZE}")];
+    let exe = build_c_helper("uobjnew_malloc", include_str!("malloc_loop.c"), &flags);
+    let child = Command::new(&exe).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn();
+    let mut helper = KillOnDrop(child.unwrap());
+    wait_sleeping(helper.0.id(), std::time::Duration::from_secs(10));
+    let (tool, addr) = serving(TOOL, &[&helper.0.id().to_string(), "-l", "c"]);
+    helper.0.stdin.take().unwrap().write_all(b"g").unwrap();
+    let mut line = String::new();
+    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "done\n");
+    assert!(helper.0.wait().unwrap().success());
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    let series = |family: &str| format!("corebpf_uobjnew_{family}{{type=\"block size {SIZE}\"}}");
+    assert_eq!(sample(&text, &series("allocations_total")), Some(BLOCKS as f64), "{text}");
+    assert_eq!(sample(&text, &series("allocated_bytes_total")), Some((BLOCKS * SIZE) as f64), "{text}");
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(std::time::Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+}
