@@ -161,3 +161,33 @@ fn bad_probes_fail_with_one_line() {
         assert!(done.stderr.contains(needle), "{args:?}: expected '{needle}' in {}", done.stderr);
     }
 }
+
+/// Expressions on kernel functions, typed by BTF: members through pointers (`file->f_path.dentry->d_name.name`,
+/// a member of an anonymous union included), a parameter named in a return probe (kept from the entry), and the
+/// return value's BTF type (ssize_t). The kernel matrix runs it through fentry and kprobes; a kernel that refuses
+/// both refuses it with one line.
+#[test]
+fn kernel_function_expressions() {
+    let _ = helper();
+    let entry = r#"p::vfs_write (count > 100 && file->f_path.dentry->d_name.len == 4) "%s %d", file->f_path.dentry->d_name.name, count"#;
+    let ret = r#"r::vfs_write (count > 100 && retval > 0) "ret=%d", retval"#;
+    if !std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() {
+        let done = run_tool("trace", &[entry]);
+        assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        return;
+    }
+    let (done, _) = run_with_helper(&[entry, ret], false);
+    assert_eq!(
+        messages(&done.stdout, "vfs_write").iter().filter(|m| *m == "null 4096").count(),
+        WRITES_LARGE,
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        messages(&done.stdout, "vfs_write").iter().filter(|m| *m == "ret=4096").count(),
+        WRITES_LARGE,
+        "{}",
+        done.stdout
+    );
+}
