@@ -155,7 +155,7 @@ deb-source:
 	./packaging/build-deb-source.sh $(TARGET_DIR)/debian-source
 
 repro-check:
-	./packaging/repro-check.sh
+	ARCH=$(ARCH) ./packaging/repro-check.sh
 
 # A copied tool folder must build and run with only its package name changed (the template promise).
 template-check:
