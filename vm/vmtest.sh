@@ -24,9 +24,9 @@
 #
 # VM_ARCH=aarch64 (`make vmtest-arm64`) is the matrix's arm64 column: the arm64 static toolset, cross-built
 # (`make static ARCH=aarch64`), in Debian's arm64 kernels (KERNELS=6.1-arm64,6.12-arm64) booted in
-# qemu-system-aarch64 (-M virt, -cpu max), with the arm64 busybox vm/fetch-kernel.sh keeps beside them. Its
-# scenarios are the same lines as x86's; those that name no test binary of ARM64_TESTS (below) run as smoke checks
-# (the probe run: the tool starts, attaches through the line's mechanism and stops cleanly).
+# qemu-system-aarch64 (-M virt, -cpu max), with the arm64 user space vm/fetch-kernel.sh keeps beside them. Its
+# scenarios are the same lines as x86's, run as smoke checks (the probe run: the tool starts, attaches through the
+# line's mechanism and stops cleanly), less those vm/arm64.skip names; no test binary is built for arm64 yet.
 #
 # "host" in KERNELS stands for the machine's own kernel, which cannot be booted from a package: it is covered by
 # the host test run (`make test`), and its column says so.
