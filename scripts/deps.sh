@@ -6,17 +6,17 @@
 set -euo pipefail
 
 build_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev)
-# The arm64 build (`make static ARCH=aarch64`, `make deb ARCH=arm64`): the cross compiler and C library, the tools
-# libbpf-sys needs to build its vendored libelf (autoreconf, flex, bison, gawk), QEMU's user mode (the binary
-# writes its own man pages when packaged) and its system emulator (`make vmtest-arm64`).
-arm64_pkgs=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross autoconf automake libtool autopoint gettext flex bison gawk
-    qemu-user-static qemu-system-arm)
 test_pkgs=(systemd python3-venv openjdk-17-jdk-headless xfsprogs btrfs-progs bpftool libbpf-tools bpftrace systemtap-sdt-dev iproute2 procps man-db python3 qemu-system-x86 busybox-static cpio e2fsprogs musl-tools prometheus chromium lintian debhelper dpkg-dev)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: run as root (it installs packages with apt-get)" >&2
     exit 1
 fi
+# The arm64 build (`make static ARCH=aarch64`, `make deb ARCH=arm64`): the cross compiler and C library, the tools
+# libbpf-sys needs to build its vendored libelf (autoreconf, flex, bison, gawk), QEMU's user mode (the binary
+# writes its own man pages when packaged) and its system emulator (`make vmtest-arm64`).
+arm64_pkgs=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross autoconf automake libtool autopoint gettext flex bison gawk
+    qemu-user-static qemu-system-arm)
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${arm64_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
