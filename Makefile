@@ -4,7 +4,8 @@
 #
 #   make              build every tool and the multicall corebpf-tools (release, linked to libelf and zlib)
 #   make static       the shipped binary: corebpf-tools, fully static, fat LTO (`dist` profile), in
-#                     target/$(uname -m)-unknown-linux-gnu/dist
+#                     target/$(uname -m)-unknown-linux-gnu/dist; ARCH=aarch64 (or arm64) cross-builds it for arm64
+#                     on an x86_64 machine, in target/aarch64-unknown-linux-gnu/dist (`make deb ARCH=arm64` too)
 #   make install      install corebpf-tools, a link per tool, man pages and completions (PREFIX, DESTDIR, APP_PREFIX)
 #   make uninstall    remove exactly what `make install` installs (same PREFIX, DESTDIR, APP_PREFIX)
 #   make deb          Debian package in target/debian/ (tools as /usr/sbin/$(DEB_APP_PREFIX)TOOL; default bpf-)
@@ -30,7 +31,7 @@ CARGO ?= cargo
 # Cargo runs build scripts that run make themselves (libbpf-sys builds libbpf with its own `make install`). The
 # variables a packager gives this make (DESTDIR, PREFIX, ...) would reach them through MAKEFLAGS and the
 # environment, and libbpf would install itself into the package: cargo runs without them.
-RUN_CARGO = env -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL -u DESTDIR -u PREFIX -u APP_PREFIX $(CARGO)
+RUN_CARGO = env -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL -u DESTDIR -u PREFIX -u APP_PREFIX -u ARCH $(CARGO)
 PREFIX ?= /usr/local
 DESTDIR ?=
 APP_PREFIX ?=
@@ -40,14 +41,46 @@ RELEASE_DIR := target/release
 # The tool crates: every tools/NAME with a Cargo.toml.
 PKG_TOOLS := $(patsubst tools/%/Cargo.toml,%,$(wildcard tools/*/Cargo.toml))
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
-STATIC_TRIPLE ?= $(shell uname -m)-unknown-linux-gnu
+# The architecture of the shipped binary: the build machine's, or ARCH=aarch64 (Debian's name arm64 works too)
+# for arm64, cross-built on x86_64 with Debian's gcc-aarch64-linux-gnu (./scripts/deps.sh installs it and the
+# Rust target). Only a command-line or explicit ARCH counts: a kernel build's ARCH=x86 in the environment does not.
+HOST_ARCH := $(shell uname -m)
+ifeq ($(origin ARCH),environment)
+ARCH := $(HOST_ARCH)
+endif
+ARCH ?= $(HOST_ARCH)
+override ARCH := $(patsubst arm64,aarch64,$(patsubst amd64,x86_64,$(ARCH)))
+ifeq ($(filter x86_64 aarch64,$(ARCH)),)
+$(error ARCH=$(ARCH): the toolset is built for x86_64 (amd64) and aarch64 (arm64))
+endif
+STATIC_TRIPLE ?= $(ARCH)-unknown-linux-gnu
 STATIC_DIR := $(TARGET_DIR)/$(STATIC_TRIPLE)/dist
-LIBBPF_SYS_LIBRARY_PATH ?= /usr/lib/$(shell uname -m)-linux-gnu
+LIBBPF_SYS_LIBRARY_PATH ?= /usr/lib/$(ARCH)-linux-gnu
 CARGO_HOME ?= $(HOME)/.cargo
 # Reproducible builds: no build-machine paths in the binaries (the BPF object gets -fdebug-prefix-map in
 # bpf/src/lib.rs). The workspace maps to /corebpf-tools and the cargo home (registry sources) to /cargo.
 REPRO_RUSTFLAGS := --remap-path-prefix=$(CARGO_HOME)=/cargo --remap-path-prefix=$(CURDIR)=/corebpf-tools
 STATIC_RUSTFLAGS := -C target-feature=+crt-static $(REPRO_RUSTFLAGS)
+# A cross build (ARCH other than the machine's): the cross C compiler links and builds the C libraries, and libelf
+# and zlib are libbpf-sys's vendored sources (`libbpf-rs/vendored`) rather than the machine's own, so no arm64
+# system library is needed. Their C objects get the same path mapping as the Rust code.
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS_CC := $(ARCH)-linux-gnu-gcc
+CROSS_TRIPLE_VAR := $(subst -,_,$(STATIC_TRIPLE))
+CROSS_ENV := CARGO_TARGET_$(shell echo $(CROSS_TRIPLE_VAR) | tr a-z A-Z)_LINKER=$(CROSS_CC) \
+	CC_$(CROSS_TRIPLE_VAR)=$(CROSS_CC) AR_$(CROSS_TRIPLE_VAR)=$(ARCH)-linux-gnu-ar \
+	CFLAGS_$(CROSS_TRIPLE_VAR)='-O2 -ffile-prefix-map=$(CARGO_HOME)=/cargo -ffile-prefix-map=$(CURDIR)=/corebpf-tools'
+STATIC_FEATURES := static,libbpf-rs/vendored
+# Installing and packaging run the binary (it writes its own man pages and completions): through QEMU's user mode.
+RUN_WITH := qemu-$(ARCH)-static
+# Its C library is the cross one; libelf and zlib are vendored (the .deb's Static-Built-Using).
+STATIC_BUILT_FROM := libc6-dev-$(patsubst aarch64,arm64,$(ARCH))-cross
+else
+STATIC_BUILT_FROM :=
+RUN_WITH :=
+CROSS_ENV :=
+STATIC_FEATURES := static
+endif
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 # Dates the man pages and the files in the .deb: the last commit's time, so every build of a commit agrees.
 # The last commit's time; outside a git checkout (a release tarball), the release's date from debian/changelog.
@@ -56,7 +89,8 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || dpkg-parsech
 # DEB_APP_PREFIX= (empty) it installs plain names and declares Conflicts: libbpf-tools.
 DEB_APP_PREFIX ?= bpf-
 DEB_DIR := $(TARGET_DIR)/debian
-INSTALL_ENV = BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' APP_PREFIX='$(APP_PREFIX)' \
+DEB_ARCH := $(patsubst aarch64,arm64,$(patsubst x86_64,amd64,$(ARCH)))
+INSTALL_ENV = RUN_WITH='$(RUN_WITH)' BIN_SRC='$(STATIC_DIR)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' APP_PREFIX='$(APP_PREFIX)' \
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
 
 .PHONY: all build static install install-files uninstall deb deb-package repro-check snapshots test deps lint fmt \
@@ -70,8 +104,10 @@ build:
 # The one shipped binary, corebpf-tools, with every tool in it. --target keeps RUSTFLAGS off build scripts and
 # proc-macros, which must stay dynamic.
 static:
-	RUSTFLAGS='$(STATIC_RUSTFLAGS)' LIBBPF_SYS_LIBRARY_PATH='$(LIBBPF_SYS_LIBRARY_PATH)' \
-		$(RUN_CARGO) build --profile dist --target $(STATIC_TRIPLE) --features static -p corebpf-tools
+	@[ "$(ARCH)" = "$(HOST_ARCH)" ] || command -v $(CROSS_CC) > /dev/null || \
+		{ echo "$(CROSS_CC) is missing: ./scripts/deps.sh installs the cross compiler" >&2; exit 1; }
+	RUSTFLAGS='$(STATIC_RUSTFLAGS)' LIBBPF_SYS_LIBRARY_PATH='$(LIBBPF_SYS_LIBRARY_PATH)' $(CROSS_ENV) \
+		$(RUN_CARGO) build --profile dist --target $(STATIC_TRIPLE) --features $(STATIC_FEATURES) -p corebpf-tools
 
 tools:
 	@echo $(TOOLS)
@@ -98,8 +134,20 @@ image: static
 
 # Packages what `make static` built, without building.
 deb-package:
-	@BIN_SRC='$(STATIC_DIR)' VERSION='$(VERSION)' DEB_APP_PREFIX='$(DEB_APP_PREFIX)' \
+	@BIN_SRC='$(STATIC_DIR)' VERSION='$(VERSION)' DEB_APP_PREFIX='$(DEB_APP_PREFIX)' DEB_ARCH='$(DEB_ARCH)' RUN_WITH='$(RUN_WITH)' \
+		STATIC_BUILT_FROM='$(STATIC_BUILT_FROM)' \
 		SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' ./packaging/build-deb.sh $(DEB_DIR) $(PKG_TOOLS)
+
+# What `make static deb ARCH=...` built is for ARCH: a static ELF file (no program interpreter) of ARCH's machine, and
+# a .deb whose Architecture field is ARCH's Debian name (CI's arm64-build phase runs it after `make deb ARCH=arm64`).
+ELF_MACHINE := $(if $(filter aarch64,$(ARCH)),AArch64,Advanced Micro Devices X86-64)
+.PHONY: arch-check
+arch-check:
+	@bin=$(STATIC_DIR)/corebpf-tools; deb=$(DEB_DIR)/corebpf-tools_$(VERSION)_$(DEB_ARCH).deb; \
+	readelf -h $$bin | grep -q 'Machine: *$(ELF_MACHINE)$$' || { echo "$$bin is not an ELF file for $(ARCH)" >&2; exit 1; }; \
+	! readelf -l $$bin | grep -q 'program interpreter' || { echo "$$bin is not static" >&2; exit 1; }; \
+	[ "$$(dpkg-deb -f $$deb Architecture)" = $(DEB_ARCH) ] || { echo "$$deb: Architecture is not $(DEB_ARCH)" >&2; exit 1; }; \
+	echo "$$bin: static, $(ARCH); $$deb: Architecture $(DEB_ARCH)"
 
 # The Debian source package built with dpkg-buildpackage (debian/), from a clean export of HEAD, then checked with
 # lintian; the results land in target/debian-source/. Minutes: it builds everything from scratch.
@@ -107,7 +155,7 @@ deb-source:
 	./packaging/build-deb-source.sh $(TARGET_DIR)/debian-source
 
 repro-check:
-	./packaging/repro-check.sh
+	ARCH=$(ARCH) ./packaging/repro-check.sh
 
 # A copied tool folder must build and run with only its package name changed (the template promise).
 template-check:
@@ -210,9 +258,11 @@ clean:
 #   make vmtest [KERNELS=5.10,6.1,6.12,host] [TOOLS=biolatency,...]   CI's tier
 #   make vmtest-full                                                  every scenario
 #   make vmtest-selfcheck   deliberately broken fallbacks must fail the matrix with readable reasons
+#   make vmtest-arm64 [KERNELS=6.1-arm64,6.12-arm64] [TOOLS=...]   the arm64 column: the aarch64 static toolset
+#                           in Debian's arm64 kernels under qemu-system-aarch64, every tool's CI lines as smoke checks
 # TOOLS is also this Makefile's list of every tool: only a TOOLS given on the command line selects.
 VMTEST_TOOLS = $(if $(filter command line,$(origin TOOLS)),$(TOOLS))
-.PHONY: vmtest vmtest-full vmtest-selfcheck
+.PHONY: vmtest vmtest-full vmtest-selfcheck vmtest-arm64
 vmtest:
 	KERNELS='$(KERNELS)' TOOLS='$(VMTEST_TOOLS)' VM_TIER=ci ./vm/vmtest.sh
 
@@ -221,6 +271,9 @@ vmtest-full:
 
 vmtest-selfcheck:
 	KERNELS='$(KERNELS)' ./vm/selfcheck.sh
+
+vmtest-arm64:
+	KERNELS='$(KERNELS)' TOOLS='$(VMTEST_TOOLS)' VM_TIER=ci VM_ARCH=aarch64 VM_LOG_LINK=latest-arm64 ./vm/vmtest.sh
 
 # Benchmarks against libbpf-tools and bpftrace (bench/run.sh): installs the anchors, builds release binaries and
 # writes docs/benchmarks.md (about 10 minutes, as root; never part of `make test`). BENCH_REPEAT=N rounds,

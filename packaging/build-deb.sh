@@ -7,7 +7,8 @@
 # Settings (environment; the Makefile passes them): BIN_SRC (the static binaries), VERSION, DEB_APP_PREFIX
 # (default bpf-: /usr/sbin/bpf-biolatency, beside libbpf-tools' /usr/sbin/biolatency; empty for plain names,
 # which then declare Conflicts: libbpf-tools), DEB_MAINTAINER (default: debian/control's), SOURCE_DATE_EPOCH
-# (file times, man page dates). The control file's fields and description come from debian/control
+# (file times, man page dates), DEB_ARCH (the package's architecture, default the machine's: arm64 for
+# `make deb ARCH=arm64`), RUN_WITH (runs a binary of another architecture, see install-tools.sh). The control file's fields and description come from debian/control
 # (packaging/deb-control.py), the copyright file is debian/copyright.
 # Writes OUT_DIR/corebpf-tools_VERSION_ARCH.deb and prints its path. Reproducible: fixed owners, modes, times
 # and order, gzip -n; the same binaries give the same package bytes.
@@ -19,10 +20,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BIN_SRC:?BIN_SRC is not set}" "${VERSION:?VERSION is not set}"
 : "${SOURCE_DATE_EPOCH:=0}"
 DEB_APP_PREFIX=${DEB_APP_PREFIX-bpf-}
-arch=$(dpkg --print-architecture)
+arch=${DEB_ARCH:-$(dpkg --print-architecture)}
 export SOURCE_DATE_EPOCH
 
-[ -x "$BIN_SRC/corebpf-tools" ] && ldd "$BIN_SRC/corebpf-tools" 2>&1 | grep -qE 'statically linked|not a dynamic executable' || {
+# Static: an ELF file with no program interpreter (readelf reads any architecture's; ldd only the machine's).
+[ -x "$BIN_SRC/corebpf-tools" ] && readelf -h "$BIN_SRC/corebpf-tools" > /dev/null 2>&1 &&
+    ! readelf -l "$BIN_SRC/corebpf-tools" | grep -q 'program interpreter' || {
     echo "build-deb.sh: $BIN_SRC/corebpf-tools is not statically linked (run make static)" >&2
     exit 1
 }
@@ -31,7 +34,7 @@ root=$out/root
 rm -rf "$root"
 mkdir -p "$root"
 DESTDIR=$root PREFIX=/usr APP_PREFIX=$DEB_APP_PREFIX ZSHCOMPDIR=/usr/share/zsh/vendor-completions \
-    BIN_SRC=$BIN_SRC "$here/install-tools.sh" install "$@" > /dev/null
+    BIN_SRC=$BIN_SRC RUN_WITH=${RUN_WITH:-} "$here/install-tools.sh" install "$@" > /dev/null
 install -d -m 0755 "$root/usr/share/doc/corebpf-tools"
 install -m 0644 "$here/../debian/copyright" "$root/usr/share/doc/corebpf-tools/copyright"
 install -m 0644 "$here/../NOTICE" "$root/usr/share/doc/corebpf-tools/NOTICE"
@@ -53,6 +56,6 @@ chmod 0644 "$root/DEBIAN/control"
 
 find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 deb=$out/corebpf-tools_${VERSION}_$arch.deb
-rm -f "$out"/corebpf-tools_*.deb
+rm -f "$out"/corebpf-tools_*_"$arch".deb
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" > /dev/null
 echo "$deb"

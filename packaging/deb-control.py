@@ -46,12 +46,20 @@ def wrap(prefix, words):
 
 
 def static_built_using():
-    """The source packages of the C libraries linked into the static binary, as debian/rules declares them."""
-    out = subprocess.run(
-        ["dpkg-query", "-f", "${source:Package} (= ${source:Version})\n", "-W", "libelf-dev", "zlib1g-dev", "libc6-dev"],
-        check=True, capture_output=True, text=True,
-    ).stdout
-    return ", ".join(line for line in out.splitlines() if line)
+    """The source packages of the C libraries linked into the static binary, as debian/rules declares them.
+
+    STATIC_BUILT_FROM names the -dev packages they came from when not the machine's own libelf, zlib and C library:
+    the arm64 cross build links the cross C library (libc6-dev-arm64-cross, whose own Built-Using names the glibc
+    it was made from) and libbpf-sys's vendored libelf and zlib, which come from no Debian package."""
+    names = []
+    for dev in (os.environ.get("STATIC_BUILT_FROM") or "libelf-dev zlib1g-dev libc6-dev").split():
+        query = "${Built-Using}" if dev.endswith("-cross") else "${source:Package} (= ${source:Version})"
+        out = subprocess.run(["dpkg-query", "-f", query, "-W", dev], check=True, capture_output=True, text=True).stdout
+        if dev.endswith("-cross"):
+            out = ", ".join(p.strip() for p in out.split(",") if p.strip().startswith("glibc "))
+        if out.strip():
+            names.append(out.strip())
+    return ", ".join(names)
 
 
 def main():

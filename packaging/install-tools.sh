@@ -16,6 +16,8 @@
 # never a copy per name.
 #   BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR   completion folders (defaults below)
 #   SOURCE_DATE_EPOCH   dates the man pages (reproducible builds)
+#   RUN_WITH      a command that runs the binary when it is built for another architecture (the Makefile gives
+#                 qemu-aarch64-static for ARCH=aarch64 on x86_64): the generated pages do not depend on it
 # The man pages and completions come from the binaries themselves (COREBPF_GENERATE, see
 # common/src/cli/man_completions.rs), with the hand-written sections of the tool's documentation source,
 # tools/TOOL/doc.md (its parts titled in capitals: DESCRIPTION, EXAMPLES...).
@@ -30,6 +32,7 @@ toolset_doc=$(cd "$here/../toolset" && pwd)/man.md
 DESTDIR=${DESTDIR:-}
 PREFIX=${PREFIX:-/usr/local}
 APP_PREFIX=${APP_PREFIX:-}
+RUN_WITH=${RUN_WITH:-}
 BINDIR=${BINDIR:-$PREFIX/sbin}
 MANDIR=${MANDIR:-$PREFIX/share/man/man8}
 BASHCOMPDIR=${BASHCOMPDIR:-$PREFIX/share/bash-completion/completions}
@@ -61,14 +64,14 @@ files_of() {
 # Runs the tool in generation mode: generate TOOL WHAT > FILE.
 generate() {
     COREBPF_GENERATE=$2 COREBPF_GENERATE_NAME=$APP_PREFIX$1 COREBPF_MAN_SECTIONS=$tools_dir/$1/doc.md \
-        "$BIN_SRC/$MULTICALL" "$1" < /dev/null
+        $RUN_WITH "$BIN_SRC/$MULTICALL" "$1" < /dev/null
 }
 
 # The multicall binary's own page, corebpf-tools(8): its hand-written sections are toolset/man.md, its list of
 # tools comes from the binary, named with APP_PREFIX.
 generate_multicall_page() {
     COREBPF_GENERATE=man COREBPF_GENERATE_PREFIX=$APP_PREFIX COREBPF_MAN_SECTIONS=$toolset_doc \
-        "$BIN_SRC/$MULTICALL" < /dev/null
+        $RUN_WITH "$BIN_SRC/$MULTICALL" < /dev/null
 }
 
 # Every installed file, one per line, without DESTDIR.

@@ -7,7 +7,8 @@
 #   packaging/repro-check.sh
 #
 # Takes two full static builds (several minutes on 2 cores). REPRO_DIR picks the scratch folder (default: a new
-# one under /var/tmp, removed afterwards when the check passes). Exit 0 when every binary is identical.
+# one under /var/tmp, removed afterwards when the check passes). ARCH (the Makefile's: x86_64 or aarch64) picks the
+# architecture built (`make repro-check ARCH=aarch64`: the arm64 cross build). Exit 0 when every binary is identical.
 set -eu
 
 [ $# -eq 0 ] || { echo "usage: repro-check.sh" >&2; exit 2; }
@@ -15,7 +16,9 @@ repo=$(git rev-parse --show-toplevel)
 commit=$(git -C "$repo" rev-parse HEAD)
 epoch=$(git -C "$repo" log -1 --format=%ct "$commit")
 work=${REPRO_DIR:-$(mktemp -d /var/tmp/corebpf-repro.XXXXXX)}
-triple=$(uname -m)-unknown-linux-gnu
+arch=${ARCH:-$(uname -m)}
+[ "$arch" != arm64 ] || arch=aarch64
+triple=$arch-unknown-linux-gnu
 echo "repro-check: commit $commit, two builds under $work"
 
 for copy in one second-copy; do
@@ -24,7 +27,7 @@ for copy in one second-copy; do
     mkdir -p "$src"
     git -C "$repo" archive "$commit" | tar -x -C "$src"
     echo "repro-check: building $src (log: $work/$copy.log)"
-    (cd "$src" && env -u CARGO_TARGET_DIR make deb SOURCE_DATE_EPOCH="$epoch") > "$work/$copy.log" 2>&1 || {
+    (cd "$src" && env -u CARGO_TARGET_DIR make deb ARCH="$arch" SOURCE_DATE_EPOCH="$epoch") > "$work/$copy.log" 2>&1 || {
         tail -20 "$work/$copy.log" >&2
         echo "repro-check: the build in $src failed" >&2
         exit 1
@@ -34,6 +37,7 @@ done
 status=0
 deb_a=$(ls "$work"/one/corebpf-tools/target/debian/*.deb)
 deb_b=$(ls "$work"/second-copy/corebpf-tools/target/debian/*.deb)
+[ "$arch" = "$(uname -m)" ] || echo "repro-check: built for $arch: $(basename "$deb_a")"
 if cmp -s "$deb_a" "$deb_b"; then
     echo "identical  $(sha256sum < "$deb_a" | cut -d' ' -f1)  $(basename "$deb_a") ($(stat -c %s "$deb_a") bytes)"
 else

@@ -13,8 +13,13 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: run as root (it installs packages with apt-get)" >&2
     exit 1
 fi
+# The arm64 build (`make static ARCH=aarch64`, `make deb ARCH=arm64`): the cross compiler and C library, the tools
+# libbpf-sys needs to build its vendored libelf (autoreconf, flex, bison, gawk), QEMU's user mode (the binary
+# writes its own man pages when packaged) and its system emulator (`make vmtest-arm64`).
+arm64_pkgs=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross autoconf automake libtool autopoint gettext flex bison gawk
+    qemu-user-static qemu-system-arm)
 missing=()
-for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do
+for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${arm64_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -29,6 +34,11 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "deps.sh: Rust is not installed; install Rust 1.88 or newer with rustup (https://rustup.rs)" >&2
     exit 1
+fi
+
+# The Rust standard library for the arm64 build.
+if command -v rustup > /dev/null 2>&1 && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+    rustup target add aarch64-unknown-linux-gnu
 fi
 
 # The host tests run under cargo-nextest (tests of different binaries side by side; `make test-run`).

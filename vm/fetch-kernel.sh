@@ -2,7 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0 OR MIT
 # Fetches one Debian cloud kernel for the VM kernel matrix into the cache and prints the path of its vmlinuz.
 #
-#   vm/fetch-kernel.sh 5.10|6.1|6.12
+#   vm/fetch-kernel.sh 5.10|6.1|6.12|6.1-arm64|6.12-arm64
+#
+# A series ending in -arm64 is Debian's arm64 cloud kernel of that version, for the arm64 column of the matrix
+# (vm/vmtest-arm64.sh boots it in qemu-system-aarch64); its private apt configuration asks for the arm64
+# architecture, and it keeps no KVM modules (kvm is built into Debian's arm64 kernels; kvmexit is x86's), but
+# beside the vmlinuz the guest's user space, from the same suite's arm64 packages: userland/, a root tree with
+# busybox (busybox-static), the C library (libc6: the tools' uprobes on libc need one) and bash (bashreadline's).
 #
 # Kernels come from Debian's archive through a private apt configuration (its own sources list, lists and cache
 # under $VM_CACHE/apt-<suite>), so the machine's own apt sources and state are left untouched. The archive URIs are
@@ -17,12 +23,15 @@
 # gone from the archive, the kernel is fetched anew.
 set -euo pipefail
 
-series=${1:?usage: fetch-kernel.sh 5.10|6.1|6.12}
+series=${1:?usage: fetch-kernel.sh 5.10|6.1|6.12|6.1-arm64|6.12-arm64}
 cache=${VM_CACHE:-$HOME/.cache/corebpf-vm}
 dest=$cache/kernels/$series
 kvm_modules="irqbypass kvm kvm-amd"
+arch=amd64
+case $series in *-arm64) arch=arm64 kvm_modules="" ;; esac
 md_modules="md-mod raid0 raid1 loop"
-if [ -s "$dest/vmlinuz" ] && [ -f "$dest/kvm/complete" ] && [ -f "$dest/md/complete" ]; then
+if [ -s "$dest/vmlinuz" ] && [ -f "$dest/kvm/complete" ] && [ -f "$dest/md/complete" ] &&
+    { [ $arch = amd64 ] || [ -f "$dest/userland.complete" ]; }; then
     echo "$dest/vmlinuz"
     exit 0
 fi
@@ -32,8 +41,10 @@ case $series in
     5.10) suite=bullseye meta=linux-image-cloud-amd64 ;;
     6.1) suite=bookworm meta=linux-image-cloud-amd64 ;;
     6.12) suite=bookworm meta=linux-image-6.12-cloud-amd64 ;;
+    6.1-arm64) suite=bookworm meta=linux-image-cloud-arm64 ;;
+    6.12-arm64) suite=bookworm meta=linux-image-6.12-cloud-arm64 ;;
     *)
-        echo "fetch-kernel.sh: unknown kernel series '$series' (known: 5.10, 6.1, 6.12)" >&2
+        echo "fetch-kernel.sh: unknown kernel series '$series' (known: 5.10, 6.1, 6.12, 6.1-arm64, 6.12-arm64)" >&2
         exit 1
         ;;
 esac
@@ -55,6 +66,7 @@ if [ -z "$main_uri" ]; then
 fi
 
 aptdir=$cache/apt-$suite
+[ $arch = amd64 ] || aptdir=$aptdir-$arch
 mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$dest"
 {
     echo "deb $main_uri $suite main"
@@ -70,6 +82,7 @@ apt_opts=(
     -o "APT::Get::List-Cleanup=0"
     -o "APT::Sandbox::User=root"
 )
+[ $arch = amd64 ] || apt_opts+=(-o "APT::Architecture=$arch" -o "APT::Architectures=$arch")
 # extract_modules ROOT SET NAMES: the modules NAMES of the unpacked package at ROOT into $dest/SET, decompressed.
 extract_modules() {
     local m f set=$2
@@ -92,10 +105,23 @@ extract_modules() {
     rm -rf "${dest:?}/$set"
     mv "$dest/$set.tmp" "$dest/$set"
 }
-# extract_all ROOT: every module set the guests use.
+# extract_all ROOT: every module set the guests use (and, for an arm64 kernel, its user space).
 extract_all() {
     extract_modules "$1" kvm "$kvm_modules"
     extract_modules "$1" md "$md_modules"
+    [ $arch = amd64 ] || fetch_userland
+}
+# fetch_userland: $dest/userland, the guest's programs and C library of this architecture (no documentation,
+# locales or character-set modules).
+fetch_userland() {
+    local d
+    rm -rf "$work/userland" "$dest/userland" "$dest/userland.complete"
+    mkdir -p "$work/userland"
+    (cd "$work/userland" && apt-get "${apt_opts[@]}" -qq download busybox-static libc6 bash libtinfo6 >&2)
+    for d in "$work"/userland/*.deb; do dpkg-deb -x "$d" "$work/userland/root"; done
+    rm -rf "$work"/userland/root/usr/share "$work"/userland/root/usr/lib/*/gconv
+    mv "$work/userland/root" "$dest/userland"
+    : > "$dest/userland.complete"
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -22,6 +22,12 @@
 #    the scenario seconds per tool ($VM_CACHE/logs/<run>/tool-seconds, read by CI's phase table).
 #    Exits 1 if any scenario failed, printing the failing scenarios' output and the guest console's tail.
 #
+# VM_ARCH=aarch64 (`make vmtest-arm64`) is the matrix's arm64 column: the arm64 static toolset, cross-built
+# (`make static ARCH=aarch64`), in Debian's arm64 kernels (KERNELS=6.1-arm64,6.12-arm64) booted in
+# qemu-system-aarch64 (-M virt, -cpu max), with the arm64 user space vm/fetch-kernel.sh keeps beside them. Its
+# scenarios are the same lines as x86's, run as smoke checks (the probe run: the tool starts, attaches through the
+# line's mechanism and stops cleanly), less those vm/arm64.skip names; no test binary is built for arm64 yet.
+#
 # "host" in KERNELS stands for the machine's own kernel, which cannot be booted from a package: it is covered by
 # the host test run (`make test`), and its column says so.
 set -euo pipefail
@@ -29,9 +35,26 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 cache=${VM_CACHE:-$HOME/.cache/corebpf-vm}
-kernels=${KERNELS:-5.10,6.1,6.12,host}
+vm_arch=${VM_ARCH:-x86_64}
+case $vm_arch in
+    x86_64)
+        kernels=${KERNELS:-5.10,6.1,6.12,host}
+        qemu_cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max)
+        console_dev=ttyS0
+        ;;
+    aarch64)
+        kernels=${KERNELS:-6.1-arm64,6.12-arm64}
+        # pauth-impdef: QEMU's own pointer-authentication algorithm, much cheaper to emulate than the architected one.
+        qemu_cmd=(qemu-system-aarch64 -accel tcg,thread=multi -M virt -cpu max,pauth-impdef=on)
+        console_dev=ttyAMA0
+        ;;
+    *)
+        echo "vmtest: VM_ARCH is x86_64 or aarch64, not '$vm_arch'" >&2
+        exit 1
+        ;;
+esac
 timeout_s=${VM_TIMEOUT:-2400}
-target=x86_64-unknown-linux-gnu
+target=$vm_arch-unknown-linux-gnu
 cargo=${CARGO:-cargo}
 run=$(date +%Y%m%d-%H%M%S)
 logdir=$cache/logs/$run
@@ -45,8 +68,8 @@ die() {
     exit 1
 }
 
-for cmd in qemu-system-x86_64 busybox cpio mkfs.ext4 dpkg-deb; do
-    command -v $cmd > /dev/null || die "$cmd is missing: run ./scripts/deps.sh (it installs qemu-system-x86, busybox-static, cpio, e2fsprogs)"
+for cmd in "${qemu_cmd[0]}" busybox cpio mkfs.ext4 dpkg-deb; do
+    command -v $cmd > /dev/null || die "$cmd is missing: run ./scripts/deps.sh (it installs qemu-system-x86, qemu-system-arm, busybox-static, cpio, e2fsprogs)"
 done
 busybox_bin=$(command -v busybox)
 file -L "$busybox_bin" 2> /dev/null | grep -q 'statically linked' || [ ! -x /usr/bin/file ] ||
@@ -91,6 +114,32 @@ tools=$(echo $tools)
 [ -n "$tools" ] || die "no tools selected"
 selected=$logdir/scenarios
 echo "$all" | awk -v tools=" $tools " 'NF && index(tools, " " $2 " ")' > "$selected"
+if [ "$vm_arch" != x86_64 ]; then
+    # Every line becomes its smoke check (TESTBIN "-": the probe run through the line's mechanism), once per tool
+    # and mechanism; the unforced ("default") run is left out where forced lines cover the tool's mechanisms. The
+    # probe arguments name the target's library paths (aarch64-linux-gnu). vm/arm64.skip takes the mechanisms a
+    # kernel lacks (and the lines whose probe run cannot stand alone) off the kernels it names: the line's @list is
+    # narrowed to the others, and dropped when none is left.
+    arm64_versions=$(echo "$kernels" | tr ',' '\n' | sed -n 's/-arm64$//p' | paste -sd,)
+    awk -v all="$arm64_versions" 'FNR == NR { if (NF >= 3 && $1 !~ /^#/) { r++; sk[r] = $1; st[r] = $2; sa[r] = $3 }; next }
+        { for (i = 1; i <= NF; i++) if ($i == "--") break
+          NF = i; $0 = $0 " -"; gsub(/x86_64-linux-gnu/, "aarch64-linux-gnu")
+          n = split($3, a, "@"); ks = (n > 1 ? a[2] : all); out = ""
+          m = split(ks, kk, ",")
+          for (j = 1; j <= m; j++) {
+              skip = 0
+              for (q = 1; q <= r; q++)
+                  if (index("," sk[q] ",", "," kk[j] ",") && (st[q] == "*" || st[q] == $2) && (sa[q] == "*" || sa[q] == a[1])) skip = 1
+              if (!skip && index("," all ",", "," kk[j] ",")) out = out (out == "" ? "" : ",") kk[j]
+          }
+          if (out == "") next
+          $3 = (out == all ? a[1] : a[1] "@" out)
+          if (!seen[$0]++) print }' vm/arm64.skip "$selected" > "$selected.arch"
+    # The unforced run, only for tools with no forced line left.
+    awk 'FNR == NR { if ($3 !~ /^default/) forced[$2] = 1; next } $3 !~ /^default/ || !forced[$2]' \
+        "$selected.arch" "$selected.arch" > "$selected"
+    rm -f "$selected.arch"
+fi
 testbins=$(awk '{for (i = 1; i <= NF; i++) if ($i == "--") {print $(i + 1); break}}' "$selected" | grep -vx -- - | sort -u || true)
 for b in $testbins; do
     [ -f "tests/tests/$b.rs" ] || [ -f "tools/$b/tests/$b.rs" ] ||
@@ -98,10 +147,13 @@ for b in $testbins; do
 done
 say "tier: $tier; tools: $tools; test binaries: $(echo $testbins); kernels: $kernels; logs: $logdir"
 
+[ "$vm_arch" = x86_64 ] || [ -z "$testbins" ] ||
+    die "VM_ARCH=$vm_arch runs smoke checks only: no test binaries are built for it ($testbins)"
 # --- 1. static binaries ---
-export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
-say "building the static corebpf-tools: make static (log: $logdir/build.log)"
-build_tools=(make --no-print-directory static)
+# (x86 only: the arm64 build links libbpf-sys's vendored libelf and zlib, and a changed value rebuilds libbpf-sys)
+[ "$vm_arch" != x86_64 ] || export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
+say "building the static corebpf-tools: make static ARCH=$vm_arch (log: $logdir/build.log)"
+build_tools=(make --no-print-directory static ARCH="$vm_arch")
 "${build_tools[@]}" > "$logdir/build.log" 2>&1 ||
     {
         tail -30 "$logdir/build.log" >&2
@@ -151,16 +203,19 @@ done
 # --- 3/4. initramfs ---
 root=$logdir/initramfs
 mkdir -p "$root"/{bin,tools,tests,helpers,vm}
-cp "$busybox_bin" "$root/bin/busybox"
-# Programs the tests run besides busybox's applets (tcplife's client uses bash's /dev/tcp).
-for prog in bash; do
-    cp "$(command -v $prog)" "$root/bin/$prog"
-done
+if [ "$vm_arch" = x86_64 ]; then
+    cp "$busybox_bin" "$root/bin/busybox"
+    # Programs the tests run besides busybox's applets (tcplife's client uses bash's /dev/tcp).
+    for prog in bash; do
+        cp "$(command -v $prog)" "$root/bin/$prog"
+    done
+fi
 install -m 755 vm/init "$root/init"
 # One scenario file per kernel series: the lines that run there, numbered, "@SERIES" taken off.
 for k in $(echo "$kernels" | tr ',' ' '); do
     [ "$k" = host ] && continue
-    awk -v k="$k" '{ n = split($3, a, "@"); if (n > 1 && !index("," a[2] ",", "," k ",")) next
+    # An arm64 kernel (6.1-arm64) runs the lines of its version (@6.1).
+    awk -v k="${k%-arm64}" '{ n = split($3, a, "@"); if (n > 1 && !index("," a[2] ",", "," k ",")) next
                     $3 = a[1]; print ++i, $0 }' "$selected" > "$root/vm/scenarios.$k"
 done
 # Each kernel's KVM modules (vm/fetch-kernel.sh keeps them beside its vmlinuz), as /kvm/<series>/*.ko: the guest
@@ -173,7 +228,9 @@ for k in $(echo "$kernels" | tr ',' ' '); do
         die "could not fetch kernel $k"
     }
     mkdir -p "$root/kvm/$k" "$root/md/$k"
-    cp "$(dirname "$vmlinuz")"/kvm/*.ko "$root/kvm/$k/"
+    # arm64 kernels have KVM built in: no modules (vm/fetch-kernel.sh), but their user space (busybox, libc, bash).
+    [ "$vm_arch" != x86_64 ] || cp "$(dirname "$vmlinuz")"/kvm/*.ko "$root/kvm/$k/"
+    [ "$vm_arch" = x86_64 ] || cp -a "$(dirname "$vmlinuz")/userland/." "$root/"
     cp "$(dirname "$vmlinuz")"/md/*.ko "$root/md/$k/"
 done
 cp -a "$bindir/." "$root/tools/"
@@ -244,13 +301,13 @@ boot() {
             END { if (NR) printf "%s%s", lo, (hi > lo ? "-" hi : "") }')
         say "booting $k ($(cat "$(dirname "$vmlinuz")/package" 2> /dev/null || echo "$vmlinuz"))$([ -n "$done_list" ] && echo ", skipping finished scenarios $done_list"); console: $console"
         start=$(date +%s)
-        timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" -m 1536 \
+        timeout "$timeout_s" "${qemu_cmd[@]}" -smp "$cpus" -m 1536 \
             -object memory-backend-ram,id=mem0,size=768M -object memory-backend-ram,id=mem1,size=768M \
             -numa node,nodeid=0,cpus=0-$((cpus - 1)),memdev=mem0 -numa node,nodeid=1,memdev=mem1 \
             -nographic -no-reboot -monitor none \
             -kernel "$vmlinuz" -initrd "$initrd" \
             -drive "file=$disk,if=none,id=d0,format=raw" -device nvme,serial=corebpf,drive=d0 \
-            -append "console=ttyS0 quiet panic=-1 rdinit=/init corebpf.kernel=$k corebpf.lanes=${VM_LANES:-2} corebpf.done=${done_list:-0}" \
+            -append "console=$console_dev quiet panic=-1 rdinit=/init corebpf.kernel=$k corebpf.lanes=${VM_LANES:-2} corebpf.done=${done_list:-0}" \
             < /dev/null > "$part" 2>&1 &
         qemu=$!
         last_size=-1 quiet_for=0 last_steps=-1 stuck_for=0
@@ -325,13 +382,14 @@ done
 # --- 6. the table ---
 # cell(tool, kernel): "pass tp_btf* raw_tp" or "FAIL raw_tp ..."
 cell() {
-    local tool=$1 k=$2 console=$logdir/$2.console out="" bad=0 def="" attach result
+    local tool=$1 k=$2 console=$logdir/$2.console out="" bad=0 def="" attach result ran=0
     [ "${status[$k]:-}" = boot ] && [ ! -s "$console" ] && {
         echo "no boot"
         return 1
     }
     def=$(awk -v t="$tool" '$1 == "VMTEST-ATTACH" && $2 == t && $3 == "default" {print $4; exit}' "$console")
     while read -r attach; do
+        ran=1
         result=$(awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-RESULT" && $2 == t && $3 == a {
                      r = (r == "" || r == "pass") ? $4 : r} END {print r}' "$console")
         [ "$result" = pass ] || bad=1
@@ -346,9 +404,14 @@ cell() {
         [ "$result" = pass ] || attach="$attach(${result:-no result})"
         attach="$attach$hung"
         out="$out $attach"
-    done < <(awk -v t="$tool" -v k="$k" '$2 == t {
+    done < <(awk -v t="$tool" -v k="${k%-arm64}" '$2 == t {
                  n = split($3, a, "@"); if (n == 1 || index("," a[2] ",", "," k ",")) print a[1] }' "$selected" |
         awk '!seen[$0]++')
+    # Every line of the tool skipped on this kernel (the arm64 column's vm/arm64.skip): say so, not "pass".
+    [ $ran = 1 ] || {
+        echo "not run (vm/arm64.skip)"
+        return 0
+    }
     if [ $bad = 0 ]; then echo "pass$out"; else echo "FAIL$out"; fi
     return $bad
 }

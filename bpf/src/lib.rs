@@ -3,7 +3,8 @@
 //!
 //! A tool crate keeps its BPF program in `src/<crate name>.bpf.c` (or, in a freshly copied folder, the one
 //! `src/*.bpf.c` there is); `build_skeleton()` compiles it with clang (`-Wall -Werror`) against the shared
-//! headers in `bpf/include/` and the kernel types in `vmlinux/<arch>/`, and writes two files to `$OUT_DIR`:
+//! headers in `bpf/include/` and the kernel types in `vmlinux/<arch>/` (`-D__TARGET_ARCH_<arch>`: x86 or arm64,
+//! from Cargo's target architecture), and writes two files to `$OUT_DIR`:
 //! - `bpf.skel.rs`, the libbpf-cargo skeleton, always named `bpf` (`BpfSkelBuilder`, `BpfSkel`, `types`), so no
 //!   tool's Rust code names its own crate and a copied folder builds with only its package name changed;
 //! - `consts.rs`, every `#define NAME <integer>` of the tool's `src/*.h` as `pub const NAME: usize`, so a
@@ -25,15 +26,16 @@ fn bpf_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `vmlinux/<arch>` for the architecture being built for.
-fn vmlinux_dir(workspace: &Path) -> PathBuf {
+/// The kernel's name (`x86`, `arm64`) of the architecture being built for (Cargo's target, not the build host):
+/// it names the `vmlinux/<arch>` folder and libbpf's `__TARGET_ARCH_<arch>` (the `pt_regs` layout of
+/// `PT_REGS_PARM1()` and friends, and the `__<arch>_sys_` prefix of syscall wrappers).
+fn kernel_arch() -> String {
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_else(|_| "x86_64".into());
-    let dir = match arch.as_str() {
-        "x86_64" => "x86",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    workspace.join("vmlinux").join(dir)
+    match arch.as_str() {
+        "x86_64" => "x86".into(),
+        "aarch64" => "arm64".into(),
+        other => panic!("no BPF build for the target architecture {other}: x86_64 and aarch64 are supported"),
+    }
 }
 
 /// Writes libbpf's own BPF headers (`bpf/bpf_helpers.h`, `bpf/usdt.bpf.h`, ...) under `out_dir` and returns the
@@ -90,13 +92,15 @@ pub fn build_skeleton() {
     let bpf = bpf_dir();
     let workspace = bpf.parent().expect("bpf/ lives in the workspace").to_path_buf();
     let include = bpf.join("include");
-    let vmlinux = vmlinux_dir(&workspace);
+    let arch = kernel_arch();
+    let vmlinux = workspace.join("vmlinux").join(&arch);
     let libbpf = libbpf_headers(&out_dir);
 
     SkeletonBuilder::new()
         .source(&source)
         .obj(&object)
         .clang_args([
+            format!("-D__TARGET_ARCH_{arch}"),
             format!("-I{}", include.display()),
             format!("-I{}", vmlinux.display()),
             format!("-I{}", manifest.join("src").display()),

@@ -262,6 +262,15 @@ fn features_report_the_system_and_tell_a_refusal_from_an_absence() {
     assert!(commit == "unknown" || commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()), "{sys}");
     assert_eq!(sys["kernel"], read("/proc/sys/kernel/osrelease"), "{sys}");
     assert_eq!(sys["arch"], std::env::consts::ARCH, "{sys}");
+    // The architecture it names for itself is the one of its ELF header (e_machine: 62 x86-64, 183 AArch64).
+    let elf = fs::read(bin("corebpf-tools")).unwrap();
+    let machine = u16::from_le_bytes([elf[18], elf[19]]);
+    let named = match machine {
+        62 => "x86_64",
+        183 => "aarch64",
+        other => panic!("corebpf-tools is an ELF file for machine {other}"),
+    };
+    assert_eq!(sys["built_for"], named, "{sys}");
     assert_eq!(sys["unprivileged_bpf_disabled"], read("/proc/sys/kernel/unprivileged_bpf_disabled"), "{sys}");
     assert_eq!(sys["perf_event_paranoid"], read("/proc/sys/kernel/perf_event_paranoid"), "{sys}");
     match fs::read_to_string("/sys/kernel/security/lockdown") {

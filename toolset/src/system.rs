@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The facts about the system a bug report needs beside the feature trials: this build (version and commit), the
-//! kernel release and architecture, and the settings that decide what BPF may do here (lockdown, unprivileged
+//! kernel release and architecture (the kernel's, and the one this binary was built for), and the settings that decide what BPF may do here (lockdown, unprivileged
 //! BPF, perf_event_paranoid). Each is read as it is; one that cannot be read says why in its value.
 
 use std::fs;
@@ -23,6 +23,8 @@ pub fn facts() -> Vec<(&'static str, String)> {
         ("commit", env!("COREBPF_COMMIT").to_string()),
         ("kernel", field(&uts.release)),
         ("arch", field(&uts.machine)),
+        // The architecture this binary was built for (x86_64 or aarch64): the package to install elsewhere.
+        ("built_for", std::env::consts::ARCH.to_string()),
         ("lockdown", lockdown(read("/sys/kernel/security/lockdown"))),
         ("unprivileged_bpf_disabled", read("/proc/sys/kernel/unprivileged_bpf_disabled")),
         ("perf_event_paranoid", read("/proc/sys/kernel/perf_event_paranoid")),

@@ -85,6 +85,22 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_arch = "aarch64")]
+    fn aarch64_numbers_and_names() {
+        // arm64 has the generic table (include/uapi/asm-generic/unistd.h): no open, stat or getpid at 39.
+        assert_eq!(number("read"), Some(63));
+        assert_eq!(number("getppid"), Some(173));
+        assert_eq!(name(172), Some("getpid"));
+        assert_eq!(number("open"), None);
+        assert_eq!(tracepoint_number("newfstat"), Some(80));
+        assert_eq!(tracepoint_number("umount"), Some(39));
+        assert_eq!(tracepoint_number("newstat"), None);
+        let all = all();
+        assert_eq!(all.first(), Some(&(0, "io_setup")));
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
     fn errno_by_name_or_number() {
         assert_eq!(errno_number("ENOENT"), Some(2));
         assert_eq!(errno_number("enoent"), Some(2));

@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
+#include "arch.bpf.h"
 #include "filter.bpf.h"
 #include "funccount.h"
 
@@ -125,13 +126,7 @@ int fc_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/sys_exit")
 int fc_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-#if defined(__TARGET_ARCH_x86)
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-
-	return count_syscall(&sys_exit_index, (long)BPF_CORE_READ(regs, orig_ax));
-#else
-	return 0;
-#endif
+	return count_syscall(&sys_exit_index, syscall_nr_of((struct pt_regs *)ctx->args[0]));
 }
 
 /* Slot programs: copy N of a kind (fc_KIND_N, named after the kind's program) counts index slot_base + N. */

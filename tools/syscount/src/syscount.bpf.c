@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "arch.bpf.h"
 #include "filter.bpf.h"
 #include "tp_btf_raw.bpf.h"
 #include "maps.bpf.h"
@@ -69,7 +70,7 @@ struct proc_stat _proc_stat_type = {};
 /* x86's TS_COMPAT: the task is in a 32-bit system call. */
 #define TS_COMPAT_BIT 0x0002
 
-static __always_inline bool in_compat_syscall(void)
+static __always_inline bool in_compat_syscall(struct pt_regs *regs)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -77,19 +78,10 @@ static __always_inline bool in_compat_syscall(void)
 	if (bpf_core_field_exists(task->thread_info.status) &&
 	    (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT_BIT))
 		return true;
-#endif
 	return false;
-}
-
-/* The number of the syscall returning, from the registers saved at entry. */
-static __always_inline long syscall_nr(struct pt_regs *regs)
-{
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ(regs, syscallno);
 #else
-#error "syscount: the syscall number register of this architecture is not known"
+	/* arm64: an AArch32 task (arch.bpf.h). */
+	return compat_regs(regs);
 #endif
 }
 
@@ -133,7 +125,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 
 	if (!wanted_task(pid_tgid))
 		return 0;
-	id = syscall_nr(regs);
+	id = syscall_nr_of(regs);
 	/* -1: not a syscall (the exit of a signal delivered on return, say). */
 	if (id < 0 || (filter_syscall && id != target_syscall))
 		return 0;
@@ -148,7 +140,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		return 0;
 	if (filter_errno && ret != -filter_errno)
 		return 0;
-	if (in_compat_syscall()) {
+	if (in_compat_syscall(regs)) {
 		__sync_fetch_and_add(&compat_calls, 1);
 		return 0;
 	}

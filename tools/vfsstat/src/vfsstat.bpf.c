@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "arch.bpf.h"
 #include "filter.bpf.h"
 #include "tp_btf_raw.bpf.h"
 #include "vfsstat.h"
@@ -94,16 +95,10 @@ static __always_inline int syscall_exit(struct pt_regs *regs, long ret)
 	__u32 nr, *class;
 	unsigned long arg;
 
-#if defined(__TARGET_ARCH_x86)
 	/* 64-bit system calls only: a 32-bit process's numbers mean other calls. */
-	if ((BPF_CORE_READ(regs, cs) & 0xffff) != 0x33)
+	if (compat_regs(regs))
 		return 0;
-	nr = BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	nr = BPF_CORE_READ(regs, syscallno);
-#else
-#error "vfsstat: system call numbers are read for x86 and arm64 only"
-#endif
+	nr = syscall_nr_of(regs);
 	class = bpf_map_lookup_elem(&syscall_class, &nr);
 	if (!class || *class == SC_NONE)
 		return 0;

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* What differs between the architectures the tools are built for (x86-64 and arm64), for the programs that read a
+ * system call's saved registers (raw_syscalls:sys_exit, whose only arguments are the registers and the return
+ * value). The build helper defines __TARGET_ARCH_x86 or __TARGET_ARCH_arm64 from Cargo's target.
+ *
+ * - syscall_nr_of(regs): the number of the system call the task entered; x86 keeps it in orig_ax, arm64 in its
+ *   own syscallno field of pt_regs.
+ * - compat_regs(regs): the task runs 32-bit code (its numbers name other calls): on x86 its code segment is not
+ *   the 64-bit one (__USER_CS, 0x33); on arm64 the saved PSTATE has the AArch32 bit (PSR_MODE32_BIT, 0x10). */
+#ifndef __COREBPF_ARCH_BPF_H
+#define __COREBPF_ARCH_BPF_H
+
+#include <vmlinux.h>
+#include <bpf/bpf_core_read.h>
+
+#if defined(__TARGET_ARCH_x86)
+static __always_inline long syscall_nr_of(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, orig_ax);
+}
+
+static __always_inline bool compat_regs(struct pt_regs *regs)
+{
+	return (BPF_CORE_READ(regs, cs) & 0xffff) != 0x33;
+}
+#elif defined(__TARGET_ARCH_arm64)
+static __always_inline long syscall_nr_of(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, syscallno);
+}
+
+static __always_inline bool compat_regs(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, pstate) & 0x10;
+}
+#else
+#error "arch.bpf.h: the system call registers of this architecture are not known (x86 and arm64 are)"
+#endif
+
+#endif /* __COREBPF_ARCH_BPF_H */
