@@ -167,6 +167,9 @@ static __always_inline __u64 probe_fetch_one(const volatile struct fetch *f, voi
 		if (start && f->offset < MAX_ENTRY)
 			v = start->vals[f->offset & (MAX_ENTRY - 1)];
 		break;
+	case SRC_TASK:
+		v = (__u64)bpf_get_current_task();
+		break;
 	case SRC_USDT: {
 		long arg = 0;
 
@@ -242,7 +245,9 @@ static __always_inline void probe_string(char *dst, __u32 size, void *record, __
 	flags = fetches[fetch].flags;
 	if (size > STR_MAX)
 		size = STR_MAX;
-	if (flags & F_DATA_LOC) {
+	if (flags & F_COMM) {
+		bpf_get_current_comm(dst, size < 16 ? size : 16);
+	} else if (flags & F_DATA_LOC) {
 		if (record)
 			bpf_probe_read_kernel_str(dst, size, record + (value & 0xffff));
 	} else if ((flags & F_INLINE) && !fetches[fetch].n_deref) {

@@ -36,6 +36,7 @@
 #define SRC_UID 7
 #define SRC_ENTRY 8   /* entry value number `offset`, saved by the entry program ($entry(...) in a return probe) */
 #define SRC_USDT 9    /* USDT argument number `offset` (0-based), as its note describes it */
+#define SRC_TASK 10   /* the current task (`$task`) */
 
 /* fetch.flags */
 #define F_SIGNED 1
@@ -45,6 +46,7 @@
 #define F_INLINE 16    /* a char array field: the string is the field itself */
 #define F_DEREF_USER 32 /* the pointers of `deref` point into user memory (else kernel memory) */
 #define F_ADDR 64      /* the last `deref` step gives an address (of an array member), not a read */
+#define F_COMM 128     /* the string is the current task's command name (`$COMM`) */
 
 /* Instructions of the expression program (insn.op), a stack machine over 64-bit values. */
 #define I_VAL 1    /* push fetched value `arg` */

@@ -124,14 +124,20 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
 /// like, whose probes glibc 2.34 moved into libc) the C library when the named file has no such probe.
 fn usdt_site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
     let raw = &spec.raw;
-    let binary = find_binary(&spec.library, pid)
-        .map_err(|e| SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)))?;
-    let mut candidates = vec![binary.clone()];
+    let named = find_binary(&spec.library, pid);
+    let mut candidates: Vec<PathBuf> = named.iter().cloned().collect();
     if !spec.library.contains('/') && spec.library != "c" {
         if let Ok(libc) = find_binary("c", pid) {
             candidates.push(libc);
         }
     }
+    let binary = match (&named, candidates.first()) {
+        (Ok(binary), _) => binary.clone(),
+        (Err(_), Some(libc)) => libc.clone(),
+        (Err(e), None) => {
+            return Err(SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)));
+        }
+    };
     let mut seen = Vec::new();
     for file in &candidates {
         let probes = crate::process::elf::usdt_probes(file).unwrap_or_default();

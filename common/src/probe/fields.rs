@@ -21,6 +21,8 @@ pub enum StrKind {
     DataLoc,
     /// A `char name[N]` field: the string is the field itself.
     Inline,
+    /// The current task's command name (`$COMM`).
+    Comm,
 }
 
 /// Where a fetched value comes from.
@@ -39,6 +41,8 @@ pub enum Source {
     Entry(u32),
     /// A USDT probe's argument by position (0-based), as its note describes it (register, memory or constant).
     UsdtArg(u32),
+    /// The current task (`$task`, a `struct task_struct *`).
+    Task,
 }
 
 /// Pointers one value may be reached through (probe.h's MAX_DEREF; `probe_rodata!` checks they agree).
@@ -227,6 +231,7 @@ impl<'a> Resolver<'a> {
             "$PID" => return special(Source::Pid, 4, false),
             "$TID" => return special(Source::Tid, 4, false),
             "$UID" => return special(Source::Uid, 4, false),
+            "$COMM" => return Ok(Resolved::Now(Fetch::new(Source::Pid, 0, false, Some(StrKind::Comm)))),
             "$latency" if ret => return special(Source::Latency, 8, false),
             "$retval" | "$latency" if !ret => {
                 spec_bail!("in '{raw}': {name} is only available in return probes ('r')")
@@ -235,8 +240,8 @@ impl<'a> Resolver<'a> {
         }
         // The base name and the member steps after it.
         let (base, steps) = split_path(name, self.spec.probe == ProbeType::Tracepoint);
-        if base.starts_with('$') && !matches!(base, "$retval") {
-            spec_bail!("in '{raw}': '{base}' is not supported (only $retval, $latency, $entry(...), $PID, $TID, $UID)");
+        if base.starts_with('$') && !matches!(base, "$retval" | "$task") {
+            spec_bail!("in '{raw}': '{base}' is not supported (only $retval, $latency, $entry(...), $PID, $TID, $UID, $COMM, $task)");
         }
         if !base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') || base.is_empty() {
             spec_bail!("in '{raw}': cannot take the name '{text}'");
@@ -245,6 +250,10 @@ impl<'a> Resolver<'a> {
             .spec
             .probe
         {
+            _ if base == "$task" => {
+                let task = super::kfunc::named_pointer_type("task_struct").map(super::members::Start::Btf);
+                (Fetch::new(Source::Task, 8, false, None), task, false, false)
+            }
             ProbeType::Tracepoint => {
                 let Some(field) = self.fields.iter().find(|f| f.name == base) else {
                     let names: Vec<&str> = self

@@ -32,6 +32,20 @@ pub fn kernel_params(name: &str) -> Option<Vec<Param>> {
     Some(params)
 }
 
+/// A BTF pointer type to struct `name` (`task_struct` for `$task`), if the kernel's BTF has one.
+pub fn named_pointer_type(name: &str) -> Option<TypeId> {
+    let btf = Btf::from_vmlinux().ok()?;
+    let target = btf.type_by_name::<BtfType<'_>>(name)?.type_id();
+    let mut id = 1u32;
+    while let Some(t) = btf.type_by_id::<BtfType<'_>>(TypeId::from(id)) {
+        if t.kind() == BtfKind::Ptr && t.next_type().is_some_and(|p| p.type_id() == target) {
+            return Some(t.type_id());
+        }
+        id += 1;
+    }
+    None
+}
+
 /// The return type of kernel function `name` (its C type and BTF type), if the kernel's BTF describes it and it
 /// returns a value.
 pub fn kernel_return(name: &str) -> Option<(CType, TypeId)> {

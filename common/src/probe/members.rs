@@ -102,6 +102,16 @@ fn member_of<'b>(btf: &'b Btf<'_>, t: BtfType<'b>, name: &str, path: &str) -> Sp
     if let Some(found) = find_member(btf, comp, name, path)? {
         return Ok(found);
     }
+    // include/net/sock.h spells struct sock's common fields as macros (`sk_dport` is `__sk_common.skc_dport`).
+    if let Some(rest) = name.strip_prefix("sk_") {
+        if let Some((common_off, common)) = find_member(btf, comp, "__sk_common", path)? {
+            if let Ok(inner) = Composite::try_from(common.skip_mods_and_typedefs()) {
+                if let Some((off, t)) = find_member(btf, inner, &format!("skc_{rest}"), path)? {
+                    return Ok((common_off + off, t));
+                }
+            }
+        }
+    }
     let sname = t.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "(anonymous)".into());
     spec_bail!("'{path}': struct {sname} has no member '{name}'")
 }

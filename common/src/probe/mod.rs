@@ -77,6 +77,7 @@ macro_rules! probe_rodata {
                 Source::Uid => (pc::SRC_UID, 0),
                 Source::Entry(n) => (pc::SRC_ENTRY, n),
                 Source::UsdtArg(n) => (pc::SRC_USDT, n),
+                Source::Task => (pc::SRC_TASK, 0),
             };
             slot.src = src as u32;
             slot.offset = offset;
@@ -87,6 +88,7 @@ macro_rules! probe_rodata {
                 Some(StrKind::Kernel) => pc::F_STR_KERNEL,
                 Some(StrKind::DataLoc) => pc::F_DATA_LOC,
                 Some(StrKind::Inline) => pc::F_INLINE,
+                Some(StrKind::Comm) => pc::F_COMM,
             };
             let deref = if f.deref.user { pc::F_DEREF_USER } else { 0 } | if f.deref.address { pc::F_ADDR } else { 0 };
             slot.flags = (if f.signed { pc::F_SIGNED } else { 0 } | string | deref) as u32;

@@ -115,6 +115,8 @@ pub fn plan(spec: &Spec, tracefs: Option<&Path>, limits: &Limits) -> SpecResult<
     }
     for (slot, (text, ctype)) in spec.exprs.iter().enumerate() {
         let ast = expr::parse(text).map_err(in_raw)?;
+        // `$COMM` is the command name whatever type a spec gives it (BCC's own examples write `u32:$COMM`).
+        let ctype = &if text.trim() == "$COMM" { CType::STRING } else { *ctype };
         if ctype.string {
             let fetch = c.string_operand(&ast, text)?;
             c.plan.exprs.push(Expr { text: text.clone(), ctype: *ctype, slot, string_fetch: Some(fetch) });
@@ -181,6 +183,10 @@ impl Compiler<'_> {
     fn string_operand(&mut self, ast: &Ast, text: &str) -> SpecResult<usize> {
         let name = match ast {
             Ast::Name(n) => n,
+            Ast::Call(f, args) if f == "$entry" && args.len() == 1 => match &args[0] {
+                Ast::Name(n) => n,
+                _ => spec_bail!("in '{}': $entry takes one parameter name", self.raw),
+            },
             Ast::Cast(_, ct, inner) if ct.string => match &**inner {
                 Ast::Name(n) => n,
                 _ => spec_bail!("in '{}': '{text}' is not a string: only a name can be printed as one", self.raw),
@@ -189,8 +195,15 @@ impl Compiler<'_> {
         };
         let mut f = match self.resolver.resolve(name)? {
             Resolved::Now(f) => f,
-            Resolved::AtEntry(_) => {
-                spec_bail!("in '{}': the string '{name}' is gone by the return: read it in an entry probe", self.raw)
+            // A parameter kept from the entry: its pointer is saved, and its string read at the return (the
+            // memory is the caller's, as BCC reads it).
+            saved @ Resolved::AtEntry(entry) => {
+                let idx = self.fetch_resolved(saved)?;
+                let kind =
+                    entry.string.unwrap_or(if self.resolver.is_user() { StrKind::User } else { StrKind::Kernel });
+                let mut f = self.plan.fetches[idx];
+                f.string = Some(kind);
+                return self.fetch(f);
             }
         };
         if f.string.is_none() {
@@ -216,7 +229,7 @@ impl Compiler<'_> {
                 let f = match r {
                     Resolved::Now(f) | Resolved::AtEntry(f) => f,
                 };
-                if matches!(f.string, Some(StrKind::DataLoc | StrKind::Inline))
+                if matches!(f.string, Some(StrKind::DataLoc | StrKind::Inline | StrKind::Comm))
                     || (f.string.is_some() && f.deref.address)
                 {
                     spec_bail!("in '{raw}': '{name}' is a string: compare it with STRCMP(\"text\", {name})");

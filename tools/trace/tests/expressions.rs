@@ -223,6 +223,14 @@ fn an_ifunc_is_refused_with_the_implementation_to_probe() {
     let exe = helper();
     let mut waiting = KillOnDrop(Command::new(&exe).stdin(Stdio::piped()).spawn().expect("starting the helper"));
     let pid = waiting.0.id().to_string();
+    // Until it waits for its line in read(2): the loader has then filled the IFUNC slots.
+    for _ in 0..500 {
+        let syscall = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+        if syscall.starts_with("0 ") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let done = corebpf_tests::run_tool("trace", &["-p", &pid, "c:strlen"]);
     assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
