@@ -140,11 +140,11 @@ fn profile(args: Args) -> Result<()> {
         load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &filters, &cpus, rate))?;
     if let Some(mut endpoint) = endpoint {
         endpoint.attached(mech, skel.object());
-        let mut stacks = metrics::Stacks::new(collected);
+        let mut names = common::output::stackseries::StackNames::new(collected, false);
         let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
         endpoint.serve(&signals, |s| {
             s.map_full("counts", &bss.lost_samples);
-            stacks.write(s, &skel.maps.counts, &skel.maps.stackmap)
+            metrics::write(s, &mut names, &skel.maps.counts, &skel.maps.stackmap)
         })?;
         drop(links);
         return Ok(());
