@@ -6,7 +6,8 @@
 //!
 //! Which end is the server: the end whose port is listening on this host (`/proc/net/tcp`, `/proc/net/tcp6`) when
 //! the connection is first seen; else the end whose port is outside the ephemeral range
-//! (`net.ipv4.ip_local_port_range`); else the lower port. A connection keeps the labels it was first given.
+//! (`net.ipv4.ip_local_port_range`); else the lower port. A row keeps the labels it was given when first read (a
+//! row folded and made again is classified again).
 //!
 //! The kernel's map keeps a row per connection end for as long as it lives; a row unchanged over a whole scrape
 //! interval (an idle or closed connection), or whose process has exited, is folded into totals kept here and
