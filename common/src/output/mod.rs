@@ -18,6 +18,7 @@ pub mod metrics_http;
 pub mod metrics_self;
 pub mod namedhist;
 pub mod sockevents;
+pub mod stackseries;
 pub mod stdout;
 pub mod taskhist;
 pub mod taskrows;

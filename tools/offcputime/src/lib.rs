@@ -4,9 +4,11 @@
 //! On every `sched_switch` the BPF program stamps the thread switched out with the time and the stacks where it
 //! blocked, and adds the time off CPU of the thread switched in to its (thread, stacks) total, in microseconds.
 //! At the end the unique stacks are named through the shared stack module (`common::stacks`) and printed
-//! in BCC's layout, as folded lines, as JSON, and/or as a blue off-CPU flame graph.
+//! in BCC's layout, as folded lines, as JSON, and/or as a blue off-CPU flame graph; or, with `--prometheus`, the
+//! totals are served as a counter of seconds per process name and folded stack ([`metrics`]).
 
 mod bpf;
+mod metrics;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -14,9 +16,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
+use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton};
 use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
 use common::offcpu::{self, StackSkel, StackToolArgs};
+use common::output::metrics::Endpoint;
+use common::output::stackseries::StackNames;
+use common::run::Signals;
 use common::stacks::{Collected, Palette, Sample, Style};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -30,7 +35,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "offcputime", version, after_help = EXAMPLES,
           mut_arg("json", |a| a.conflicts_with("offset")),
-          mut_arg("flamegraph", |a| a.help("Also draw the off-CPU stacks as an SVG flame graph in FILE")))]
+          mut_arg("flamegraph", |a| a.help("Also draw the off-CPU stacks as an SVG flame graph in FILE")
+              .conflicts_with("prometheus")))]
 struct Args {
     #[command(flatten)]
     threads: ThreadArgs,
@@ -39,6 +45,8 @@ struct Args {
     /// Print each symbol with its offset (symbol+0x1f)
     #[arg(short = 's', long, conflicts_with = "folded")]
     offset: bool,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
     #[command(flatten)]
     rest: StackToolArgs,
 }
@@ -53,6 +61,9 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
     filters.require_processes()?;
+    if let Some(endpoint) = args.export.endpoint("offcputime", args.rest.output.duration.is_some())? {
+        return serve(&args, &filters, endpoint);
+    }
     // BCC's header phrase: `PIDs 185,175 by user + kernel stack`.
     let context = format!("{} by {} stack", args.threads.phrase(), args.stacks.phrase());
     let report = args.rest.output.report(
@@ -63,6 +74,24 @@ fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
         (format!("Off-CPU Time Flame Graph: {context}"), Palette::Io),
     )?;
     offcpu::run(report, args.stacks.collected(), TOOL.attach, |mech, btf| load_and_attach(&args, &filters, btf, mech))
+}
+
+/// `--prometheus`: loads and attaches as the report would, then serves the totals until a stop signal.
+fn serve(args: &Args, filters: &BlockFilters, mut endpoint: Endpoint) -> Result<()> {
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+    let verbose = args.rest.output.verbose.on();
+    let ((skel, _links), mech) =
+        load_first_working(TOOL.attach, verbose, |mech| load_and_attach(args, filters, &btf, mech))?;
+    endpoint.attached(mech, skel.object());
+    let mut names = StackNames::new(args.stacks.collected(), true);
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    endpoint.serve(&signals, |s| {
+        s.map_full("totals", &bss.lost_blocks);
+        s.map_full("starts", &bss.lost_starts);
+        s.lost_events("switch-ins", &bss.missed_switch_ins);
+        metrics::write(s, &mut names, &skel.maps.totals, &skel.maps.stackmap)
+    })
 }
 
 unsafe impl plain::Plain for stack_key {}

@@ -395,3 +395,56 @@ fn bad_input_is_refused() {
         assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
     }
 }
+
+/// `--prometheus -p PID`: the helper blocks 20 times for 25 ms in main -> helper_sleep_outer -> helper_sleep and
+/// lingers (a process is named at the first scrape that sees it, while it lives); the seconds of the series whose stack is folded outermost first through those three functions are K*T
+/// to the helper's wall time (less T per switch-in the tool says it missed, in `corebpf_lost_events_total`), all of
+/// the helper's name; scraped again after its exit, every series reads the same.
+#[test]
+fn prometheus_offcpu_seconds_per_folded_stack() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let mut helper = Helper::start(20, 25, true);
+    let (tool, addr) = serving("offcputime", &["-p", &helper.pid()]);
+    helper.go();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(helper.child.stdout.as_mut().unwrap()), &mut line)
+        .unwrap();
+    helper.wall_us = line.trim().parse().unwrap_or_else(|_| panic!("helper printed {line:?}"));
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    let series: Vec<(String, String, f64)> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("corebpf_offcputime_offcpu_seconds_total{comm=\"")?;
+            let (comm, rest) = rest.split_once("\",stack=\"")?;
+            let (stack, value) = rest.rsplit_once("\"} ")?;
+            Some((comm.to_string(), stack.to_string(), value.parse().ok()?))
+        })
+        .collect();
+    assert!(series.iter().all(|s| s.0 == helper.comm()), "only the helper's blocks:\n{text}");
+    let through = |stack: &str| {
+        let frames: Vec<&str> = stack.split(';').collect();
+        frames.windows(3).any(|w| w == ["main", "helper_sleep_outer", "helper_sleep"])
+    };
+    let seconds: f64 = series.iter().filter(|s| through(&s.1)).map(|s| s.2).sum();
+    let missed = sample(&text, "corebpf_lost_events_total{tool=\"offcputime\",what=\"switch-ins\"}").unwrap_or(0.0);
+    let said = format!(
+        "offcputime: missed {missed} switch-ins (threads switched out twice with none seen between): their blocks \
+         are not counted"
+    );
+    assert_blocked((seconds * 1e6).round() as u64, &helper, "seconds in helper_sleep", &format!("{said}\n{text}"));
+    assert!(missed <= helper.k as f64, "{said}");
+    helper.stdin = None;
+    assert!(helper.child.wait().unwrap().success());
+    let again = scrape(&addr);
+    for (comm, stack, value) in &series {
+        let series = format!("corebpf_offcputime_offcpu_seconds_total{{comm=\"{comm}\",stack=\"{stack}\"}}");
+        assert_eq!(sample(&again, &series), Some(*value), "{series}:\n{again}");
+    }
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let refused = run_tool("offcputime", &["--prometheus", "127.0.0.1:0", "5"]);
+    assert_eq!(refused.status.code(), Some(2), "a duration too: {}", refused.stderr);
+}

@@ -4,9 +4,11 @@
 //! A perf event per CPU fires the BPF program, which counts (process, user stack, kernel stack) in the kernel;
 //! at the end this front end reads the unique stacks once, names them with blazesym (saving each process's memory
 //! maps when it is first sampled, so processes that exit are still named) and prints them in BCC's layout, as
-//! folded lines, as JSON, and/or as an SVG flame graph.
+//! folded lines, as JSON, and/or as an SVG flame graph; or, with `--prometheus`, serves the counts as a counter
+//! per process name and folded stack ([`metrics`]).
 
 mod bpf;
+mod metrics;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -25,7 +27,7 @@ use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
 use common::run::{self, Signals};
 use common::stacks::{self, Collected, FlameGraph, FrameFormat, MergeBy, Palette, Sample, StackTraces, Style};
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -88,8 +90,10 @@ struct Args {
     #[arg(short = 'j', long, conflicts_with = "folded")]
     json: bool,
     /// Also draw the stacks as an SVG flame graph in FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "prometheus")]
     flamegraph: Option<PathBuf>,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// Stop after this many seconds (by default, at Ctrl-C)
@@ -130,9 +134,21 @@ fn profile(args: Args) -> Result<()> {
     let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.as_ref());
     let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
+    let endpoint = args.export.endpoint("profile", args.duration.is_some())?;
 
-    let ((skel, links), _) =
+    let ((skel, links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &filters, &cpus, rate))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let mut names = common::output::stackseries::StackNames::new(collected, false);
+        let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+        endpoint.serve(&signals, |s| {
+            s.map_full("counts", &bss.lost_samples);
+            metrics::write(s, &mut names, &skel.maps.counts, &skel.maps.stackmap)
+        })?;
+        drop(links);
+        return Ok(());
+    }
 
     let mut out = Output::new();
     let context = sampling_context(&args, rate);

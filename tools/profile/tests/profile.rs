@@ -710,3 +710,73 @@ fn mntnsmap_filters_by_the_pinned_maps_mount_namespaces() {
     let map = pins.hash("mount_ns_set", 8, &[ns]);
     assert_only_member_sampled(&member, &outsider, &["--mntnsmap", map.to_str().unwrap()]);
 }
+
+/// The `corebpf_profile_samples_total` series of an exposition: (comm, stack, samples).
+fn sample_series(text: &str) -> Vec<(String, String, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("corebpf_profile_samples_total{comm=\"")?;
+            let (comm, rest) = rest.split_once("\",stack=\"")?;
+            let (stack, value) = rest.rsplit_once("\"} ")?;
+            Some((comm.to_string(), stack.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `--prometheus -p PID` on the C helper spinning in main -> outer_fn -> hot_fn: scraped until it has 20 samples,
+/// at least 80% of them are in stacks folded outermost first through `main;outer_fn;hot_fn` (kernel frames only
+/// after it), all of the helper's name; once the helper is killed the counters stop, and two scrapes read the same
+/// series and values (no stack renamed, no counter gone back).
+#[test]
+fn prometheus_counts_samples_per_folded_stack() {
+    use corebpf_tests::prom::{promtool_accepts, scrape, serving};
+    let exe = c_helper();
+    let _cpu = CPU.read().unwrap_or_else(|e| e.into_inner());
+    let mut helper = Helper::start(&exe, &["30"]);
+    // Its name from its file (cut to 15 bytes): /proc may show the test's thread until the exec.
+    let name = exe.file_name().unwrap().to_string_lossy().into_owned();
+    let comm = name[..name.len().min(15)].to_string();
+    let (tool, addr) = serving("profile", &["-p", &helper.pid()]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let text = scrape(&addr);
+        if sample_series(&text).iter().map(|s| s.2).sum::<f64>() >= 20.0 || std::time::Instant::now() > deadline {
+            break text;
+        }
+        thread::sleep(Duration::from_millis(500));
+    };
+    promtool_accepts(&text);
+    let series = sample_series(&text);
+    let total: f64 = series.iter().map(|s| s.2).sum();
+    assert!(total >= 20.0, "too few samples ({total}):\n{text}");
+    assert!(series.iter().all(|s| s.0 == comm), "only the helper's samples:\n{text}");
+    let kernel = kernel_names();
+    let good: f64 = series
+        .iter()
+        .filter(|(_, stack, _)| {
+            let frames: Vec<&str> = stack.split(';').collect();
+            frames
+                .windows(3)
+                .position(|w| w == ["main", "outer_fn", "hot_fn"])
+                .is_some_and(|at| frames[at + 3..].iter().all(|f| kernel.contains(*f)))
+        })
+        .map(|s| s.2)
+        .sum();
+    assert!(good * 100.0 >= total * 80.0, "{good} of {total} samples in main;outer_fn;hot_fn:\n{text}");
+    let _ = helper.0.kill();
+    let _ = helper.0.wait();
+    let after = sample_series(&scrape(&addr));
+    assert_eq!(after, sample_series(&scrape(&addr)), "counters moved after the helper's end");
+    for (comm, stack, n) in &series {
+        let later = after.iter().find(|s| &s.0 == comm && &s.1 == stack).map(|s| s.2);
+        assert!(later.is_some_and(|later| later >= *n), "{stack}: {n} then {later:?}");
+    }
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    for args in [&["--prometheus", "127.0.0.1:0", "5"][..], &["--prometheus", "127.0.0.1:0", "--flamegraph", "x.svg"]] {
+        let refused = run_tool("profile", args);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {}", refused.stderr);
+    }
+}

@@ -4,9 +4,12 @@
 //! The BPF side adds the payload bytes of every successful send and receive on a TCP socket to a hash map keyed
 //! by (PID, comm, family, addresses, ports), cumulatively (the sock:sock_send_length/sock_recv_length tracepoints
 //! from 6.3, else tcp_sendmsg/tcp_cleanup_rbuf with fentry/fexit or kprobes); this front end reads the map every interval, takes
-//! the difference from the previous read and prints BCC's screen (or JSON lines with tcplife's field names).
+//! the difference from the previous read and prints BCC's screen (or JSON lines with tcplife's field names); or,
+//! with `--prometheus`, serves the bytes as counters per process name, addresses, server port and role
+//! ([`metrics`]).
 
 mod bpf;
+mod metrics;
 mod report;
 
 use std::collections::HashMap;
@@ -79,10 +82,12 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Seconds between reports
-    #[arg(default_value = "1", value_parser = parse_interval_secs)]
-    interval: u64,
+    /// Seconds between reports (1 if not given)
+    #[arg(value_parser = parse_interval_secs)]
+    interval: Option<u64>,
     /// Stop after this many reports
     #[arg(value_parser = parse_positive_u64)]
     count: Option<u64>,
@@ -109,13 +114,24 @@ fn tcptop(args: Args) -> Result<()> {
     args.pid.map(common::cli::require_process).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
-    let ((skel, _links), _mech) =
+    let endpoint = args.export.endpoint("tcptop", args.interval.is_some() || args.count.is_some())?;
+    let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let mut totals = metrics::Totals::default();
+        return endpoint.serve(&signals, |s| {
+            let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+            s.map_full("conns", &bss.full);
+            totals.write(s, &skel.maps.conns)
+        });
+    }
+    let interval = args.interval.unwrap_or(1);
 
     let mut out = Output::new();
     if !args.json {
         use std::io::Write;
-        writeln!(out, "Tracing... Output every {} secs. Hit Ctrl-C to end", args.interval)?;
+        writeln!(out, "Tracing... Output every {interval} secs. Hit Ctrl-C to end")?;
         out.flush()?;
     }
     let screen = Screen {
@@ -127,7 +143,7 @@ fn tcptop(args: Args) -> Result<()> {
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     let mut full = DropCounter::new("sends and receives", "connection map full (see --max-connections)");
     let mut before: HashMap<report::Key, (u64, u64)> = HashMap::new();
-    run_intervals(&signals, Some(Duration::from_secs(args.interval)), args.count, |_| {
+    run_intervals(&signals, Some(Duration::from_secs(interval)), args.count, |_| {
         let now = common::attach::maps::hash_entries::<bpf::types::conn, bpf::types::traffic>(&skel.maps.conns)?;
         let mut conns = Vec::new();
         for (key, t) in now {

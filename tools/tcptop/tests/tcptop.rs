@@ -293,3 +293,45 @@ fn bad_input_is_refused_clearly() {
         assert_refused("tcptop", args, code, what);
     }
 }
+
+/// `--prometheus -p PID`: the helper's two connections to its listener make one series per role, labelled by the
+/// listener's port: the client ends sent 3000+7000 bytes and received 5000+11000, the server ends the reverse,
+/// exactly. Scraped three times: while the connections are open, after a scrape interval without traffic (the
+/// idle rows are folded into the tool's totals and deleted from the kernel's map) and after the helper has
+/// exited; the counters read the same each time.
+#[test]
+fn prometheus_counts_bytes_per_server_port_and_role() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    let mut h = Helper::start(false, &[(3000, 5000), (7000, 11000)]);
+    let (tool, addr) = serving("tcptop", &["-p", &h.pid.to_string()]);
+    h.go();
+    let port = h.conns[0].1;
+    assert!(h.conns.iter().all(|c| c.1 == port), "{:?}", h.conns);
+    let comm = h.comm.clone();
+    let series = |name: &str, role: &str| {
+        format!(
+            "corebpf_tcptop_{name}{{comm=\"{comm}\",laddr=\"127.0.0.1\",raddr=\"127.0.0.1\",port=\"{port}\",role=\"{role}\"}}"
+        )
+    };
+    let check = |text: &str| {
+        assert_eq!(sample(text, &series("sent_bytes_total", "client")), Some(10000.0), "{text}");
+        assert_eq!(sample(text, &series("received_bytes_total", "client")), Some(16000.0), "{text}");
+        assert_eq!(sample(text, &series("sent_bytes_total", "server")), Some(16000.0), "{text}");
+        assert_eq!(sample(text, &series("received_bytes_total", "server")), Some(10000.0), "{text}");
+        let ours = text.lines().filter(|l| l.starts_with("corebpf_tcptop_") && !l.contains("overflow")).count();
+        assert_eq!(ours, 4, "only the helper's series: {text}");
+    };
+    let first = scrape(&addr);
+    promtool_accepts(&first);
+    check(&first);
+    check(&scrape(&addr));
+    h.finish();
+    check(&scrape(&addr));
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(WAIT);
+    done.assert_success();
+    done.assert_no_programs_left();
+    for args in [&["--prometheus", "127.0.0.1:0", "1"][..], &["--prometheus", "127.0.0.1:0", "-j"][..]] {
+        assert_refused("tcptop", args, 2, "");
+    }
+}

@@ -8,8 +8,10 @@
 //! probes, the column in the probe's USDT cookie. The BPF side keeps cumulative counts per process; this side reads
 //! them every interval, takes differences, and prints BCC's screen ([`report`]) or JSON lines. A process that ends
 //! has its last counts reported in the interval it ended in; then its probes are detached and its counts dropped.
+//! With `--prometheus` the counts are served as counters per language and process name ([`metrics`]).
 
 mod bpf;
+mod metrics;
 mod report;
 mod targets;
 
@@ -28,7 +30,7 @@ use common::output::stdout::Output;
 use common::output::topscreen::Screen;
 use common::run::{self, run_intervals, IntervalClock, Signals};
 use common::runtime::Language;
-use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::MapCore;
 
 use bpf::types::counts;
@@ -82,10 +84,12 @@ struct Args {
     #[arg(short = 'j', long)]
     json: bool,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Seconds between reports
-    #[arg(default_value = "1", value_parser = common::cli::parse_interval_secs)]
-    interval: u64,
+    /// Seconds between reports (1 if not given)
+    #[arg(value_parser = common::cli::parse_interval_secs)]
+    interval: Option<u64>,
     /// Stop after this many reports
     #[arg(value_parser = common::cli::parse_positive_u64)]
     count: Option<u64>,
@@ -104,21 +108,37 @@ fn ustat(args: Args) -> Result<()> {
         None => LANGUAGES.to_vec(),
     };
     let signals = Signals::install()?;
-    let (skel, _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
+    let endpoint = args.export.endpoint("ustat", args.interval.is_some() || args.count.is_some())?;
+    let (skel, mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         open_skeleton::<BpfSkelBuilder>()?.load().with_context(|| format!("loading the BPF program ({mech})"))
     })?;
     let mut targets = Targets::new(languages, args.debug);
     targets.scan(&skel.progs.ustat_event);
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let mut totals = metrics::Totals::default();
+        return endpoint.serve(&signals, |s| {
+            let ended = targets.ended();
+            s.map_full("counts", &skel.maps.bss_data.as_deref().context("BPF object has no .bss")?.procs_full);
+            totals.write(s, &skel.maps.counts, &targets, &ended)?;
+            for pid in ended {
+                targets.remove(pid);
+            }
+            targets.scan(&skel.progs.ustat_event);
+            Ok(())
+        });
+    }
+    let interval = args.interval.unwrap_or(1);
 
     let mut out = Output::new();
     if !args.json {
-        writeln!(out, "Tracing... Output every {} secs. Hit Ctrl-C to end", args.interval)?;
+        writeln!(out, "Tracing... Output every {interval} secs. Hit Ctrl-C to end")?;
         out.flush()?;
     }
     let screen = Screen::from_flags(args.noclear, args.sort, args.maxrows);
     let mut full = DropCounter::new("events", "too many processes");
     let mut before: HashMap<u32, [u64; report::COLUMNS]> = HashMap::new();
-    let interval = Duration::from_secs(args.interval);
+    let interval = Duration::from_secs(interval);
     let mut clock = IntervalClock::start(interval);
     run_intervals(&signals, Some(interval), args.count, |tick| {
         // Which processes ended is decided before the counts are read: whatever they did is in this read.

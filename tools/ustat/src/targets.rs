@@ -81,6 +81,8 @@ pub struct Target {
     pub language: Language,
     /// Its command line, arguments joined by spaces (as BCC shows it, without the trailing space).
     pub cmdline: String,
+    /// Its process name (/proc/PID/comm), read when it is first traced.
+    pub comm: String,
     /// Its start time (clock ticks after boot), which tells it from a later process given the same PID.
     start: u64,
     _links: Vec<Link>,
@@ -175,7 +177,8 @@ impl Targets {
         if self.debug {
             eprintln!("ustat: tracing {language} process {pid} ({}): {}", found.file.display(), names.join(", "));
         }
-        self.traced.insert(pid, Target { pid, language, cmdline, start, _links: links });
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim_end().to_string();
+        self.traced.insert(pid, Target { pid, language, cmdline, comm, start, _links: links });
         Verdict::Traced
     }
 }

@@ -41,9 +41,14 @@ fn row_of(pid: u32, exited: bool) -> String {
 
 /// A native stand-in, built for `language` ("java" or "python"), started and waiting for its go byte.
 fn native(language: &str) -> KillOnDrop {
+    native_named(language, "ustat-sdt")
+}
+
+/// [`native`] with its file name (and so its process name) `<language>-<suffix>`.
+fn native_named(language: &str, suffix: &str) -> KillOnDrop {
     let flags: &[&str] = if language == "java" { &["-O1", "-DJAVA"] } else { &["-O1"] };
     // The file name tells ustat the language, as a runtime's executable does.
-    let exe = build_c_helper(&format!("{language}-ustat-sdt"), include_str!("sdt_runtime.c"), flags);
+    let exe = build_c_helper(&format!("{language}-{suffix}"), include_str!("sdt_runtime.c"), flags);
     let child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start helper");
     let helper = KillOnDrop(child);
     wait_sleeping(helper.0.id(), Duration::from_secs(10));
@@ -191,4 +196,40 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(done.status.code(), Some(2), "{args:?}: stderr: {}", done.stderr);
         assert!(!done.stderr.is_empty(), "{args:?}");
     }
+}
+
+/// `--prometheus`: the two native stand-ins (process names of their own, so that no other test's processes share
+/// their series) run while ustat serves and end; the first scrape after that folds their ended rows into the
+/// tool's totals, and both scrapes read exactly what each did, per language and process name.
+#[test]
+fn prometheus_counts_per_language_and_process_name() {
+    use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
+    const FAMILIES: [&str; 6] =
+        ["method_calls", "garbage_collections", "object_allocations", "class_loads", "exceptions", "thread_starts"];
+    let mut java = native_named("java", "ustat-prom");
+    let mut python = native_named("python", "ustat-prom");
+    let comm =
+        |h: &KillOnDrop| std::fs::read_to_string(format!("/proc/{}/comm", h.0.id())).unwrap().trim_end().to_string();
+    let (java_comm, python_comm) = (comm(&java), comm(&python));
+    let (tool, addr) = serving(TOOL, &[]);
+    run_native(&mut java.0);
+    run_native(&mut python.0);
+    let check = |text: &str| {
+        for (language, comm, want) in [("java", &java_comm, NATIVE_JAVA), ("python", &python_comm, NATIVE_PYTHON)] {
+            for (family, n) in FAMILIES.iter().zip(want) {
+                let series = format!("corebpf_ustat_{family}_total{{language=\"{language}\",comm=\"{comm}\"}}");
+                assert_eq!(sample(text, &series), Some(n as f64), "{series}: {text}");
+            }
+        }
+    };
+    let first = scrape(&addr);
+    promtool_accepts(&first);
+    check(&first);
+    check(&scrape(&addr));
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let refused = run_tool(TOOL, &["--prometheus", "127.0.0.1:0", "1"]);
+    assert_eq!(refused.status.code(), Some(2), "an interval too: {}", refused.stderr);
 }
