@@ -202,15 +202,30 @@ impl Symbolizer {
         if !(alive || self.remembered.contains(&pid)) {
             return vec![Err("the process exited before its memory maps were saved".into()); addrs.len()];
         }
-        let process = |debug_syms: bool| {
+        let process = |debug_syms: bool, map_files: bool| {
             let mut process = Process::new(pid.into());
             process.perf_map = false;
-            process.map_files = alive;
+            process.map_files = map_files;
             process.debug_syms = debug_syms;
             Source::Process(process)
         };
-        let found = self.resolve_each(&process(true), addrs);
-        place_unplaced(found, addrs, |again| self.resolve_each(&process(false), again))
+        let resolve = |addrs: &[u64], map_files: bool| {
+            let found = self.resolve_each(&process(true, map_files), addrs);
+            place_unplaced(found, addrs, |again| self.resolve_each(&process(false, map_files), again))
+        };
+        let mut found = resolve(addrs, alive);
+        // A process that exits while it is being read (a zombie has no maps left): its saved maps name what
+        // /proc no longer can.
+        if alive && self.remembered.contains(&pid) && found.iter().any(Result::is_err) {
+            let failed: Vec<usize> = (0..addrs.len()).filter(|&i| found[i].is_err()).collect();
+            let again: Vec<u64> = failed.iter().map(|&i| addrs[i]).collect();
+            for (i, result) in failed.into_iter().zip(resolve(&again, false)) {
+                if result.is_ok() {
+                    found[i] = result;
+                }
+            }
+        }
+        found
     }
 
     /// Resolves file offsets of the ELF file at `path` (what a BPF program can record of a code address of a
