@@ -77,33 +77,38 @@ pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
             let binary = find_binary(&spec.library, pid)
                 .map_err(|e| SpecError(format!("in '{raw}': unable to find library {}: {e:#}", spec.library)))?;
             let symbols = ElfSymbols::read(&binary).map_err(|e| SpecError(format!("in '{raw}': {e:#}")))?;
-            // An IFUNC (strlen; memcpy, whose plain FUNC is only an old version's) cannot take a uprobe: say which
-            // implementation to probe.
-            let found = symbols.find(&spec.function).filter(|f| !f.hidden_version || spec.function.contains('@'));
-            let Some(f) = found else {
-                // A local function of a stripped library (glibc's __strlen_evex), named by its debug file.
-                if let Some(at) = crate::process::symbols::debug_function_offset(&binary, &spec.function) {
-                    return Ok(Site::User { offset: at as usize + spec.offset as usize, binary });
+            // A function's current symbol; else an IFUNC (strlen; memcpy, whose plain FUNC is only an old
+            // version's), which cannot take a uprobe: say which implementation to probe; else a local function of
+            // a stripped library (glibc's __strlen_evex), named by its debug file; else any version of the name.
+            let current = symbols.find(&spec.function).filter(|f| !f.hidden_version || spec.function.contains('@'));
+            let (start, size) = match current {
+                Some(f) => (f.file_offset, f.size),
+                None => {
+                    if let Some(why) = crate::process::ifunc::explain(&binary, &spec.function, pid) {
+                        return Err(SpecError(format!("in '{raw}': {why}")));
+                    }
+                    match crate::process::symbols::debug_function_offset(&binary, &spec.function) {
+                        Some(at) => (at, 0),
+                        None => match symbols.find(&spec.function) {
+                            Some(f) => (f.file_offset, f.size),
+                            None => {
+                                return Err(SpecError(format!(
+                                    "in '{raw}': no function '{}' in {}",
+                                    spec.function,
+                                    binary.display()
+                                )))
+                            }
+                        },
+                    }
                 }
-                if let Some(why) = crate::process::ifunc::explain(&binary, &spec.function, pid) {
-                    return Err(SpecError(format!("in '{raw}': {why}")));
-                }
-                let Some(f) = symbols.find(&spec.function) else {
-                    return Err(SpecError(format!(
-                        "in '{raw}': no function '{}' in {}",
-                        spec.function,
-                        binary.display()
-                    )));
-                };
-                return Ok(Site::User { offset: f.file_offset as usize + spec.offset as usize, binary });
             };
-            if spec.offset > 0 && f.size > 0 && spec.offset >= f.size {
+            if spec.offset > 0 && size > 0 && spec.offset >= size {
                 return Err(SpecError(format!(
                     "in '{raw}': offset {:#x} is past the end of {} ({} bytes)",
-                    spec.offset, spec.function, f.size
+                    spec.offset, spec.function, size
                 )));
             }
-            Site::User { offset: f.file_offset as usize + spec.offset as usize, binary }
+            Site::User { offset: start as usize + spec.offset as usize, binary }
         }
         _ => {
             if let Ok(btf) = KernelBtf::load() {

@@ -122,8 +122,7 @@ pub fn plan(spec: &Spec, tracefs: Option<&Path>, limits: &Limits) -> SpecResult<
             c.plan.exprs.push(Expr { text: text.clone(), ctype: *ctype, slot, string_fetch: Some(fetch) });
             continue;
         }
-        let ty = c.emit(&ast)?;
-        let _ = ty;
+        c.emit(&ast)?;
         if ctype.size < 8 {
             c.push(Insn::Cast { size: ctype.size, signed: ctype.signed }, 0)?;
         }
