@@ -37,11 +37,12 @@ const volatile bool has_prev_state_arg = true;
 /* Blocks not counted because the totals map was full, or the start map (too many threads off CPU). */
 __u64 lost_blocks = 0;
 __u64 lost_starts = 0;
-/* Blocks lost because the kernel did not run the program when the thread came back on a CPU (stamp_start()). */
+/* Switch-ins sched_switch did not report (untraced_block_us()): blocks timed afterwards from the scheduler's own
+ * accounting (recovered_switch_ins), and blocks that could not be, which are missing from the totals
+ * (missed_switch_ins). */
 __u64 missed_switch_ins = 0;
+__u64 recovered_switch_ins = 0;
 
-/* errno values the helpers return negated (not in vmlinux.h). */
-#define OFFCPU_EEXIST 17
 /* __state of a task switched out for the last time (include/linux/sched.h, since 4.14). */
 #define OFFCPU_TASK_DEAD 0x00000080
 
@@ -91,14 +92,21 @@ static __always_inline void add_total(void *totals, const void *key, __u64 us)
 	counter_add(totals, key, us, &lost_blocks);
 }
 
-/* True if the thread switched out passes the filters. */
-static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
+/* The time since `ts` in microseconds, in *us; true if it is within [-m, -M]. */
+static __always_inline bool blocked_us(__u64 now, __u64 ts, __u64 *us)
+{
+	*us = now > ts ? (now - ts) / 1000 : 0;
+	return *us >= min_block_us && *us <= max_block_us;
+}
+
+/* True if the thread switched out passes the filters on the thread itself (not on its state). */
+static __always_inline bool thread_traced(struct task_struct *prev)
 {
 	__u32 tgid = BPF_CORE_READ(prev, tgid), pid = BPF_CORE_READ(prev, pid);
 	bool kthread = BPF_CORE_READ(prev, flags) & OFFCPU_PF_KTHREAD;
 
-	/* The idle task, and a thread leaving for good (it never comes back to end its block). */
-	if (pid == 0 || prev_state & OFFCPU_TASK_DEAD)
+	/* The idle task. */
+	if (pid == 0)
 		return false;
 	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
 		return false;
@@ -108,39 +116,62 @@ static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
 		return false;
 	if (kernel_threads_only && !kthread)
 		return false;
-	if (filter_state) {
-		/* BCC: state 0 means running (preempted); other values are a bitmask. */
-		if (state == 0 ? prev_state != 0 : !(prev_state & state))
-			return false;
-	}
 	return true;
 }
 
+/* True if a traced thread switched out in `prev_state` starts a block to account. */
+static __always_inline bool wanted_state(__u32 prev_state)
+{
+	/* A thread leaving for good never comes back to end its block. */
+	if (prev_state & OFFCPU_TASK_DEAD)
+		return false;
+	/* BCC: state 0 means running (preempted); other values are a bitmask. */
+	if (filter_state && (state == 0 ? prev_state != 0 : !(prev_state & state)))
+		return false;
+	return true;
+}
+
+/* True if the thread switched out passes the filters. */
+static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
+{
+	return thread_traced(prev) && wanted_state(prev_state);
+}
+
+/* SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE: the policies of the fair class (include/uapi/linux/sched.h). */
+#define OFFCPU_FAIR_POLICY(p) ((p) == 0 || (p) == 3 || (p) == 5)
+
+/* A traced thread `prev` is being switched out while the stamp of its previous block, taken at `ts`, is still there:
+ * sched_switch did not report the switch-in that ended that block. (It is not emitted for every switch on every
+ * kernel: on one host it never was when certain threads were switched out, so the thread switched in after them
+ * went unseen by every tracer, ftrace's own buffer included.) The block ended when the thread came back on a CPU,
+ * which is now less the time it has run since: for a thread of the fair class, its run time since it was last
+ * picked (se.sum_exec_runtime less the se.prev_sum_exec_runtime set then; it leaves out interrupt time, so the
+ * block may come out longer by that much). True with the block in *us if it could be timed and is within [-m, -M];
+ * counted in recovered_switch_ins if timed, else in missed_switch_ins. */
+static __always_inline bool untraced_block_us(struct task_struct *prev, __u64 now, __u64 ts, __u64 *us)
+{
+	__u64 sum = BPF_CORE_READ(prev, se.sum_exec_runtime), since = BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+	__u32 policy = BPF_CORE_READ(prev, policy);
+	__u64 ran = sum > since ? sum - since : 0;
+
+	if (!OFFCPU_FAIR_POLICY(policy) || !ran || now < ts + ran) {
+		__sync_fetch_and_add(&missed_switch_ins, 1);
+		return false;
+	}
+	__sync_fetch_and_add(&recovered_switch_ins, 1);
+	return blocked_us(now - ran, ts, us);
+}
+
 /* Stamps thread `pid` in `starts` with `value` as it goes off CPU, for the tools that end each block at the
- * thread's switch-in (offcputime, offwaketime). A stamp still there means the thread ran again without the program
- * seeing its switch-in (the kernel skips a program it is already running on that CPU, and may miss probes while
- * another program attaches to or detaches from the tracepoint), so that block is lost: counted in
- * missed_switch_ins, for user space to report. A full map counts in lost_starts. False if nothing was stamped. */
+ * thread's switch-in (offcputime, offwaketime); they first end a stamp still there (untraced_block_us()). A full
+ * map counts in lost_starts. False if nothing was stamped. */
 static __always_inline bool stamp_start(void *starts, __u32 *pid, void *value)
 {
-	long err = bpf_map_update_elem(starts, pid, value, BPF_NOEXIST);
-
-	if (err == -OFFCPU_EEXIST) {
-		__sync_fetch_and_add(&missed_switch_ins, 1);
-		err = bpf_map_update_elem(starts, pid, value, BPF_ANY);
-	}
-	if (err) {
+	if (bpf_map_update_elem(starts, pid, value, BPF_ANY)) {
 		__sync_fetch_and_add(&lost_starts, 1);
 		return false;
 	}
 	return true;
-}
-
-/* The time since `ts` in microseconds, in *us; true if it is within [-m, -M]. */
-static __always_inline bool blocked_us(__u64 now, __u64 ts, __u64 *us)
-{
-	*us = now > ts ? (now - ts) / 1000 : 0;
-	return *us >= min_block_us && *us <= max_block_us;
 }
 
 /* The tool's work on each sched_switch: `prev` (still current) goes off CPU, `next` comes on. */

@@ -188,8 +188,8 @@ pub trait StackSkel {
     fn notices(&self) -> Result<EventStream<'_>>;
     /// Every total, with its raw stacks.
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>>;
-    /// The `.bss` counters `lost_blocks`, `lost_starts` and `missed_switch_ins`.
-    fn lost(&self) -> Option<[&u64; 3]>;
+    /// The `.bss` counters `lost_blocks`, `lost_starts`, `missed_switch_ins` and `recovered_switch_ins`.
+    fn lost(&self) -> Option<[&u64; 4]>;
 }
 
 /// Every nonzero total of a `totals` map (keys `K`, microseconds) as a sample: `sample` makes the task, and the
@@ -225,8 +225,11 @@ macro_rules! stack_skel_maps {
             Ok($crate::process::symbols::process_notices(&self.maps.new_pids, &bss.lost_notices))
         }
 
-        fn lost(&self) -> Option<[&u64; 3]> {
-            self.maps.bss_data.as_ref().map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.missed_switch_ins])
+        fn lost(&self) -> Option<[&u64; 4]> {
+            self.maps
+                .bss_data
+                .as_ref()
+                .map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.missed_switch_ins, &bss.recovered_switch_ins])
         }
     };
 }
@@ -251,20 +254,33 @@ pub fn run<S: StackSkel>(
     drop(links); // stop tracing before reading, so the snapshot is consistent
     let tool = report.tool;
     self::report(&mut out, skel.read_samples(collected)?, &mut symbolizer, report)?;
-    if let Some([blocks, starts, missed]) = skel.lost() {
+    if let Some([blocks, starts, missed, recovered]) = skel.lost() {
         warn_lost(blocks, starts);
-        // A thread switched out twice with no switch-in seen between: the kernel skipped the program at that
-        // switch-in (it can, with no recursion miss counted, while another program attaches to or detaches from
-        // sched_switch), so one block of that thread is missing from the totals (issue 31 item 6). Said always.
-        if *missed > 0 {
-            eprintln!(
-                "{tool}: missed {missed} switch-ins (threads switched out twice with none seen between): their \
-                 blocks are not counted"
-            );
+        if let Some(line) = untraced_switch_ins(tool, *missed, *recovered) {
+            eprintln!("{line}");
         }
     }
     lost_notices.report(&mut out, json)?;
     Ok(())
+}
+
+/// The line said (always) when sched_switch did not report some switch-ins, which end the blocks (issue 31 item 6:
+/// on one host the kernel never emitted it when certain threads were switched out, so the thread switched in after
+/// them went unseen by every tracer). The BPF side found each such block when its thread next went off CPU, with its
+/// stamp still there: `recovered` of them it could still time, from the scheduler's run-time accounting, and
+/// `missed` not (a thread outside the fair class), which are missing from the totals.
+pub fn untraced_switch_ins(tool: &str, missed: u64, recovered: u64) -> Option<String> {
+    match (missed, recovered) {
+        (0, 0) => None,
+        (0, r) => Some(format!(
+            "{tool}: {r} switch-ins were not reported by sched_switch: their blocks were timed from the scheduler's \
+             run-time accounting"
+        )),
+        (m, _) => Some(format!(
+            "{tool}: missed {m} switch-ins (not reported by sched_switch, threads outside the fair class): their \
+             blocks are not counted ({recovered} more were timed from the scheduler's run-time accounting)"
+        )),
+    }
 }
 
 /// Names the stacks of `samples` (dropping the tracing machinery's frames), draws the flame graph if asked (see
@@ -308,4 +324,19 @@ pub fn write_flamegraph(named: &[Sample<Frame>], report: &Report) -> Result<()> 
 pub fn warn_lost(lost_blocks: &u64, lost_starts: &u64) {
     DropCounter::new("blocks", "the totals map was full").check(lost_blocks);
     DropCounter::new("blocks", "too many threads off CPU at once for the start map").check(lost_starts);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::untraced_switch_ins;
+
+    #[test]
+    fn untraced_switch_ins_are_said_only_when_there_were_some() {
+        assert_eq!(untraced_switch_ins("offcputime", 0, 0), None);
+        let timed = untraced_switch_ins("offcputime", 0, 2).unwrap();
+        assert!(timed.starts_with("offcputime: 2 switch-ins were not reported"), "{timed}");
+        let lost = untraced_switch_ins("offwaketime", 3, 1).unwrap();
+        assert!(lost.starts_with("offwaketime: missed 3 switch-ins (not reported by sched_switch"), "{lost}");
+        assert!(lost.contains("(1 more were timed"), "{lost}");
+    }
 }

@@ -4,6 +4,8 @@
  * On sched_switch the thread switched out (prev, still current) is stamped with the time and its user and kernel
  * stacks, if it passes the filters (process/thread, user or kernel threads, state); the thread switched in (next)
  * is looked up, and its time off CPU, if within [min, max] microseconds, is added to its (thread, stacks) total.
+ * A switch-in sched_switch did not report leaves the stamp in place: that block is ended when the thread next goes
+ * off CPU (untraced_block_us() of offcpu.bpf.h).
  * Only the unique stacks and their totals reach user space, at the end. The first stack of each process is
  * reported on a ring buffer so user space can save its memory maps while it lives. */
 #include <vmlinux.h>
@@ -26,13 +28,31 @@ PROCESS_NOTICE_MAPS(seen_pids, new_pids);
 
 TOTALS_MAP(struct stack_key);
 
+/* Ends the block of thread `pid` stamped in `start`, `us` long: adds it to the total of its key, and marks the stamp
+ * used (its ts 0) before deleting it, so that a failed delete cannot count it twice. */
+static __always_inline void end_block(__u32 *pid, struct start *start, bool in_range, __u64 us)
+{
+	if (in_range)
+		add_total(&totals, &start->key, us);
+	start->ts = 0;
+	bpf_map_delete_elem(&starts, pid);
+}
+
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev, struct task_struct *next,
 				     __u32 prev_state)
 {
 	__u32 pid = BPF_CORE_READ(prev, pid);
 	struct start *start, fresh = {};
-	__u64 now = bpf_ktime_get_ns(), delta;
+	__u64 now = bpf_ktime_get_ns(), delta = 0;
 
+	if (thread_traced(prev)) {
+		/* A stamp still there: the switch-in that ended its block was not reported (untraced_block_us()). */
+		start = bpf_map_lookup_elem(&starts, &pid);
+		if (start && start->ts)
+			end_block(&pid, start, untraced_block_us(prev, now, start->ts, &delta), delta);
+		else if (start)
+			bpf_map_delete_elem(&starts, &pid);
+	}
 	if (wanted(prev, prev_state)) {
 		fresh.ts = now;
 		fresh.key.tgid = BPF_CORE_READ(prev, tgid);
@@ -47,11 +67,9 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 
 	pid = BPF_CORE_READ(next, pid);
 	start = bpf_map_lookup_elem(&starts, &pid);
-	if (!start)
+	if (!start || !start->ts)
 		return 0;
-	if (blocked_us(now, start->ts, &delta))
-		add_total(&totals, &start->key, delta);
-	bpf_map_delete_elem(&starts, &pid);
+	end_block(&pid, start, blocked_us(now, start->ts, &delta), delta);
 	return 0;
 }
 

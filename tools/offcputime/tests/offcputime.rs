@@ -141,16 +141,16 @@ fn helper_sleep_time(lines: &[(String, Vec<String>, u64)]) -> u64 {
         .sum()
 }
 
-/// The switch-ins the tool said it did not see, in `output`: with -p, each is one of the helper's blocks that is
-/// missing from the totals, and said so.
+/// The switch-ins the tool said it missed, in `output`: with -p, each is one of the helper's blocks that is missing
+/// from the totals, and said so. (sched_switch does not report every switch-in on every host; the tool times such a
+/// block afterwards, from the scheduler's run-time accounting, and says it missed only those it could not time.)
 fn reported_missed(output: &str) -> u64 {
     output
         .lines()
         .find_map(|l| {
             l.strip_prefix("offcputime: missed ")?
-                .strip_suffix(
-                    " switch-ins (threads switched out twice with none seen between): their blocks are not counted",
-                )?
+                .split_once(" switch-ins (not reported by sched_switch")?
+                .0
                 .parse()
                 .ok()
         })
@@ -159,8 +159,8 @@ fn reported_missed(output: &str) -> u64 {
 
 /// The helper's blocks took at least K*T off CPU, and at most their wall time as the helper measured it (a thread
 /// woken on a busy machine waits for a CPU too: that wait is off CPU, so the total can exceed K*T). A block the tool
-/// reported as missed (its switch-in unseen: a few runs in a hundred while another instance attaches or detaches on
-/// sched_switch) lowers the bound by T: a loss is allowed only when it is said.
+/// reported as missed (a switch-in sched_switch did not report and the tool could not time) lowers the bound by T: a
+/// loss is allowed only when it is said.
 fn assert_blocked(actual: u64, helper: &Helper, what: &str, output: &str) {
     let missed = reported_missed(output).min(helper.k);
     let least = (helper.k - missed) * helper.ms * 1000;
@@ -185,11 +185,12 @@ fn folded_total_under_the_blocking_functions_is_k_times_t() {
     done.assert_no_programs_left();
 }
 
-/// Issue 31 item 6: a thread's blocks went missing once in some twenty runs on a busy machine. Repeated on a
-/// thread started at the "go" (as there), without -v: each run counts every block under
-/// helper_sleep_outer -> helper_sleep, or says on stderr how many switch-ins it missed. (The kernel can skip the
-/// sched_switch program, with no recursion miss counted, while another program attaches to or detaches from the
-/// tracepoint, as tests running beside this one do.)
+/// Issue 31 item 6: a thread's block went missing once in some twenty runs on a busy machine. sched_switch had not
+/// reported the thread's switch-in: on the development host the kernel never emits it when two threads of its
+/// supervisor (PID 1) are switched out, so the task switched in after them comes on unseen by ftrace, perf and BPF
+/// alike. Repeated on a thread started at the "go" (as there), without -v: each run counts every block under
+/// helper_sleep_outer -> helper_sleep (one whose switch-in went unreported is timed when the thread next goes off
+/// CPU), or says on stderr how many it could not time.
 #[test]
 fn repeated_runs_on_a_new_thread_count_or_report_every_block() {
     for run in 0..6 {
@@ -428,10 +429,7 @@ fn prometheus_offcpu_seconds_per_folded_stack() {
     };
     let seconds: f64 = series.iter().filter(|s| through(&s.1)).map(|s| s.2).sum();
     let missed = sample(&text, "corebpf_lost_events_total{tool=\"offcputime\",what=\"switch-ins\"}").unwrap_or(0.0);
-    let said = format!(
-        "offcputime: missed {missed} switch-ins (threads switched out twice with none seen between): their blocks \
-         are not counted"
-    );
+    let said = format!("offcputime: missed {missed} switch-ins (not reported by sched_switch, from the metric)");
     assert_blocked((seconds * 1e6).round() as u64, &helper, "seconds in helper_sleep", &format!("{said}\n{text}"));
     assert!(missed <= helper.k as f64, "{said}");
     helper.stdin = None;

@@ -62,15 +62,44 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	return 0;
 }
 
+/* Ends the block of thread `pid` stamped in `start`, `us` long: adds it, with the waker recorded since, to the total
+ * of its key, marks the stamp used (its ts 0, so that a failed delete cannot count it twice) and deletes it. */
+static __always_inline void end_block(__u32 *pid, struct start *start, bool in_range, __u64 us)
+{
+	struct wake_key key = {};
+	struct waker *w;
+
+	if (in_range) {
+		key.target = start->target;
+		w = bpf_map_lookup_elem(&wakers, pid);
+		if (w) {
+			key.waker = *w;
+		} else {
+			key.waker.user_stack_id = -1;
+			key.waker.kern_stack_id = -1;
+		}
+		add_total(&totals, &key, us);
+	}
+	start->ts = 0;
+	bpf_map_delete_elem(&starts, pid);
+	bpf_map_delete_elem(&wakers, pid);
+}
+
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev, struct task_struct *next,
 				     __u32 prev_state)
 {
 	__u32 pid = BPF_CORE_READ(prev, pid);
 	struct start *start, fresh = {};
-	struct wake_key key = {};
-	struct waker *w;
-	__u64 now = bpf_ktime_get_ns(), delta;
+	__u64 now = bpf_ktime_get_ns(), delta = 0;
 
+	if (thread_traced(prev)) {
+		/* A stamp still there: the switch-in that ended its block was not reported (untraced_block_us()). */
+		start = bpf_map_lookup_elem(&starts, &pid);
+		if (start && start->ts)
+			end_block(&pid, start, untraced_block_us(prev, now, start->ts, &delta), delta);
+		else if (start)
+			bpf_map_delete_elem(&starts, &pid);
+	}
 	if (wanted(prev, prev_state)) {
 		fresh.ts = now;
 		/* prev is still current: these are the stacks where it blocked. */
@@ -81,21 +110,9 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 
 	pid = BPF_CORE_READ(next, pid);
 	start = bpf_map_lookup_elem(&starts, &pid);
-	if (!start)
+	if (!start || !start->ts)
 		return 0;
-	if (blocked_us(now, start->ts, &delta)) {
-		key.target = start->target;
-		w = bpf_map_lookup_elem(&wakers, &pid);
-		if (w) {
-			key.waker = *w;
-		} else {
-			key.waker.user_stack_id = -1;
-			key.waker.kern_stack_id = -1;
-		}
-		add_total(&totals, &key, delta);
-	}
-	bpf_map_delete_elem(&starts, &pid);
-	bpf_map_delete_elem(&wakers, &pid);
+	end_block(&pid, start, blocked_us(now, start->ts, &delta), delta);
 	return 0;
 }
 
