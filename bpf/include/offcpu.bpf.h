@@ -18,6 +18,7 @@
 #include "maps.bpf.h"
 #include "core_fixes.bpf.h"
 #include "tp_btf_raw.bpf.h"
+#include "untraced_switch.bpf.h"
 
 /* task_struct->flags (include/linux/sched.h). */
 #define OFFCPU_PF_EXITING 0x00000004
@@ -137,24 +138,15 @@ static __always_inline bool wanted(struct task_struct *prev, __u32 prev_state)
 	return thread_traced(prev) && wanted_state(prev_state);
 }
 
-/* SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE: the policies of the fair class (include/uapi/linux/sched.h). */
-#define OFFCPU_FAIR_POLICY(p) ((p) == 0 || (p) == 3 || (p) == 5)
-
 /* A traced thread `prev` is being switched out while the stamp of its previous block, taken at `ts`, is still there:
- * sched_switch did not report the switch-in that ended that block. (It is not emitted for every switch on every
- * kernel: on one host it never was when certain threads were switched out, so the thread switched in after them
- * went unseen by every tracer, ftrace's own buffer included.) The block ended when the thread came back on a CPU,
- * which is now less the time it has run since: for a thread of the fair class, its run time since it was last
- * picked (se.sum_exec_runtime less the se.prev_sum_exec_runtime set then; it leaves out interrupt time, so the
- * block may come out longer by that much). True with the block in *us if it could be timed and is within [-m, -M];
- * counted in recovered_switch_ins if timed, else in missed_switch_ins. */
+ * sched_switch did not report the switch-in that ended that block (untraced_switch.bpf.h). The block ended when the
+ * thread came back on a CPU: now less its run time since it was picked. True with the block in *us if it could be
+ * timed and is within [-m, -M]; counted in recovered_switch_ins if timed, else in missed_switch_ins. */
 static __always_inline bool untraced_block_us(struct task_struct *prev, __u64 now, __u64 ts, __u64 *us)
 {
-	__u64 sum = BPF_CORE_READ(prev, se.sum_exec_runtime), since = BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
-	__u32 policy = BPF_CORE_READ(prev, policy);
-	__u64 ran = sum > since ? sum - since : 0;
+	__u64 ran = ran_since_picked(prev);
 
-	if (!OFFCPU_FAIR_POLICY(policy) || !ran || now < ts + ran) {
+	if (!ran || now < ts + ran) {
 		__sync_fetch_and_add(&missed_switch_ins, 1);
 		return false;
 	}

@@ -116,11 +116,16 @@ fn cpudist(args: Args) -> Result<()> {
     }
     let mut start_full = DropCounter::new("slices from the histograms", "too many tasks for the start map");
     let mut hists_full = DropCounter::new("slices from the histograms", "too many histograms");
+    // A slice whose start sched_switch did not report is timed from the scheduler's accounting (recovered_slices),
+    // except for a task outside the fair class, whose slice is lost and said here.
+    let mut untraced =
+        DropCounter::new("slices from the histograms", "sched_switch did not report their start (a real-time task)");
     let title = if args.offcpu { "Off-CPU time" } else { "On-CPU time" };
     let report = report.heatmap(args.export.heatmap.as_deref(), title)?;
     taskhist::run(&signals, &args.every, what, report, args.json, args.timestamp, || {
         start_full.check(&bss.start_map_full);
         hists_full.check(&bss.hists_full);
+        untraced.check(&bss.missed_slices);
         entries()
     })
 }
