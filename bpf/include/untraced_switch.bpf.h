@@ -2,7 +2,7 @@
 /* Switches sched_switch does not report, and how the scheduler tools still time them.
  *
  * The kernel does not emit sched_switch for every context switch on every host: on one (a sandboxed 6.18 VM) it
- * never did when two threads of its supervisor were switched out, so the task switched in after them came on a CPU
+ * never did when a thread of its supervisor (PID 1) was switched out, so the task switched in after one came on a CPU
  * unseen by every tracer, ftrace's own buffer included. A tool that times from a task's switch-in (cpudist's
  * slices, offcputime's blocks) then finds the task's state wrong at its next switch-out: no switch-in stamp, or the
  * stamp of a block that should have ended. The scheduler itself knows when it last picked the task: for the fair

@@ -265,10 +265,10 @@ pub fn run<S: StackSkel>(
 }
 
 /// The line said (always) when sched_switch did not report some switch-ins, which end the blocks (issue 31 item 6:
-/// on one host the kernel never emitted it when certain threads were switched out, so the thread switched in after
-/// them went unseen by every tracer). The BPF side found each such block when its thread next went off CPU, with its
-/// stamp still there: `recovered` of them it could still time, from the scheduler's run-time accounting, and
-/// `missed` not (a thread outside the fair class), which are missing from the totals.
+/// on one host the kernel never emitted it when a thread of its supervisor, PID 1, was switched out, so the thread
+/// switched in after one went unseen by every tracer). The BPF side found each such block when its thread next
+/// went off CPU, with its stamp still there: `recovered` of them it could still time, from the scheduler's
+/// run-time accounting, and `missed` not (a thread outside the fair class), which are missing from the totals.
 pub fn untraced_switch_ins(tool: &str, missed: u64, recovered: u64) -> Option<String> {
     match (missed, recovered) {
         (0, 0) => None,
