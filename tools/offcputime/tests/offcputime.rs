@@ -189,8 +189,9 @@ fn folded_total_under_the_blocking_functions_is_k_times_t() {
 /// reported the thread's switch-in: on the development host the kernel never emits it when a thread of its
 /// supervisor (PID 1) is switched out (ftrace's own buffer: 0 switch-outs of them against 8,000 switch-ins), so the
 /// task switched in after one comes on unseen by ftrace, perf and BPF alike. Repeated on a thread started at the
-/// "go" (as there), without -v: each run counts every block under helper_sleep_outer -> helper_sleep (one whose switch-in went unreported is timed when the thread next goes off
-/// CPU), or says on stderr how many it could not time.
+/// "go" (as there), without -v: each run counts every block under helper_sleep_outer -> helper_sleep (one whose
+/// switch-in went unreported is timed when the thread next goes off CPU), or says on stderr how many it could not
+/// time.
 #[test]
 fn repeated_runs_on_a_new_thread_count_or_report_every_block() {
     for run in 0..6 {
