@@ -15,6 +15,7 @@
 #include "core_fixes.bpf.h"
 #include "filter.bpf.h"
 #include "tp_btf_raw.bpf.h"
+#include "untraced_switch.bpf.h"
 #include "runqlat.h"
 
 #define TASK_RUNNING 0
@@ -49,6 +50,10 @@ static const struct hist zero_hist;
 /* Makes the struct visible to the skeleton's generated `types` module. */
 struct hist _hist_type = {};
 
+/* Waits whose end (the task's switch-in) sched_switch did not report (untraced_switch.bpf.h), timed at the task's
+ * next switch-out from the scheduler's accounting. */
+__u64 recovered_waits = 0;
+
 static __always_inline void trace_enqueue(struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, pid);
@@ -73,13 +78,53 @@ static __always_inline __u32 pid_namespace(struct task_struct *task)
 	return BPF_CORE_READ(upid.ns, ns.inum);
 }
 
-static __always_inline int handle_switch(struct task_struct *prev, struct task_struct *next, long prev_state)
+/* Adds a wait of `delta` ns by `task` to its histogram. */
+static __always_inline void add_wait(struct task_struct *task, __u32 pid, __u64 delta)
 {
 	struct hist *hist;
-	__u64 *tsp, now;
-	__u32 pid, key = 0;
-	__s64 delta;
+	__u32 key = 0;
 
+	if (per == 1)
+		key = BPF_CORE_READ(task, tgid);
+	else if (per == 2)
+		key = pid;
+	else if (per == 3)
+		key = pid_namespace(task);
+	hist = bpf_map_lookup_or_try_init(&hists, &key, &zero_hist);
+	if (!hist) {
+		__sync_fetch_and_add(&hists_full, 1);
+		return;
+	}
+	if (per && !hist->comm[0])
+		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), task->comm);
+	timehist_add(hist, delta, millis ? 1000000 : 1000);
+}
+
+/* `prev` goes off CPU at `now` with a wait stamped at `queued` still there. If the task came on after that (its run
+ * time since it was picked ago: untraced_switch.bpf.h), sched_switch did not report the switch-in that ended the
+ * wait. Otherwise it was woken while still on the CPU (a wakeup racing its way to sleep): no wait at all. A task
+ * outside the fair class cannot be told either way, and its stamp is dropped as before. */
+static __always_inline void end_untraced_wait(struct task_struct *prev, __u32 pid, __u64 now, __u64 queued)
+{
+	__u64 ran = ran_since_picked(prev);
+
+	if (!ran || now < queued + ran)
+		return;
+	__sync_fetch_and_add(&recovered_waits, 1);
+	add_wait(prev, pid, now - ran - queued);
+}
+
+static __always_inline int handle_switch(struct task_struct *prev, struct task_struct *next, long prev_state)
+{
+	__u32 pid = BPF_CORE_READ(prev, pid);
+	__u64 *tsp, now = bpf_ktime_get_ns();
+
+	/* A wait of prev's still stamped: its switch-in was not reported. */
+	tsp = pid ? bpf_map_lookup_elem(&start, &pid) : NULL;
+	if (tsp) {
+		end_untraced_wait(prev, pid, now, *tsp);
+		bpf_map_delete_elem(&start, &pid);
+	}
 	/* Preempted while runnable: waiting again from now. */
 	if (prev_state == TASK_RUNNING)
 		trace_enqueue(prev);
@@ -88,28 +133,8 @@ static __always_inline int handle_switch(struct task_struct *prev, struct task_s
 	tsp = bpf_map_lookup_elem(&start, &pid);
 	if (!tsp)
 		return 0;
-	now = bpf_ktime_get_ns();
-	delta = (__s64)(now - *tsp);
-	if (delta < 0)
-		goto cleanup;
-
-	if (per == 1)
-		key = BPF_CORE_READ(next, tgid);
-	else if (per == 2)
-		key = pid;
-	else if (per == 3)
-		key = pid_namespace(next);
-	hist = bpf_map_lookup_or_try_init(&hists, &key, &zero_hist);
-	if (!hist) {
-		__sync_fetch_and_add(&hists_full, 1);
-		goto cleanup;
-	}
-	if (per && !hist->comm[0])
-		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), next->comm);
-
-	timehist_add(hist, (__u64)delta, millis ? 1000000 : 1000);
-
-cleanup:
+	if (now >= *tsp)
+		add_wait(next, pid, now - *tsp);
 	bpf_map_delete_elem(&start, &pid);
 	return 0;
 }
