@@ -8,7 +8,8 @@
 # (vm/vmtest-arm64.sh boots it in qemu-system-aarch64); its private apt configuration asks for the arm64
 # architecture, and it keeps no KVM modules (kvm is built into Debian's arm64 kernels; kvmexit is x86's), but
 # beside the vmlinuz the guest's user space, from the same suite's arm64 packages: userland/, a root tree with
-# busybox (busybox-static), the C library (libc6: the tools' uprobes on libc need one) and bash (bashreadline's).
+# busybox (busybox-static), the C library (libc6: the tools' uprobes on libc need one), bash (bashreadline's) and
+# libgcc_s (libgcc-s1: the cross-built test binaries need it).
 #
 # Kernels come from Debian's archive through a private apt configuration (its own sources list, lists and cache
 # under $VM_CACHE/apt-<suite>), so the machine's own apt sources and state are left untouched. The archive URIs are
@@ -30,8 +31,13 @@ kvm_modules="irqbypass kvm kvm-amd"
 arch=amd64
 case $series in *-arm64) arch=arm64 kvm_modules="" ;; esac
 md_modules="md-mod raid0 raid1 loop"
-if [ -s "$dest/vmlinuz" ] && [ -f "$dest/kvm/complete" ] && [ -f "$dest/md/complete" ] &&
-    { [ $arch = amd64 ] || [ -f "$dest/userland.complete" ]; }; then
+# An arm64 guest's user space: busybox, the C library, bash (and its libtinfo), and libgcc_s, which the
+# cross-built test binaries and Rust helpers unwind with. userland.complete names them: a userland kept with
+# another list is fetched again.
+userland_pkgs="busybox-static libc6 bash libtinfo6 libgcc-s1"
+userland_ok() { [ $arch = amd64 ] || [ "$(cat "$dest/userland.complete" 2> /dev/null)" = "$userland_pkgs" ]; }
+kernel_ok() { [ -s "$dest/vmlinuz" ] && [ -f "$dest/kvm/complete" ] && [ -f "$dest/md/complete" ]; }
+if kernel_ok && userland_ok; then
     echo "$dest/vmlinuz"
     exit 0
 fi
@@ -117,14 +123,24 @@ fetch_userland() {
     local d
     rm -rf "$work/userland" "$dest/userland" "$dest/userland.complete"
     mkdir -p "$work/userland"
-    (cd "$work/userland" && apt-get "${apt_opts[@]}" -qq download busybox-static libc6 bash libtinfo6 >&2)
+    # shellcheck disable=SC2086 # a list of package names
+    (cd "$work/userland" && apt-get "${apt_opts[@]}" -qq download $userland_pkgs >&2) ||
+        { apt-get "${apt_opts[@]}" -qq update >&2 && (cd "$work/userland" && apt-get "${apt_opts[@]}" -qq download $userland_pkgs >&2); }
     for d in "$work"/userland/*.deb; do dpkg-deb -x "$d" "$work/userland/root"; done
     rm -rf "$work"/userland/root/usr/share "$work"/userland/root/usr/lib/*/gconv
     mv "$work/userland/root" "$dest/userland"
-    : > "$dest/userland.complete"
+    echo "$userland_pkgs" > "$dest/userland.complete"
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# A kernel whose user space lacks a package the list names now: only that is fetched.
+if kernel_ok; then
+    echo "fetch-kernel.sh: fetching the arm64 user space ($userland_pkgs)" >&2
+    fetch_userland
+    echo "$dest/vmlinuz"
+    exit 0
+fi
 
 # A kernel cached without its modules: take them from the package it came from, if the archive still has it.
 if [ -s "$dest/vmlinuz" ] && [ -s "$dest/package" ]; then
