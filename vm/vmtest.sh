@@ -225,6 +225,16 @@ if [ "$vm_arch" != x86_64 ]; then
     for h in sdt.h sdt-config.h; do
         [ ! -f "/usr/include/$(uname -m)-linux-gnu/sys/$h" ] || ln -sfn "/usr/include/$(uname -m)-linux-gnu/sys/$h" "$helperdir/include/sys/$h"
     done
+    # OpenSSL (sslsniff's helper): the headers and libraries of the guests' user space (vm/fetch-kernel.sh; the
+    # arm64 kernels are one suite's, so the first one's), headers in include/, libraries in lib/ (-L).
+    k=$(echo "$kernels" | tr ',' '\n' | grep -vx host | head -1 || true)
+    if [ -n "$k" ]; then
+        kdir=$(vm/fetch-kernel.sh "$k" 2>> "$logdir/fetch.log") || die "could not fetch kernel $k"
+        kdir=$(dirname "$kdir")
+        mkdir -p "$helperdir/lib"
+        ln -sfn "$kdir/dev/include/openssl" "$helperdir/include/openssl"
+        for l in libssl.so.3 libcrypto.so.3; do ln -sfn "$kdir/userland/usr/lib/$vm_arch-linux-gnu/$l" "$helperdir/lib/$l"; done
+    fi
 fi
 prebuild_start=$(date +%s)
 for b in $testbins; do

@@ -622,10 +622,12 @@ pub fn build_c_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     build_helper(name, (source, flags), "c", source, |src, exe| {
         let mut cmd = match helper_cross() {
             // Headers the cross C library lacks (sys/sdt.h, whose Debian package is per architecture) come last,
-            // from include/ in the helper cache (vm/vmtest.sh links the machine's there).
+            // from include/ in the helper cache, libraries (OpenSSL's) from lib/ there (vm/vmtest.sh links the
+            // machine's sys/sdt.h, and the arm64 guests' OpenSSL headers and libraries, there).
             Some(prefix) => {
                 let mut cmd = Command::new(format!("{prefix}-gcc"));
                 cmd.arg("-idirafter").arg(helper_cache().join("include"));
+                cmd.arg("-L").arg(helper_cache().join("lib"));
                 cmd
             }
             None => Command::new("cc"),
