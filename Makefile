@@ -15,7 +15,8 @@
 #   make snapshots    regenerate tools/TOOL/tests/TOOL.help from each tool's --help
 #   make test         unit and integration tests (as root: they load BPF programs) against the static binary;
 #                     builds static, the test binaries and the deb first (= make static test-build test-run)
-#   make test-build   the unit and integration test binaries (also what the kernel matrix runs in its guests)
+#   make test-build   the unit and integration test binaries (also what the kernel matrix runs in its guests);
+#                     ARCH=aarch64 cross-builds them for the arm64 column (TEST_SELECT: cargo's -p/--test arguments)
 #   make test-run     run them (cargo-nextest) against the static corebpf-tools in target/bin; T=FILTERSET picks
 #   make new-tool NAME=x  start tools/x from template/ (scripts/new-tool.sh); the folder is all you edit
 #   make template-check  make a tool from template/ in a scratch copy of the workspace: build, lint, check, test it
@@ -192,8 +193,19 @@ NEXTEST_FILTER := not binary(kernel_functions)
 test: static test-build
 	@$(MAKE) --no-print-directory test-run
 
+# ARCH=aarch64 cross-builds them for the arm64 column of the kernel matrix (vm/vmtest.sh): dynamically linked to
+# the cross C library (its libraries and loader go into the guest), libbpf's libelf and zlib vendored as in the
+# static cross build; TEST_SELECT (cargo's -p and --test arguments) builds only the binaries the scenarios name.
+ifneq ($(ARCH),$(HOST_ARCH))
+TEST_SELECT ?= --workspace
+test-build:
+	@command -v $(CROSS_CC) > /dev/null || { echo "$(CROSS_CC) is missing: ./scripts/deps.sh installs the cross compiler" >&2; exit 1; }
+	$(CROSS_ENV) $(RUN_CARGO) test --profile $(TEST_PROFILE) --target $(STATIC_TRIPLE) \
+		--features corebpf-tests/vm,libbpf-rs/vendored $(TEST_SELECT) --no-run
+else
 test-build:
 	$(RUN_CARGO) test --profile $(TEST_PROFILE) $(TEST_FEATURES) --no-run
+endif
 
 bin-links:
 	@test -x $(STATIC_DIR)/corebpf-tools || { echo "$(STATIC_DIR)/corebpf-tools is not built: make static" >&2; exit 1; }
@@ -259,7 +271,8 @@ clean:
 #   make vmtest-full                                                  every scenario
 #   make vmtest-selfcheck   deliberately broken fallbacks must fail the matrix with readable reasons
 #   make vmtest-arm64 [KERNELS=6.1-arm64,6.12-arm64] [TOOLS=...]   the arm64 column: the aarch64 static toolset
-#                           in Debian's arm64 kernels under qemu-system-aarch64, every tool's CI lines as smoke checks
+#                           in Debian's arm64 kernels under qemu-system-aarch64: the /arm64 lines' tests (cross-built),
+#                           every other CI line as a smoke check
 # TOOLS is also this Makefile's list of every tool: only a TOOLS given on the command line selects.
 VMTEST_TOOLS = $(if $(filter command line,$(origin TOOLS)),$(TOOLS))
 .PHONY: vmtest vmtest-full vmtest-selfcheck vmtest-arm64

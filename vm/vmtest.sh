@@ -25,8 +25,9 @@
 # VM_ARCH=aarch64 (`make vmtest-arm64`) is the matrix's arm64 column: the arm64 static toolset, cross-built
 # (`make static ARCH=aarch64`), in Debian's arm64 kernels (KERNELS=6.1-arm64,6.12-arm64) booted in
 # qemu-system-aarch64 (-M virt, -cpu max), with the arm64 user space vm/fetch-kernel.sh keeps beside them. Its
-# scenarios are the same lines as x86's, run as smoke checks (the probe run: the tool starts, attaches through the
-# line's mechanism and stops cleanly), less those vm/arm64.skip names; no test binary is built for arm64 yet.
+# scenarios are the same lines as x86's, less those vm/arm64.skip names: a line marked /arm64 runs its tests
+# (cross-built with `make test-build ARCH=aarch64`, their helpers prebuilt under qemu-aarch64-static), any other
+# is run as a smoke check (the probe run: the tool starts, attaches through the line's mechanism and stops).
 #
 # "host" in KERNELS stands for the machine's own kernel, which cannot be booted from a package: it is covered by
 # the host test run (`make test`), and its column says so.
@@ -76,19 +77,26 @@ file -L "$busybox_bin" 2> /dev/null | grep -q 'statically linked' || [ ! -x /usr
     die "$busybox_bin is not static: install busybox-static"
 
 # --- scenarios: each tool's own, tools/<tool>/scenarios, of the selected tier ---
-# A line there: TIER ATTACH[@SERIES,...] PROBE-ARGS... -- TESTBIN TEST-ARGS... (see vm/README.md). Gathered into
-# $selected as "CLASS TOOL ATTACH[@SERIES] ..." (CLASS: par, or alone for TIER/alone), the format VM_SCENARIOS
-# files use too (vm/selfcheck.scenarios, every line run).
+# A line there: TIER[/alone][/arm64] ATTACH[@SERIES,...] PROBE-ARGS... -- TESTBIN TEST-ARGS... (see vm/README.md).
+# Gathered into $selected as "CLASS TOOL ATTACH[@SERIES] ..." (CLASS: par, or alone for TIER/alone), the format
+# VM_SCENARIOS files use too (vm/selfcheck.scenarios, every line run). In the arm64 column a line without /arm64
+# is its smoke check: its test part becomes "-" (the probe run alone).
 tier=${VM_TIER:-ci}
 case $tier in ci | full) ;; *) die "VM_TIER is ci or full, not '$tier'" ;; esac
 gather() {
     local m t
     for m in tools/*/scenarios; do
         t=$(basename "$(dirname "$m")")
-        grep -v '^[[:space:]]*#' "$m" | awk -v t="$t" -v tier="$tier" 'NF {
-            split($1, w, "/"); if (w[1] != "ci" && w[1] != "full") { print "bad tier " $1 > "/dev/stderr"; exit 1 }
+        grep -v '^[[:space:]]*#' "$m" | awk -v t="$t" -v tier="$tier" -v arch="$vm_arch" 'NF {
+            n = split($1, w, "/"); if (w[1] != "ci" && w[1] != "full") { print "bad tier " $1 > "/dev/stderr"; exit 1 }
+            alone = 0; arm64 = 0
+            for (i = 2; i <= n; i++) {
+                if (w[i] == "alone") alone = 1; else if (w[i] == "arm64") arm64 = 1
+                else { print "bad tier " $1 > "/dev/stderr"; exit 1 }
+            }
             if (w[1] == "full" && tier == "ci") next
-            $1 = (w[2] == "alone" ? "alone" : "par") " " t; print }'
+            if (arch != "x86_64" && !arm64) { for (i = 1; i <= NF; i++) if ($i == "--") break; NF = i; $0 = $0 " -" }
+            $1 = (alone ? "alone" : "par") " " t; print }'
     done
 }
 if [ -n "${VM_SCENARIOS:-}" ]; then
@@ -96,7 +104,7 @@ if [ -n "${VM_SCENARIOS:-}" ]; then
 else
     for d in tools/*/; do
         [ -f "$d/Cargo.toml" ] || continue
-        grep -qE '^[[:space:]]*ci(/alone)?[[:space:]]' "$d/scenarios" 2> /dev/null ||
+        grep -qE '^[[:space:]]*ci(/[a-z0-9]+)*[[:space:]]' "$d/scenarios" 2> /dev/null ||
             die "$(basename "$d") has no CI scenario: write tools/$(basename "$d")/scenarios (see vm/README.md)"
     done
     all=$(gather) || die "a tools/*/scenarios line has a tier other than ci or full"
@@ -115,28 +123,31 @@ tools=$(echo $tools)
 selected=$logdir/scenarios
 echo "$all" | awk -v tools=" $tools " 'NF && index(tools, " " $2 " ")' > "$selected"
 if [ "$vm_arch" != x86_64 ]; then
-    # Every line becomes its smoke check (TESTBIN "-": the probe run through the line's mechanism), once per tool
-    # and mechanism; the unforced ("default") run is left out where forced lines cover the tool's mechanisms. The
-    # probe arguments name the target's library paths (aarch64-linux-gnu). vm/arm64.skip takes the mechanisms a
-    # kernel lacks (and the lines whose probe run cannot stand alone) off the kernels it names: the line's @list is
-    # narrowed to the others, and dropped when none is left.
+    # The lines marked /arm64 run their tests; every other line is its smoke check (TESTBIN "-", from gather: the
+    # probe run through the line's mechanism), once per tool and mechanism; the unforced ("default") smoke run is
+    # left out where forced lines cover the tool's mechanisms. The probe arguments name the target's library paths
+    # (aarch64-linux-gnu). vm/arm64.skip takes the mechanisms a kernel lacks (and the lines that cannot run there;
+    # ATTACH "smoke": a tool's smoke checks) off the kernels it names: the line's @list is narrowed to the others,
+    # and dropped when none is left. An @list may name the arm64 kernels themselves (@6.1-arm64): such a line runs
+    # in this column only.
     arm64_versions=$(echo "$kernels" | tr ',' '\n' | sed -n 's/-arm64$//p' | paste -sd,)
     awk -v all="$arm64_versions" 'FNR == NR { if (NF >= 3 && $1 !~ /^#/) { r++; sk[r] = $1; st[r] = $2; sa[r] = $3 }; next }
-        { for (i = 1; i <= NF; i++) if ($i == "--") break
-          NF = i; $0 = $0 " -"; gsub(/x86_64-linux-gnu/, "aarch64-linux-gnu")
+        { gsub(/x86_64-linux-gnu/, "aarch64-linux-gnu")
           n = split($3, a, "@"); ks = (n > 1 ? a[2] : all); out = ""
           m = split(ks, kk, ",")
           for (j = 1; j <= m; j++) {
-              skip = 0
+              sub(/-arm64$/, "", kk[j]); skip = 0
               for (q = 1; q <= r; q++)
-                  if (index("," sk[q] ",", "," kk[j] ",") && (st[q] == "*" || st[q] == $2) && (sa[q] == "*" || sa[q] == a[1])) skip = 1
+                  if (index("," sk[q] ",", "," kk[j] ",") && (st[q] == "*" || st[q] == $2) && (sa[q] == "*" || sa[q] == a[1] || (sa[q] == "smoke" && $NF == "-"))) skip = 1
               if (!skip && index("," all ",", "," kk[j] ",")) out = out (out == "" ? "" : ",") kk[j]
           }
           if (out == "") next
           $3 = (out == all ? a[1] : a[1] "@" out)
           if (!seen[$0]++) print }' vm/arm64.skip "$selected" > "$selected.arch"
-    # The unforced run, only for tools with no forced line left.
-    awk 'FNR == NR { if ($3 !~ /^default/) forced[$2] = 1; next } $3 !~ /^default/ || !forced[$2]' \
+    # The unforced smoke run, only for tools with no forced line left; no smoke run of a tool and mechanism (and
+    # kernels) that a tested line covers.
+    awk 'FNR == NR { if ($3 !~ /^default/) forced[$2] = 1; if ($NF != "-") tested[$2 " " $3] = 1; next }
+        $NF != "-" || (!tested[$2 " " $3] && ($3 !~ /^default/ || !forced[$2]))' \
         "$selected.arch" "$selected.arch" > "$selected"
     rm -f "$selected.arch"
 fi
@@ -147,8 +158,6 @@ for b in $testbins; do
 done
 say "tier: $tier; tools: $tools; test binaries: $(echo $testbins); kernels: $kernels; logs: $logdir"
 
-[ "$vm_arch" = x86_64 ] || [ -z "$testbins" ] ||
-    die "VM_ARCH=$vm_arch runs smoke checks only: no test binaries are built for it ($testbins)"
 # --- 1. static binaries ---
 # (x86 only: the arm64 build links libbpf-sys's vendored libelf and zlib, and a changed value rebuilds libbpf-sys)
 [ "$vm_arch" != x86_64 ] || export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
@@ -173,8 +182,19 @@ if [ -n "$testbins" ]; then
     # The tests are built as usual (linked to the C library, which goes into the initramfs with them), so that
     # they find the libc they use in /proc/self/maps as on the host: the same binaries `make test` runs on the
     # host (`make test-build`, with the `vm` feature), so that after it this builds nothing.
-    say "building the test binaries: make test-build"
-    make --no-print-directory test-build >> "$logdir/build.log" 2>&1 || {
+    if [ "$vm_arch" = x86_64 ]; then
+        build_tests=(make --no-print-directory test-build)
+    else
+        # Cross-built, only the binaries the scenarios name: a tool's own tests/<tool>.rs, or the tests crate's.
+        select=""
+        for b in $testbins; do
+            if [ -f "tools/$b/tests/$b.rs" ]; then select="$select -p $b --test $b"; else select="$select -p corebpf-tests --test $b"; fi
+        done
+        build_tests=(make --no-print-directory test-build ARCH="$vm_arch" TEST_SELECT="$select")
+    fi
+    say "building the test binaries: ${build_tests[*]}"
+    tests_start=$(date +%s)
+    "${build_tests[@]}" >> "$logdir/build.log" 2>&1 || {
         tail -30 "$logdir/build.log" >&2
         die "building the static test binaries failed"
     }
@@ -185,20 +205,47 @@ if [ -n "$testbins" ]; then
     for b in $testbins; do
         [ -n "${testexe[$b]:-}" ] || die "no test binary $b (see $logdir/build.log)"
     done
+    say "test binaries built in $(($(date +%s) - tests_start)) s"
 fi
 
 # --- 2. test helpers ---
-helperdir=$repo/target/test-helpers
 # Each test binary runs in a session of its own, killed whole afterwards: a test stopped at its first tool run
 # must not leave a workload it had started (a spinning dd once kept a core busy for the whole matrix).
+# The arm64 tests run here under QEMU's user mode with the cross C library, and build their helpers with the cross
+# toolchain (COREBPF_HELPER_CROSS) into a cache of their own, target/test-helpers/aarch64.
+helperdir=$repo/target/test-helpers
+run_test=()
+if [ "$vm_arch" != x86_64 ]; then
+    helperdir=$helperdir/$vm_arch
+    command -v "qemu-$vm_arch-static" > /dev/null || die "qemu-$vm_arch-static is missing: ./scripts/deps.sh installs qemu-user-static"
+    run_test=("qemu-$vm_arch-static" -L "/usr/$vm_arch-linux-gnu")
+    export COREBPF_HELPER_CROSS=$vm_arch-linux-gnu
+    # Headers the cross C library lacks, from this machine's (architecture-independent) sys/sdt.h.
+    mkdir -p "$helperdir/include/sys"
+    for h in sdt.h sdt-config.h; do
+        [ ! -f "/usr/include/$(uname -m)-linux-gnu/sys/$h" ] || ln -sfn "/usr/include/$(uname -m)-linux-gnu/sys/$h" "$helperdir/include/sys/$h"
+    done
+    # OpenSSL (sslsniff's helper): the headers and libraries of the guests' user space (vm/fetch-kernel.sh; the
+    # arm64 kernels are one suite's, so the first one's), headers in include/, libraries in lib/ (-L).
+    k=$(echo "$kernels" | tr ',' '\n' | grep -vx host | head -1 || true)
+    if [ -n "$k" ]; then
+        kdir=$(vm/fetch-kernel.sh "$k" 2>> "$logdir/fetch.log") || die "could not fetch kernel $k"
+        kdir=$(dirname "$kdir")
+        mkdir -p "$helperdir/lib"
+        ln -sfn "$kdir/dev/include/openssl" "$helperdir/include/openssl"
+        for l in libssl.so.3 libcrypto.so.3; do ln -sfn "$kdir/userland/usr/lib/$vm_arch-linux-gnu/$l" "$helperdir/lib/$l"; done
+    fi
+fi
+prebuild_start=$(date +%s)
 for b in $testbins; do
     say "prebuilding the C helpers of tests/$b.rs"
-    COREBPF_PREBUILD_HELPERS=1 COREBPF_BIN_DIR=$bindir setsid "${testexe[$b]}" --test-threads=2 \
+    COREBPF_PREBUILD_HELPERS=1 COREBPF_BIN_DIR=$bindir setsid "${run_test[@]}" "${testexe[$b]}" --test-threads=2 \
         >> "$logdir/prebuild.log" 2>&1 < /dev/null &
     session=$!
     wait $session || true
     kill -KILL -- -$session 2> /dev/null || true
 done
+[ -z "$testbins" ] || say "helpers prebuilt in $(($(date +%s) - prebuild_start)) s"
 
 # --- 3/4. initramfs ---
 root=$logdir/initramfs

@@ -6,7 +6,11 @@
  * - syscall_nr_of(regs): the number of the system call the task entered; x86 keeps it in orig_ax, arm64 in its
  *   own syscallno field of pt_regs.
  * - compat_regs(regs): the task runs 32-bit code (its numbers name other calls): on x86 its code segment is not
- *   the 64-bit one (__USER_CS, 0x33); on arm64 the saved PSTATE has the AArch32 bit (PSR_MODE32_BIT, 0x10). */
+ *   the 64-bit one (__USER_CS, 0x33); on arm64 the saved PSTATE has the AArch32 bit (PSR_MODE32_BIT, 0x10).
+ * - entry_caller(regs): at a user function's first instruction (a uprobe on its entry), the return address into
+ *   its caller when only a register holds it, else 0. arm64's call leaves it in the link register (x30) until the
+ *   function saves its frame record, so the kernel's frame-pointer walk of the user stack goes from the function
+ *   straight to its caller's caller; x86's call pushes it on the stack, where the kernel's walk finds it. */
 #ifndef __COREBPF_ARCH_BPF_H
 #define __COREBPF_ARCH_BPF_H
 
@@ -23,6 +27,11 @@ static __always_inline bool compat_regs(struct pt_regs *regs)
 {
 	return (BPF_CORE_READ(regs, cs) & 0xffff) != 0x33;
 }
+
+static __always_inline __u64 entry_caller(struct pt_regs *regs)
+{
+	return 0;
+}
 #elif defined(__TARGET_ARCH_arm64)
 static __always_inline long syscall_nr_of(struct pt_regs *regs)
 {
@@ -32,6 +41,11 @@ static __always_inline long syscall_nr_of(struct pt_regs *regs)
 static __always_inline bool compat_regs(struct pt_regs *regs)
 {
 	return BPF_CORE_READ(regs, pstate) & 0x10;
+}
+
+static __always_inline __u64 entry_caller(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, regs[30]);
 }
 #else
 #error "arch.bpf.h: the system call registers of this architecture are not known (x86 and arm64 are)"

@@ -474,14 +474,19 @@ impl Drop for KillOnDrop {
 }
 
 /// Waits until process `pid` sleeps (state S: a helper blocked reading its go byte has finished loading, and makes
-/// no run of its own until woken). Panics after `timeout`.
+/// no run of its own until woken). Panics after `timeout`, or as soon as the process has exited (a zombie, or
+/// gone): a helper that could not start (the arm64 matrix's prebuild runs its tests where arm64 helpers cannot
+/// run) fails at once.
 pub fn wait_sleeping(pid: u32, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     loop {
         let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // The state follows the command name, which is in parentheses and may hold spaces.
-        if stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S')) {
-            return;
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        match state {
+            Some('S') => return,
+            Some('Z' | 'X') | None => panic!("process {pid} exited before it went to sleep"),
+            _ => {}
         }
         assert!(Instant::now() < deadline, "process {pid} did not go to sleep within {timeout:?}");
         thread::sleep(Duration::from_millis(5));
@@ -611,11 +616,45 @@ pub const WORK_C: &str = include_str!("work.c");
 pub const EXPRS_C: &str = include_str!("exprs.c");
 
 /// Compiles a C test helper (`source` is the program text) with `cc` and returns the executable's path.
-/// Builds are cached by content in `target/test-helpers/`, so concurrent tests share one binary per source.
+/// Builds are cached by content in `target/test-helpers/` (per architecture, see [`helper_cache`]), so concurrent
+/// tests share one binary per source. With `$COREBPF_HELPER_CROSS` set, the cross compiler `$PREFIX-gcc` builds it.
 pub fn build_c_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     build_helper(name, (source, flags), "c", source, |src, exe| {
-        Command::new("cc").args(flags).arg("-o").arg(exe).arg(src).output().expect("cc")
+        let mut cmd = match helper_cross() {
+            // Headers the cross C library lacks (sys/sdt.h, whose Debian package is per architecture) come last,
+            // from include/ in the helper cache, libraries (OpenSSL's) from lib/ there (vm/vmtest.sh links the
+            // machine's sys/sdt.h, and the arm64 guests' OpenSSL headers and libraries, there).
+            Some(prefix) => {
+                let mut cmd = Command::new(format!("{prefix}-gcc"));
+                cmd.arg("-idirafter").arg(helper_cache().join("include"));
+                cmd.arg("-L").arg(helper_cache().join("lib"));
+                cmd
+            }
+            None => Command::new("cc"),
+        };
+        cmd.args(flags).arg("-o").arg(exe).arg(src).output().expect("cc")
     })
+}
+
+/// Set by the arm64 column of the VM kernel matrix when it prebuilds the helpers on this x86_64 machine (running
+/// the aarch64 test binaries under QEMU's user mode): the GNU triple of the cross toolchain (`aarch64-linux-gnu`),
+/// whose `gcc` compiles the C helpers (headers it lacks taken from `include/` of the helper cache) and links the
+/// Rust ones (`rustc --target aarch64-unknown-linux-gnu`).
+pub const HELPER_CROSS_ENV: &str = "COREBPF_HELPER_CROSS";
+
+fn helper_cross() -> Option<String> {
+    std::env::var(HELPER_CROSS_ENV).ok().filter(|p| !p.is_empty())
+}
+
+/// Where built helpers are cached: `target/test-helpers/` for x86_64 test binaries, `target/test-helpers/ARCH/`
+/// for another architecture's (the arm64 matrix's cross-built tests), so the two never share a file name.
+fn helper_cache() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-helpers");
+    if cfg!(target_arch = "x86_64") {
+        dir
+    } else {
+        dir.join(std::env::consts::ARCH)
+    }
 }
 
 /// The shared part of building a test helper: a content-hashed name, a prebuilt copy when the guest provides
@@ -635,7 +674,7 @@ fn build_helper(
     if let Some(prebuilt) = prebuilt_helper(&file) {
         return prebuilt;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-helpers");
+    let dir = helper_cache();
     fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(&file);
     if exe.exists() {
@@ -684,8 +723,12 @@ fn prebuilt_helper(file: &str) -> Option<PathBuf> {
 pub fn build_rust_helper(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     build_helper(name, ("rust", source, flags), "rs", source, |src, exe| {
         let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-        Command::new(rustc)
-            .args(["--crate-name", name, "--edition", "2021"])
+        let mut cmd = Command::new(rustc);
+        if let Some(prefix) = helper_cross() {
+            let arch = prefix.split('-').next().unwrap_or_default();
+            cmd.args(["--target", &format!("{arch}-unknown-linux-gnu"), "-C", &format!("linker={prefix}-gcc")]);
+        }
+        cmd.args(["--crate-name", name, "--edition", "2021"])
             .args(flags)
             .arg("-o")
             .arg(exe)

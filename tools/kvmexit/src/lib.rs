@@ -162,6 +162,12 @@ fn kvmexit(args: Args) -> Result<()> {
     for &tid in &tids {
         common::cli::require_thread(tid)?;
     }
+    if !cfg!(target_arch = "x86_64") {
+        bail!(
+            "the exit reasons it decodes are x86's (VMX and SVM): KVM's exits on {} are not decoded",
+            std::env::consts::ARCH
+        );
+    }
     if !Path::new("/sys/module/kvm").exists() {
         bail!("KVM is not loaded (no kvm module), so there is no kvm:kvm_exit tracepoint to count exits at");
     }

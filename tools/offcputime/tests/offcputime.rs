@@ -15,7 +15,13 @@ use corebpf_tests::*;
 const HELPER: &str = include_str!("sleeper.c");
 
 fn helper_exe() -> PathBuf {
-    build_c_helper("offcpu-sleep", HELPER, &["-fno-omit-frame-pointer", "-O1", "-g", "-pthread"])
+    // A frame record in leaf functions too: arm64's GCC leaves it out by default, and helper_sleep's caller (the
+    // return address in the link register) would be missing from the frame-pointer walk.
+    build_c_helper(
+        "offcpu-sleep",
+        HELPER,
+        &["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-O1", "-g", "-pthread"],
+    )
 }
 
 /// A helper waiting for its "go", killed and reaped when dropped.

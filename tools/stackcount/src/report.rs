@@ -49,7 +49,7 @@ impl Layout {
     }
 }
 
-type Key = (u32, i32, i32, [u8; 16]);
+type Key = (u32, i32, i32, u64, [u8; 16]);
 
 pub struct Report {
     layout: Layout,
@@ -82,7 +82,7 @@ impl Report {
         let mut traces = StackTraces::new(&skel.maps.stackmap, self.collected);
         let mut samples = Vec::new();
         for (k, total) in hash_entries::<stack_key, u64>(&skel.maps.counts).context("reading the counts")? {
-            let key: Key = (k.pid, k.user_stack_id, k.kern_stack_id, k.comm.map(|c| c as u8));
+            let key: Key = (k.pid, k.user_stack_id, k.kern_stack_id, k.entry_caller, k.comm.map(|c| c as u8));
             let value = if since_last {
                 let before = self.previous.insert(key, total).unwrap_or(0);
                 total.saturating_sub(before)
@@ -90,7 +90,8 @@ impl Report {
                 total
             };
             if value > 0 {
-                let task = traces.task(k.pid, k.pid, c_string(&k.comm), k.user_stack_id, k.kern_stack_id);
+                let mut task = traces.task(k.pid, k.pid, c_string(&k.comm), k.user_stack_id, k.kern_stack_id);
+                with_entry_caller(&mut task.user, k.entry_caller);
                 samples.push(Sample { task, waker: None, value });
             }
         }
@@ -203,5 +204,35 @@ impl Report {
         };
         stacks::write_flamegraph(file, &named, self.layout.style, &graph)
             .with_context(|| format!("writing the flame graph to {}", path.display()))
+    }
+}
+
+/// Puts `caller` (the key's `entry_caller`: on arm64, the return address a uprobe at a function's entry found
+/// in the link register) after the user stack's first frame, where the kernel's frame-pointer walk missed it;
+/// unless it is 0 (none) or the walk has it already.
+fn with_entry_caller(user: &mut Stack<u64>, caller: u64) {
+    if let Stack::Frames(frames) = user {
+        if caller != 0 && !frames.is_empty() && frames.get(1) != Some(&caller) {
+            frames.insert(1, caller);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_entry_caller_goes_second_once() {
+        let mut user = Stack::Frames(vec![10, 30]);
+        with_entry_caller(&mut user, 20);
+        assert_eq!(user, Stack::Frames(vec![10, 20, 30]));
+        with_entry_caller(&mut user, 20);
+        assert_eq!(user, Stack::Frames(vec![10, 20, 30]));
+        with_entry_caller(&mut user, 0);
+        assert_eq!(user, Stack::Frames(vec![10, 20, 30]));
+        let mut absent: Stack<u64> = Stack::Absent;
+        with_entry_caller(&mut absent, 20);
+        assert_eq!(absent, Stack::Absent);
     }
 }

@@ -8,6 +8,7 @@
 #include "maps.bpf.h"
 #include "filter.bpf.h"
 #include "stacks.bpf.h"
+#include "arch.bpf.h"
 #include "stackcount.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -32,7 +33,8 @@ struct {
 	__type(value, __u64);
 } counts SEC(".maps");
 
-static __always_inline int count(void *ctx)
+/* at_entry: a uprobe on a user function's first instruction, whose caller only a register names (arm64). */
+static __always_inline int count(void *ctx, bool at_entry)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct stack_key key = {};
@@ -44,6 +46,8 @@ static __always_inline int count(void *ctx)
 	key.pid = tgid;
 	key.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stackmap, 0) : -1;
 	key.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stackmap, BPF_F_USER_STACK) : -1;
+	if (at_entry && user_stacks)
+		key.entry_caller = entry_caller(ctx);
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
 	if (user_stacks && tgid)
 		notice_process(&seen, &new_pids, tgid, &lost_notices);
@@ -53,22 +57,22 @@ static __always_inline int count(void *ctx)
 }
 
 SEC("fentry")
-int BPF_PROG(sc_fentry) { return count(ctx); }
+int BPF_PROG(sc_fentry) { return count(ctx, false); }
 
 SEC("kprobe.multi")
-int sc_kprobe_multi(struct pt_regs *ctx) { return count(ctx); }
+int sc_kprobe_multi(struct pt_regs *ctx) { return count(ctx, false); }
 
 SEC("kprobe")
-int sc_kprobe(struct pt_regs *ctx) { return count(ctx); }
+int sc_kprobe(struct pt_regs *ctx) { return count(ctx, false); }
 
 SEC("tracepoint")
-int sc_tracepoint(void *ctx) { return count(ctx); }
+int sc_tracepoint(void *ctx) { return count(ctx, false); }
 
 SEC("uprobe.multi")
-int sc_uprobe_multi(struct pt_regs *ctx) { return count(ctx); }
+int sc_uprobe_multi(struct pt_regs *ctx) { return count(ctx, true); }
 
 SEC("uprobe")
-int sc_uprobe(struct pt_regs *ctx) { return count(ctx); }
+int sc_uprobe(struct pt_regs *ctx) { return count(ctx, true); }
 
 SEC("usdt")
-int sc_usdt(struct pt_regs *ctx) { return count(ctx); }
+int sc_usdt(struct pt_regs *ctx) { return count(ctx, false); }

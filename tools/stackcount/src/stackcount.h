@@ -16,6 +16,10 @@ struct stack_key {
 	__u32 pid;
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
+	__u32 pad;
+	/* At a user function's entry on arm64, its caller's return address (entry_caller(), arch.bpf.h), which the
+	 * user stack lacks; 0 elsewhere. User space puts it after the stack's first frame. */
+	__u64 entry_caller;
 	char comm[TASK_COMM_LEN];
 };
 

@@ -17,6 +17,8 @@ const HELPER: &str = include_str!("syscaller.c");
 
 const N: u64 = 1234;
 const M: u64 = 321;
+/// The syscall of the helper's M opens: open, or openat where the architecture has no open (arm64).
+const OPEN: &str = if cfg!(target_arch = "x86_64") { "open" } else { "openat" };
 
 /// The helper's executable and the comm the kernel gives it (its file name, cut to 15 bytes).
 fn helper_exe() -> (std::path::PathBuf, String) {
@@ -124,7 +126,7 @@ fn counts_getppid_and_failed_opens_exactly() {
     assert!(lines[1].starts_with('[') && lines[1].ends_with(']'), "{}", done.stdout);
     assert_eq!(lines[2], format!("{:<22} {:>8}", "SYSCALL", "COUNT"), "{}", done.stdout);
     assert_eq!(text_count(&done.stdout, "getppid"), Some(N), "{}", done.stdout);
-    assert_eq!(text_count(&done.stdout, "open"), Some(M), "{}", done.stdout);
+    assert_eq!(text_count(&done.stdout, OPEN), Some(M), "{}", done.stdout);
     assert!(lines.contains(&format!("{:<22} {:>8}", "getppid", N).as_str()), "{}", done.stdout);
     assert_eq!(lines.last(), Some(&"Detaching..."), "{}", done.stdout);
 }
@@ -133,7 +135,7 @@ fn counts_getppid_and_failed_opens_exactly() {
 fn json_agrees_with_the_text() {
     let rows = json_rows(&traced(&["--json"]).stdout);
     assert!(rows.contains(&("getppid".into(), N, None)), "{rows:?}");
-    assert!(rows.contains(&("open".into(), M, None)), "{rows:?}");
+    assert!(rows.contains(&(OPEN.into(), M, None)), "{rows:?}");
     assert!(!rows.iter().any(|r| r.0 == "wait4"), "the test's own wait for the helper counted: {rows:?}");
     assert!(rows.windows(2).all(|w| w[0].1 >= w[1].1), "sorted by count: {rows:?}");
 }
@@ -142,15 +144,15 @@ fn json_agrees_with_the_text() {
 fn failures_and_errno_filters_keep_only_the_failed_opens() {
     for args in [&["--json", "-x"][..], &["--json", "-e", "ENOENT"], &["--json", "-e", "2"]] {
         let rows = json_rows(&traced(args).stdout);
-        assert!(rows.contains(&("open".into(), M, None)), "{args:?}: {rows:?}");
+        assert!(rows.contains(&(OPEN.into(), M, None)), "{args:?}: {rows:?}");
         assert!(!rows.iter().any(|r| r.0 == "getppid"), "{args:?}: {rows:?}");
     }
     // Another errno: none of the helper's calls fails with EACCES.
     let rows = json_rows(&traced(&["--json", "-e", "EACCES"]).stdout);
-    assert!(!rows.iter().any(|r| r.0 == "open" || r.0 == "getppid"), "{rows:?}");
+    assert!(!rows.iter().any(|r| r.0 == OPEN || r.0 == "getppid"), "{rows:?}");
     let done = traced(&["-x"]);
     assert!(done.stdout.starts_with("Tracing failed syscalls"), "{}", done.stdout);
-    assert_eq!(text_count(&done.stdout, "open"), Some(M), "{}", done.stdout);
+    assert_eq!(text_count(&done.stdout, OPEN), Some(M), "{}", done.stdout);
 }
 
 #[test]
@@ -167,7 +169,7 @@ fn latency_is_positive_and_in_both_units() {
     let getppid = rows.iter().find(|r| r.0 == "getppid").unwrap_or_else(|| panic!("{rows:?}"));
     assert_eq!(getppid.1, N);
     assert!(getppid.2.unwrap() > 0, "{rows:?}");
-    let open = rows.iter().find(|r| r.0 == "open").unwrap();
+    let open = rows.iter().find(|r| r.0 == OPEN).unwrap();
     assert_eq!(open.1, M);
     assert!(open.2.unwrap() > 0, "{rows:?}");
     assert!(rows.windows(2).all(|w| w[0].2 >= w[1].2), "sorted by time: {rows:?}");
@@ -300,7 +302,7 @@ fn raw_tp_fallback_counts_the_same() {
     assert!(done.stderr.contains("attached with raw_tp"), "{}", done.stderr);
     let rows = json_rows(&done.stdout);
     assert!(rows.iter().any(|r| r.0 == "getppid" && r.1 == N && r.2 > Some(0)), "{rows:?}");
-    assert!(rows.iter().any(|r| r.0 == "open" && r.1 == M), "{rows:?}");
+    assert!(rows.iter().any(|r| r.0 == OPEN && r.1 == M), "{rows:?}");
 }
 
 #[test]
@@ -309,7 +311,7 @@ fn tid_parent_and_cgroup_filters_count_exactly() {
         let (done, _, _) = traced_env(&["--json"], libc::SIGINT, &[], target);
         let rows = json_rows(&done.stdout);
         assert!(rows.contains(&("getppid".into(), N, None)), "{rows:?}");
-        assert!(rows.contains(&("open".into(), M, None)), "{rows:?}");
+        assert!(rows.contains(&(OPEN.into(), M, None)), "{rows:?}");
         // This test waited for the helper (wait4) while the tool was attached: outside the filter, not counted.
         assert!(!rows.iter().any(|r| r.0 == "wait4"), "{rows:?}");
     }
@@ -326,7 +328,7 @@ fn exec_counts_a_command_from_its_start_and_ends_with_it() {
     done.assert_success();
     let rows = json_rows(&done.stdout);
     assert!(rows.contains(&("getppid".into(), N, None)), "{rows:?}");
-    assert!(rows.contains(&("open".into(), M, None)), "{rows:?}");
+    assert!(rows.contains(&(OPEN.into(), M, None)), "{rows:?}");
     assert!(rows.contains(&("execve".into(), 1, None)), "one exec, of the resolved path: {rows:?}");
     assert!(!rows.iter().any(|r| r.0 == "wait4"), "another process counted: {rows:?}");
     let done = run_tool("syscount", &["--exec", "no-such-command-anywhere"]);
@@ -388,7 +390,7 @@ fn counts_agree_with_libbpf_tools() {
     let done = ours.finish(Duration::from_secs(30));
     done.assert_success();
     let rows = json_rows(&done.stdout);
-    for (name, want) in [("getppid", N), ("open", M)] {
+    for (name, want) in [("getppid", N), (OPEN, M)] {
         assert_eq!(text_count(&text, name), Some(want), "libbpf-tools:\n{text}");
         assert!(rows.contains(&(name.into(), want, None)), "ours: {rows:?}");
     }
@@ -413,7 +415,7 @@ fn prometheus_serves_the_getppid_and_failed_open_counts() {
     prom::promtool_accepts(&text);
     let calls = |name: &str| prom::sample(&text, &format!("corebpf_syscount_syscalls_total{{syscall=\"{name}\"}}"));
     assert_eq!(calls("getppid"), Some(N as f64), "{text}");
-    assert_eq!(calls("open"), Some(M as f64), "{text}");
+    assert_eq!(calls(OPEN), Some(M as f64), "{text}");
     let time = prom::sample(&text, "corebpf_syscount_syscall_time_seconds_total{syscall=\"getppid\"}").unwrap();
     assert!(time > 0.0, "{text}");
 }

@@ -141,7 +141,7 @@ fn bad_input_is_one_line() {
     assert_eq!(done.status.code(), Some(1), "stderr: {}", done.stderr);
     assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
     assert!(done.stderr.contains("no hotspot USDT probes"), "stderr: {}", done.stderr);
-    let libc_has_probe = std::fs::read("/lib/x86_64-linux-gnu/libc.so.6")
+    let libc_has_probe = std::fs::read(format!("/lib/{}-linux-gnu/libc.so.6", std::env::consts::ARCH))
         .is_ok_and(|elf| elf.windows(b"pthread_start\0".len()).any(|w| w == b"pthread_start\0"));
     if !libc_has_probe {
         for args in [vec!["-l", "c", pid.as_str()], vec!["-l", "none", pid.as_str()], vec![pid.as_str()]] {
