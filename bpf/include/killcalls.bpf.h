@@ -33,6 +33,7 @@
 /* One signal sent, or one kill/tkill/tgkill call. */
 struct signal_event {
 	__u64 ts_ns;
+	__u64 cgroup_id;	/* the sender's cgroup v2 ID (its container, if any) */
 	__u32 pid;		/* sender's tgid */
 	__u32 tid;		/* sender's thread */
 	__s32 tpid;		/* target: the thread signalled (generate), or the PID argument of the call */
@@ -106,6 +107,7 @@ static __always_inline int killcall_enter(__s32 tgid, __s32 tpid, int sig, __u8 
 	if (filter_tpid && tpid != target_tpid)
 		return 0;
 	e.ts_ns = bpf_ktime_get_ns();
+	e.cgroup_id = bpf_get_current_cgroup_id();
 	e.pid = id >> 32;
 	e.tid = tid;
 	e.tpid = tpid;

@@ -107,6 +107,7 @@ static __always_inline bool port_listed(void *ports, bool filter, __u16 port)
 /* The task current at a state change, and when it happened. */
 struct sk_task {
 	__u64 ts_ns;
+	__u64 cgroup_id;	/* the task's cgroup v2 ID (its container, if any) */
 	__u32 pid;
 	__u32 _pad;
 	char comm[TASK_COMM_LEN];
@@ -120,6 +121,7 @@ static __always_inline long sk_task_note(void *map, struct sock *sk, __u64 flags
 	struct sk_task t = {};
 
 	t.ts_ns = bpf_ktime_get_ns();
+	t.cgroup_id = bpf_get_current_cgroup_id();
 	t.pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(t.comm, sizeof(t.comm));
 	return bpf_map_update_elem(map, &sk, &t, flags);

@@ -2,7 +2,8 @@
 /* The helper of the off-CPU wakeup tests (offwaketime, wakeuptime; see offwake.rs). `helper K T`: after a byte on
  * stdin, a thread named "reader" blocks K times reading a pipe in main -> reader_loop -> reader_wait, and a thread
  * named "writer" wakes it each time by writing the pipe from writer_loop -> writer_wake after T ms. Both system
- * calls are made from those functions themselves (raw syscalls), so they are the innermost user frames. */
+ * calls are made from those functions themselves (raw syscalls), so they are the innermost user frames. With a
+ * third argument the helper lingers after its run until stdin closes. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,5 +79,13 @@ int main(int argc, char **argv)
 	pthread_create(&writer, NULL, writer_loop, NULL);
 	reader_loop();
 	pthread_join(writer, NULL);
+	/* `helper K T linger`: say "done" and live on until stdin closes (a tool that names a process's frames from
+	 * its memory maps can then read them). */
+	if (argc > 3) {
+		printf("done\n");
+		fflush(stdout);
+		while (read(0, &c, 1) > 0)
+			;
+	}
 	return 0;
 }

@@ -34,6 +34,33 @@ impl Helper {
         Helper { child, stdin }
     }
 
+    /// As [`Helper::start`], but the helper lives on after its run until [`Helper::end`] (see [`Helper::go`]).
+    pub fn start_lingering(k: u32, ms: u32) -> Helper {
+        let mut child = Command::new(helper_exe())
+            .args([k.to_string(), ms.to_string(), "linger".to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("starting the helper");
+        let stdin = child.stdin.take();
+        Helper { child, stdin }
+    }
+
+    /// A lingering helper's run: starts it and waits until it has blocked and woken K times (it is still alive).
+    pub fn go(&mut self) {
+        self.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+        let mut line = String::new();
+        let stdout = self.child.stdout.as_mut().expect("a lingering helper");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+        assert_eq!(line, "done\n", "the helper failed");
+    }
+
+    /// Ends a lingering helper (closes its stdin) and waits for its exit.
+    pub fn end(&mut self) {
+        self.stdin = None;
+        assert!(self.child.wait().unwrap().success());
+    }
+
     pub fn pid(&self) -> String {
         self.child.id().to_string()
     }

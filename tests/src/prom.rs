@@ -141,3 +141,61 @@ impl Drop for Prometheus {
 pub fn now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
 }
+
+/// Every sample of `family` (its full sample name, e.g. `corebpf_x_total`) as its labels and value, label values
+/// unescaped (`\\`, `\"`, `\n`).
+pub fn samples_of(text: &str, family: &str) -> Vec<(std::collections::BTreeMap<String, String>, f64)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(family) else { continue };
+        let mut labels = std::collections::BTreeMap::new();
+        let value = match rest.strip_prefix('{') {
+            Some(mut rest) => {
+                while let Some((name, tail)) = rest.split_once("=\"") {
+                    let mut value = String::new();
+                    let mut chars = tail.char_indices();
+                    let mut end = tail.len();
+                    while let Some((i, c)) = chars.next() {
+                        match c {
+                            '\\' => match chars.next() {
+                                Some((_, 'n')) => value.push('\n'),
+                                Some((_, other)) => value.push(other),
+                                None => {}
+                            },
+                            '"' => {
+                                end = i + 1;
+                                break;
+                            }
+                            c => value.push(c),
+                        }
+                    }
+                    labels.insert(name.trim_start_matches(',').to_string(), value);
+                    rest = &tail[end..];
+                    if let Some(after) = rest.strip_prefix('}') {
+                        rest = after;
+                        break;
+                    }
+                }
+                rest
+            }
+            None => rest,
+        };
+        let Some(value) = value.strip_prefix(' ').and_then(|v| v.trim().parse().ok()) else { continue };
+        out.push((labels, value));
+    }
+    out
+}
+
+/// Scrapes `addr` until `done` holds of the exposition (the kernel's maps fill as the workload runs), at most 60 s;
+/// returns that exposition.
+pub fn scrape_until(addr: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = scrape(addr);
+        if done(&text) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "{what} not seen within 60 s:\n{text}");
+        thread::sleep(Duration::from_millis(200));
+    }
+}

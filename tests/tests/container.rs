@@ -411,3 +411,91 @@ fn container_label_needs_metrics_per_process() {
         assert!(done.stderr.contains("--container-label"), "{}", done.stderr);
     }
 }
+
+const KILLTCP: &str = include_str!("container_killtcp.c");
+
+/// killsnoop's and tcplife's JSON name the container too. One workload runs in a named container (its own `FROM
+/// scratch` image) and the same program on the host; each probes itself with kill(getpid(), 0) and makes one TCP
+/// session with itself on a port of its own, both ends closed by itself. killsnoop's record of the container's
+/// kill() (by its host PID) names the container and the host's has no `container`; tcplife's two records on the
+/// container's port (the connecting and the accepting end, 100 bytes each way) name it and the host's two do not.
+#[test]
+fn signals_and_sessions_name_the_container_of_a_process() {
+    let me = std::process::id();
+    // Free ports of this host (the container's network namespace has none in use); two, so the records differ.
+    let port = || free_addr().rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    let (in_port, host_port) = (port(), port());
+    let exe = build_c_helper("container-killtcp", KILLTCP, &["-static", "-O2"]);
+    let image = Image::build(
+        &format!("corebpf-test-killtcp:{me}"),
+        &[(exe.clone(), "killtcp")],
+        "FROM scratch\nCOPY killtcp /killtcp\nENTRYPOINT [\"/killtcp\"]\n",
+    );
+    let name = format!("corebpf-test-killtcp-{me}");
+    let mut boxed = Started::run(name.clone(), &image.0, &[&in_port.to_string()]);
+    let host = Command::new(&exe).arg(host_port.to_string()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn();
+    let mut host = KillOnDrop(host.unwrap());
+    let host_pid = host.0.id();
+
+    let mut killsnoop = Running::start("killsnoop", &["-j"]);
+    killsnoop.wait_attached(Duration::from_secs(30));
+    let mut tcplife = Running::start("tcplife", &["-j"]);
+    tcplife.wait_attached(Duration::from_secs(30));
+
+    let boxed_pid = boxed.pid;
+    boxed.go();
+    host.0.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+    assert_eq!(boxed.line(), "done\n");
+    assert_eq!(read_line(host.0.stdout.as_mut().unwrap()), "done\n");
+    // Each session ends when the last ACK of its close arrives: wait for both ends of both sessions.
+    for port in [in_port, host_port] {
+        tcplife.wait_for_line(&format!("\"lport\":{port},"), Duration::from_secs(30));
+        tcplife.wait_for_line(&format!("\"rport\":{port},"), Duration::from_secs(30));
+    }
+    for pid in [boxed_pid, host_pid] {
+        killsnoop.wait_for_line(&format!("\"pid\":{pid},"), Duration::from_secs(30));
+    }
+    let outputs: Vec<Finished> = [killsnoop, tcplife]
+        .into_iter()
+        .map(|run| {
+            run.signal(libc::SIGINT);
+            let done = run.finish(Duration::from_secs(20));
+            done.assert_success();
+            done
+        })
+        .collect();
+    boxed.end();
+    drop(host.0.stdin.take());
+    assert!(host.0.wait().unwrap().success(), "the host workload failed");
+
+    // killsnoop: one kill() from each workload, by its host PID.
+    let kills = json_lines(&outputs[0].stdout);
+    let kill_of = |pid: u32| {
+        let found: Vec<_> = kills.iter().filter(|k| k["pid"] == pid).collect();
+        assert_eq!(found.len(), 1, "one kill() from {pid}: {}", outputs[0].stdout);
+        assert_eq!((&found[0]["sig"], &found[0]["result"]), (&0.into(), &0.into()), "{}", found[0]);
+        found[0].clone()
+    };
+    assert_eq!(kill_of(boxed_pid)["container"], name.as_str());
+    assert!(kill_of(host_pid).get("container").is_none(), "a host process has no container");
+
+    // tcplife: both ends of each session, 100 payload bytes each way, by port.
+    let sessions = json_lines(&outputs[1].stdout);
+    let ends_of = |port: u16| {
+        let found: Vec<_> = sessions.iter().filter(|s| s["lport"] == port || s["rport"] == port).collect();
+        assert_eq!(found.len(), 2, "two ends on port {port}: {}", outputs[1].stdout);
+        for end in &found {
+            let bytes = (&end["tx_bytes"], &end["rx_bytes"]);
+            assert!(bytes == (&100.into(), &0.into()) || bytes == (&0.into(), &100.into()), "{end}");
+        }
+        found.into_iter().cloned().collect::<Vec<_>>()
+    };
+    for end in ends_of(in_port) {
+        assert_eq!(end["container"], name.as_str(), "{end}");
+        assert_eq!(end["pid"], boxed_pid, "{end}");
+    }
+    for end in ends_of(host_port) {
+        assert!(end.get("container").is_none(), "a host process has no container: {end}");
+        assert_eq!(end["pid"], host_pid, "{end}");
+    }
+}

@@ -26,6 +26,7 @@ pub const SRC_TGKILL: u8 = 3;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SignalRecord {
     pub ts_ns: u64,
+    pub cgroup_id: u64,
     pub pid: u32,
     pub tid: u32,
     pub tpid: i32,
@@ -55,6 +56,9 @@ const RESULTS: [&str; 5] = ["delivered", "ignored", "already_pending", "overflow
 pub struct SignalEvent {
     /// What saw it: `generate` (the kernel generated it), or the system call: `kill`, `tkill`, `tgkill`.
     pub source: &'static str,
+    /// The sender's cgroup v2 ID, which names its container.
+    #[serde(skip)]
+    pub cgroup_id: u64,
     pub pid: u32,
     pub tid: u32,
     pub comm: String,
@@ -99,6 +103,7 @@ impl SignalEvent {
                 SRC_TGKILL => "tgkill",
                 _ => "generate",
             },
+            cgroup_id: e.cgroup_id,
             pid: e.pid,
             tid: e.tid,
             comm: c_string(&e.comm),
@@ -190,8 +195,8 @@ mod tests {
 
     #[test]
     fn record_layout_matches_the_c_struct() {
-        // 8 + 7 * 4 + 4 * 1 + 2 * 16 bytes, no padding.
-        assert_eq!(RECORD_SIZE, 72);
+        // 2 * 8 + 7 * 4 + 4 * 1 + 2 * 16 bytes, no padding.
+        assert_eq!(RECORD_SIZE, 80);
     }
 
     #[test]

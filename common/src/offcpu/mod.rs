@@ -12,6 +12,6 @@ pub mod report;
 pub mod sched;
 
 pub use report::{
-    collect, deadline, flamegraph_file, header, read_totals, run, start, warn_lost, write_flamegraph, Form, Report,
-    ReportArgs, StackSkel, StackToolArgs,
+    collect, deadline, flamegraph_file, header, read_totals, run, serve, start, warn_lost, write_flamegraph, Form,
+    Report, ReportArgs, StackSkel, StackToolArgs,
 };

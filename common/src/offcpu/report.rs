@@ -18,6 +18,8 @@ use crate::attach::features::{Attach, KernelBtf};
 use crate::attach::loader::load_first_working;
 use crate::attach::maps::DropCounter;
 use crate::offcpu::sched::{self, BlockFilters, BlockTimeArgs, ThreadArgs};
+use crate::output::metrics::{Endpoint, Snapshot};
+use crate::output::stackseries::StackNames;
 use crate::output::stdout::Output;
 use crate::process::symbols::Symbolizer;
 use crate::run::Signals;
@@ -190,6 +192,8 @@ pub trait StackSkel {
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>>;
     /// The `.bss` counters `lost_blocks`, `lost_starts`, `missed_switch_ins` and `recovered_switch_ins`.
     fn lost(&self) -> Option<[&u64; 4]>;
+    /// The loaded object (for the self metrics of `--prometheus`).
+    fn bpf_object(&self) -> &libbpf_rs::Object;
 }
 
 /// Every nonzero total of a `totals` map (keys `K`, microseconds) as a sample: `sample` makes the task, and the
@@ -231,7 +235,37 @@ macro_rules! stack_skel_maps {
                 .as_ref()
                 .map(|bss| [&bss.lost_blocks, &bss.lost_starts, &bss.missed_switch_ins, &bss.recovered_switch_ins])
         }
+
+        fn bpf_object(&self) -> &libbpf_rs::Object {
+            libbpf_rs::skel::Skel::object(self)
+        }
     };
+}
+
+/// `--prometheus` for a stack tool: loads and attaches as [`run`] does, then serves until a stop signal the
+/// metrics `write` reads from the skeleton (its stacks named once each through the [`StackNames`] it is given, the
+/// tracing machinery's kernel frames dropped), with the `.bss` counters of [`StackSkel::lost`] as self metrics.
+pub fn serve<S: StackSkel>(
+    mut endpoint: Endpoint,
+    collected: Collected,
+    attach: &[Attach],
+    verbose: bool,
+    mut load: impl FnMut(Attach, &KernelBtf) -> Result<(S, Vec<Link>)>,
+    mut write: impl FnMut(&mut Snapshot, &mut StackNames, &S) -> Result<()>,
+) -> Result<()> {
+    let btf = KernelBtf::load()?;
+    let signals = Signals::install()?;
+    let ((skel, _links), mech) = load_first_working(attach, verbose, |mech| load(mech, &btf))?;
+    endpoint.attached(mech, skel.bpf_object());
+    let mut names = StackNames::new(collected, true);
+    endpoint.serve(&signals, |s| {
+        if let Some([blocks, starts, missed, _recovered]) = skel.lost() {
+            s.map_full("totals", blocks);
+            s.map_full("starts", starts);
+            s.lost_events("switch-ins", missed);
+        }
+        write(s, &mut names, &skel)
+    })
 }
 
 /// The run of a stack tool: loading and attaching over the `attach` ladder with `load` (given the mechanism and

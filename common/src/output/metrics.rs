@@ -258,6 +258,21 @@ impl Snapshot {
         self.family(name, help, Some(Unit::Bytes), MetricType::Histogram, labels);
     }
 
+    /// Declares gauge `name` with no unit, exported (its HELP and TYPE) even with no series yet.
+    pub fn declare_gauge(&mut self, name: &str, help: &str, labels: &[&'static str]) {
+        self.family(name, help, None, MetricType::Gauge, labels);
+    }
+
+    /// Declares gauge `name` in bytes (`corebpf_<tool>_<name>_bytes`), exported even with no series yet.
+    pub fn declare_gauge_bytes(&mut self, name: &str, help: &str, labels: &[&'static str]) {
+        self.family(name, help, Some(Unit::Bytes), MetricType::Gauge, labels);
+    }
+
+    /// Adds `bytes` to gauge `name` in bytes (`corebpf_<tool>_<name>_bytes`) of the series with these label values.
+    pub fn gauge_bytes(&mut self, name: &str, help: &str, labels: &[&'static str], values: Vec<String>, bytes: f64) {
+        self.add(name, help, Some(Unit::Bytes), labels, values, Value::Gauge(bytes));
+    }
+
     /// Sets gauge `name` (`corebpf_<tool>_<name>`) of the series with these label values.
     pub fn gauge(&mut self, name: &str, help: &str, labels: &[&'static str], values: Vec<String>, value: f64) {
         self.add(name, help, None, labels, values, Value::Gauge(value));

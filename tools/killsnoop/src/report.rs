@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! killsnoop's output: BCC's columns (`TIME PID COMM SIG TPID RESULT`, the PID columns as wide as the largest
-//! PID plus one; SIG a number, or a name with -n) or JSON lines.
+//! PID plus one; SIG a number, or a name with -n) or JSON lines, which name the sender's container.
 
 use std::io::{self, Write};
 
+use common::domain::container_names::ContainerNames;
 use common::domain::killcalls::{sig_column, SignalEvent, RECORD_SIZE};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
@@ -15,6 +16,7 @@ pub struct Printer {
     json: bool,
     names: bool,
     pid_width: usize,
+    containers: ContainerNames,
 }
 
 /// One call as JSON: what the call carries (no target name, group or si_code: those are sigsnoop's).
@@ -31,6 +33,9 @@ struct JsonCall<'a> {
     tgid: Option<i32>,
     result: i32,
     result_name: &'a str,
+    /// The container the sender runs in (absent for the host's processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container: Option<&'a str>,
 }
 
 /// BCC's width of the PID columns: the digits of the largest PID (kernel.pid_max) plus one, else 6.
@@ -40,7 +45,7 @@ fn pid_width() -> usize {
 
 impl Printer {
     pub fn new(json: bool, names: bool) -> Printer {
-        Printer { json, names, pid_width: pid_width() }
+        Printer { json, names, pid_width: pid_width(), containers: ContainerNames::new() }
     }
 
     pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
@@ -54,6 +59,7 @@ impl Printer {
 
     pub fn write(&mut self, out: &mut Output, s: &SignalEvent) -> io::Result<()> {
         if self.json {
+            let container = self.containers.of_cgroup(s.cgroup_id);
             return out.json_line(&JsonCall {
                 time: clock_rfc3339(),
                 call: s.source,
@@ -65,6 +71,7 @@ impl Printer {
                 tgid: s.tgid,
                 result: s.result,
                 result_name: &s.result_name,
+                container: container.as_deref(),
             });
         }
         let w = self.pid_width;

@@ -7,10 +7,11 @@
 //! ([`user`]). Kernel mode (no process): the kmem tracepoints, or the percpu ones with `--percpu`. The BPF side
 //! (`memleak.bpf.c`) keeps every outstanding allocation by address with its size, time and stack id, and running
 //! totals per stack; [`report`] reads them each interval, names the frames with the shared symbolizer and prints
-//! BCC's layout or JSON lines.
+//! BCC's layout or JSON lines; or, with `--prometheus`, the per-stack totals are served as gauges ([`metrics`]).
 
 mod bpf;
 mod child;
+mod metrics;
 mod report;
 mod user;
 
@@ -45,7 +46,7 @@ struct Args {
     #[arg(short = 'p', long, value_parser = common::cli::parse_pid, conflicts_with = "command")]
     pid: Option<u32>,
     /// Print a line for every allocator call and free as it happens
-    #[arg(short = 't', long)]
+    #[arg(short = 't', long, conflicts_with = "prometheus")]
     trace: bool,
     /// Also list each outstanding allocation's address and size
     #[arg(short = 'a', long = "show-allocs")]
@@ -95,10 +96,12 @@ struct Args {
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
     stack_storage_size: u32,
     #[command(flatten)]
+    export: common::cli::MetricsArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
-    /// Seconds between reports
-    #[arg(default_value_t = 5, value_parser = common::cli::parse_interval_secs)]
-    interval: u64,
+    /// Seconds between reports (5 if not given)
+    #[arg(value_parser = common::cli::parse_interval_secs)]
+    interval: Option<u64>,
     /// Stop after this many reports (by default, run until Ctrl-C)
     #[arg(value_parser = common::cli::parse_positive_u64)]
     count: Option<u64>,
@@ -126,12 +129,13 @@ enum Target {
 }
 
 fn memleak(args: Args) -> Result<()> {
+    let endpoint = args.export.endpoint("memleak", args.interval.is_some() || args.count.is_some())?;
     let mut out = Output::new();
     let mut target = match (&args.command, args.pid) {
         (Some(command), _) => {
             use std::io::Write;
             let held = child::Held::fork(command)?;
-            if !args.json {
+            if !args.json && endpoint.is_none() {
                 writeln!(out, "Executing '{command}' and tracing the resulting process.")?;
                 out.flush()?;
             }
@@ -146,7 +150,7 @@ fn memleak(args: Args) -> Result<()> {
     let signals = Signals::install()?;
     let verbose = args.verbose.on();
 
-    let (skel, _links) = match &target {
+    let ((skel, _links), mech) = match &target {
         Target::Process { pid, child } => {
             // The held child has not exec'd yet: its libraries are the system's.
             let seen = if child.is_some() { None } else { Some(*pid) };
@@ -161,16 +165,12 @@ fn memleak(args: Args) -> Result<()> {
             if verbose {
                 eprintln!("probing {} allocator functions of {} ({mech})", functions.len(), functions.path().display());
             }
-            (skel, links)
+            ((skel, links), mech)
         }
-        Target::Kernel => {
-            let ((skel, links), _) =
-                load_first_working(&[Attach::Tracepoint], verbose, |mech| attach_kernel(&args, mech))?;
-            (skel, links)
-        }
+        Target::Kernel => load_first_working(&[Attach::Tracepoint], verbose, |mech| attach_kernel(&args, mech))?,
     };
 
-    if !args.json {
+    if !args.json && endpoint.is_none() {
         use std::io::Write;
         match &target {
             Target::Process { pid, .. } => writeln!(out, "Attaching to pid {pid}, Ctrl+C to quit.")?,
@@ -188,6 +188,18 @@ fn memleak(args: Args) -> Result<()> {
         Target::Kernel => None,
     };
 
+    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let collected = common::stacks::Collected { user: pid.is_some(), kernel: pid.is_none() };
+        let mut names = common::output::stackseries::StackNames::new(collected, false);
+        return endpoint.serve(&signals, |s| {
+            s.map_full("allocs", &bss.lost_allocs);
+            s.map_full("combined_allocs", &bss.lost_combined);
+            s.map_full("pending", &bss.lost_pending);
+            metrics::write(s, &mut names, &skel.maps.combined_allocs, &skel.maps.stack_traces, pid)
+        });
+    }
     let mut symbolizer = Symbolizer::new();
     match &target {
         // Its maps now, so that its frames are named even if it exits before the first report.
@@ -206,7 +218,6 @@ fn memleak(args: Args) -> Result<()> {
         json: args.json,
         verbose,
     });
-    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     let mut lost = [
         (DropCounter::new("allocations", "the map of outstanding allocations was full"), &bss.lost_allocs),
         (DropCounter::new("allocations from the per-stack totals", "too many stacks"), &bss.lost_combined),
@@ -214,7 +225,7 @@ fn memleak(args: Args) -> Result<()> {
     ];
     let events = EventStream::new(&skel.maps.events, &bss.lost_events, "trace lines");
     let mut lost_notices = None;
-    let interval = Duration::from_secs(args.interval);
+    let interval = Duration::from_secs(args.interval.unwrap_or(5));
     let start = Instant::now();
     let mut done = 0u64;
     loop {

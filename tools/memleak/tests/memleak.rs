@@ -272,3 +272,45 @@ fn trace_prints_each_call() {
     assert_eq!(count(" realloc: alloc exited, size = 3000, result = "), 1, "{}", done.stdout);
     assert_eq!(count(" realloc: free entered, address = "), 1, "the malloc(100) realloc replaced:\n{}", done.stdout);
 }
+
+/// `--prometheus -p PID`: after the helper's allocations, the gauges of the stacks whose innermost frame is
+/// leak_a, leak_b, leak_c and leak_d read exactly the helper's outstanding bytes and allocations; after its frees,
+/// leak_b's series is gone and the others are unchanged; promtool accepts the exposition. An interval too is a
+/// usage error.
+#[test]
+fn prometheus_outstanding_bytes_and_allocations_per_stack() {
+    use corebpf_tests::prom::{promtool_accepts, samples_of, scrape, serving};
+    let mut helper = Helper::start();
+    let (tool, addr) = serving(TOOL, &["-p", &helper.pid().to_string()]);
+    // (bytes, allocations) of the stack whose innermost frame is `name`.
+    let of = |text: &str, name: &str| -> Option<(f64, f64)> {
+        let pick = |family: &str| {
+            let found: Vec<f64> = samples_of(text, family)
+                .into_iter()
+                .filter(|(l, _)| l["stack"].rsplit(';').next() == Some(name))
+                .map(|s| s.1)
+                .collect();
+            assert!(found.len() <= 1, "{name} in several stacks:\n{text}");
+            found.first().copied()
+        };
+        Some((pick("corebpf_memleak_outstanding_bytes")?, pick("corebpf_memleak_outstanding_allocations")?))
+    };
+    helper.ask("go", "allocated");
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    assert_eq!(of(&text, "leak_a"), Some((28672.0, 7.0)), "{text}");
+    assert_eq!(of(&text, "leak_b"), Some((3000.0, 3.0)), "{text}");
+    assert_eq!(of(&text, "leak_c"), Some((2000.0, 2.0)), "calloc(5, 200) twice:\n{text}");
+    assert_eq!(of(&text, "leak_d"), Some((3000.0, 1.0)), "malloc(100) grown by realloc to 3000:\n{text}");
+    assert!(text.contains("stack=\"main;leak_a\"") || text.contains(";main;leak_a\""), "{text}");
+    helper.ask("free", "freed");
+    let text = scrape(&addr);
+    assert_eq!(of(&text, "leak_b"), None, "freed allocations still exported:\n{text}");
+    assert_eq!(of(&text, "leak_a"), Some((28672.0, 7.0)), "{text}");
+    assert_eq!(of(&text, "leak_d"), Some((3000.0, 1.0)), "{text}");
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(T);
+    done.assert_success();
+    done.assert_no_programs_left();
+    usage::assert_refused(TOOL, &["--prometheus", "127.0.0.1:0", "5"], 2, "interval");
+}

@@ -16,12 +16,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton};
+use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
 use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
 use common::offcpu::{self, StackSkel, StackToolArgs};
-use common::output::metrics::Endpoint;
-use common::output::stackseries::StackNames;
-use common::run::Signals;
 use common::stacks::{Collected, Palette, Sample, Style};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -62,7 +59,15 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
     filters.require_processes()?;
     if let Some(endpoint) = args.export.endpoint("offcputime", args.rest.output.duration.is_some())? {
-        return serve(&args, &filters, endpoint);
+        let verbose = args.rest.output.verbose.on();
+        return offcpu::serve(
+            endpoint,
+            args.stacks.collected(),
+            TOOL.attach,
+            verbose,
+            |mech, btf| load_and_attach(&args, &filters, btf, mech),
+            |s, names, skel| metrics::write(s, names, &skel.maps.totals, &skel.maps.stackmap),
+        );
     }
     // BCC's header phrase: `PIDs 185,175 by user + kernel stack`.
     let context = format!("{} by {} stack", args.threads.phrase(), args.stacks.phrase());
@@ -74,24 +79,6 @@ fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
         (format!("Off-CPU Time Flame Graph: {context}"), Palette::Io),
     )?;
     offcpu::run(report, args.stacks.collected(), TOOL.attach, |mech, btf| load_and_attach(&args, &filters, btf, mech))
-}
-
-/// `--prometheus`: loads and attaches as the report would, then serves the totals until a stop signal.
-fn serve(args: &Args, filters: &BlockFilters, mut endpoint: Endpoint) -> Result<()> {
-    let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let verbose = args.rest.output.verbose.on();
-    let ((skel, _links), mech) =
-        load_first_working(TOOL.attach, verbose, |mech| load_and_attach(args, filters, &btf, mech))?;
-    endpoint.attached(mech, skel.object());
-    let mut names = StackNames::new(args.stacks.collected(), true);
-    let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    endpoint.serve(&signals, |s| {
-        s.map_full("totals", &bss.lost_blocks);
-        s.map_full("starts", &bss.lost_starts);
-        s.lost_events("switch-ins", &bss.missed_switch_ins);
-        metrics::write(s, &mut names, &skel.maps.totals, &skel.maps.stackmap)
-    })
 }
 
 unsafe impl plain::Plain for stack_key {}

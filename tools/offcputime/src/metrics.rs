@@ -6,35 +6,33 @@
 //! the series are capped by `--max-series`.
 
 use anyhow::Result;
-use common::attach::maps::{c_string, hash_entries};
+use common::attach::maps::c_string;
 use common::output::metrics::Snapshot;
-use common::output::stackseries::{Entry, StackNames};
+use common::output::stackseries::{write_counters, Counter, Entry, Side, StackNames, Unit};
 use libbpf_rs::MapCore;
 
 use crate::bpf::types::stack_key;
 
-const NAME: &str = "offcpu";
-const HELP: &str = "Time threads spent off CPU (blocked or waiting to run), per process name and the stack where they \
-                    blocked (folded, outermost frame first)";
-const LABELS: &[&str] = &["comm", "stack"];
+const OFFCPU: Counter = Counter {
+    name: "offcpu",
+    help: "Time threads spent off CPU (blocked or waiting to run), per process name and the stack where they \
+           blocked (folded, outermost frame first)",
+    labels: &["comm", "stack"],
+    unit: Unit::Microseconds,
+};
 
 /// One scrape: every total of `totals` (microseconds), its stacks named through `stackmap`, added up by process
 /// name and stack, in seconds.
 pub fn write(s: &mut Snapshot, names: &mut StackNames, totals: &impl MapCore, stackmap: &impl MapCore) -> Result<()> {
-    let entries = hash_entries::<stack_key, u64>(totals)?
-        .into_iter()
-        .map(|(k, value)| Entry {
+    write_counters(s, names, totals, stackmap, &OFFCPU, |k: &stack_key, value| {
+        let comm = c_string(&k.comm);
+        let side = Side {
             pid: k.tgid,
             tid: k.pid,
-            comm: c_string(&k.comm),
+            comm: comm.clone(),
             user_stack_id: k.user_stack_id,
             kern_stack_id: k.kern_stack_id,
-            value,
-        })
-        .collect();
-    s.declare_counter_seconds(NAME, HELP, LABELS);
-    for (comm, stack, us) in names.name(stackmap, entries) {
-        s.counter_seconds(NAME, HELP, LABELS, vec![comm, stack], us as f64 / 1e6);
-    }
-    Ok(())
+        };
+        Entry { labels: vec![comm], sides: vec![side], value }
+    })
 }

@@ -5,9 +5,11 @@
 //! blocked; on `sched_waking` the waker records its name and stacks for the thread it wakes; when the blocked
 //! thread runs again, its time off CPU is added to the (blocked stacks, waker stacks) total, in microseconds. At
 //! the end the stacks are named through the shared stack module (`common::stacks`) and printed in BCC's
-//! layout (waker above `--`, target below), as folded lines (waker on top), as JSON, and/or as a flame graph.
+//! layout (waker above `--`, target below), as folded lines (waker on top), as JSON, and/or as a flame graph; or,
+//! with `--prometheus`, the totals are served as a counter of seconds per blocked and waker stack ([`metrics`]).
 
 mod bpf;
+mod metrics;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -32,12 +34,15 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[command(name = "offwaketime", version, after_help = EXAMPLES,
           mut_arg("pids", |a| a.value_name("PIDS")),
           mut_arg("tids", |a| a.value_name("TIDS")),
-          mut_arg("flamegraph", |a| a.help("Also draw an SVG flame graph in FILE, wakers above the blocked stacks")))]
+          mut_arg("flamegraph", |a| a.help("Also draw an SVG flame graph in FILE, wakers above the blocked stacks")
+              .conflicts_with("prometheus")))]
 struct Args {
     #[command(flatten)]
     threads: ThreadArgs,
     #[command(flatten)]
     stacks: StackArgs,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
     #[command(flatten)]
     rest: StackToolArgs,
 }
@@ -52,6 +57,17 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn offwaketime(args: Args, filters: BlockFilters) -> Result<()> {
     filters.require_processes()?;
+    if let Some(endpoint) = args.export.endpoint("offwaketime", args.rest.output.duration.is_some())? {
+        let verbose = args.rest.output.verbose.on();
+        return offcpu::serve(
+            endpoint,
+            args.stacks.collected(),
+            TOOL.attach,
+            verbose,
+            |mech, btf| load_and_attach(&args, &filters, btf, mech),
+            |s, names, skel| metrics::write(s, names, &skel.maps.totals, &skel.maps.stackmap),
+        );
+    }
     // BCC's header phrase: `user + kernel`.
     let stacks = args.stacks.phrase();
     let report = args.rest.output.report(

@@ -141,3 +141,48 @@ fn bad_input_is_refused() {
         assert!(done.stderr.contains(message), "{args:?}: {}", done.stderr);
     }
 }
+
+/// `--prometheus -p PID`: the helper's reader blocks 10 times in main -> reader_loop -> reader_wait until the
+/// writer's write from writer_loop -> writer_wake; scraped while the helper lingers after its run (so its frames
+/// are named from its maps), the seconds of the series labelled comm "reader", waker "writer" with those frames
+/// (each stack outermost first) are at least half of 10 x 20 ms, as the folded test's, and at most the run's wall
+/// time; after the helper's exit every series reads the same; promtool accepts the exposition.
+#[test]
+fn prometheus_blocked_seconds_per_target_and_waker_stack() {
+    use corebpf_tests::prom::{promtool_accepts, samples_of, scrape, serving};
+    const FAMILY: &str = "corebpf_offwaketime_blocked_seconds_total";
+    let mut helper = Helper::start_lingering(10, 20);
+    let (tool, addr) = serving("offwaketime", &["-p", &helper.pid()]);
+    let started = std::time::Instant::now();
+    helper.go();
+    let wall_us = started.elapsed().as_micros() as f64;
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    let series = samples_of(&text, FAMILY);
+    let reader: f64 = series
+        .iter()
+        .filter(|(l, _)| {
+            let target: Vec<&str> = l["stack"].split(';').collect();
+            let waker: Vec<&str> = l["waker_stack"].split(';').collect();
+            l["comm"] == "reader"
+                && l["waker"] == "writer"
+                && target.windows(3).any(|w| w == ["main", "reader_loop", "reader_wait"])
+                && waker.windows(2).any(|w| w == ["writer_loop", "writer_wake"])
+        })
+        .map(|s| s.1 * 1e6)
+        .sum();
+    assert!(reader >= 10.0 * 20_000.0 / 2.0 && reader <= wall_us, "{reader} us of {wall_us}:\n{text}");
+    helper.end();
+    let again = samples_of(&scrape(&addr), FAMILY);
+    for (labels, value) in &series {
+        let now = again.iter().find(|(l, _)| l == labels).map(|s| s.1);
+        assert_eq!(now, Some(*value), "{labels:?} after the helper's exit");
+    }
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(std::time::Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let refused = run_tool("offwaketime", &["--prometheus", "127.0.0.1:0", "5"]);
+    assert_eq!(refused.status.code(), Some(2), "a duration too: {}", refused.stderr);
+    assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.stderr);
+}

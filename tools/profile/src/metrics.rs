@@ -6,33 +6,31 @@
 //! series are capped by `--max-series`.
 
 use anyhow::Result;
-use common::attach::maps::{c_string, hash_entries};
+use common::attach::maps::c_string;
 use common::output::metrics::Snapshot;
-use common::output::stackseries::{Entry, StackNames};
+use common::output::stackseries::{write_counters, Counter, Entry, Side, StackNames, Unit};
 use libbpf_rs::MapCore;
 
 use crate::bpf::types::stack_key;
 
-const NAME: &str = "samples";
-const HELP: &str = "Stack samples taken, per process name and stack (folded, outermost frame first)";
-const LABELS: &[&str] = &["comm", "stack"];
+const SAMPLES: Counter = Counter {
+    name: "samples",
+    help: "Stack samples taken, per process name and stack (folded, outermost frame first)",
+    labels: &["comm", "stack"],
+    unit: Unit::Count,
+};
 
 /// One scrape: every entry of `counts`, its stacks named through `stackmap`, added up by process name and stack.
 pub fn write(s: &mut Snapshot, names: &mut StackNames, counts: &impl MapCore, stackmap: &impl MapCore) -> Result<()> {
-    let entries = hash_entries::<stack_key, u64>(counts)?
-        .into_iter()
-        .map(|(k, value)| Entry {
+    write_counters(s, names, counts, stackmap, &SAMPLES, |k: &stack_key, value| {
+        let comm = c_string(&k.comm);
+        let side = Side {
             pid: k.pid,
             tid: k.pid,
-            comm: c_string(&k.comm),
+            comm: comm.clone(),
             user_stack_id: k.user_stack_id,
             kern_stack_id: k.kern_stack_id,
-            value,
-        })
-        .collect();
-    s.declare_counter(NAME, HELP, LABELS);
-    for (comm, stack, samples) in names.name(stackmap, entries) {
-        s.counter(NAME, HELP, LABELS, vec![comm, stack], samples);
-    }
-    Ok(())
+        };
+        Entry { labels: vec![comm], sides: vec![side], value }
+    })
 }

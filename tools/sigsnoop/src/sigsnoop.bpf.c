@@ -38,6 +38,7 @@ static __always_inline int generated(int sig, struct kernel_siginfo *info, struc
 	if (!e)
 		return 0;
 	e->ts_ns = bpf_ktime_get_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->tpid = BPF_CORE_READ(task, pid);
@@ -84,6 +85,7 @@ int signal_generate_tp(struct trace_event_raw_signal_generate *ctx)
 	if (!e)
 		return 0;
 	e->ts_ns = bpf_ktime_get_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->tpid = ctx->pid;

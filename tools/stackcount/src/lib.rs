@@ -5,9 +5,11 @@
 //! functions, `t:category:event` tracepoints, `lib:func` user functions, `u:lib:probe` USDT probes. The BPF side
 //! counts each event per (process, command, user stack, kernel stack) in the kernel ([`object`]); this front end names the frames with
 //! the shared stack machinery (`common::stacks`) and prints them in BCC's layout, folded, as JSON or as a
-//! flame graph ([`report`]).
+//! flame graph ([`report`]); or, with `--prometheus`, serves the counts as a counter per process name and folded
+//! stack ([`metrics`]).
 
 mod bpf;
+mod metrics;
 mod object;
 mod report;
 
@@ -80,7 +82,7 @@ struct Args {
     #[arg(short = 'j', long, conflicts_with = "folded")]
     json: bool,
     /// Also draw the counted stacks as an SVG flame graph in FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "prometheus")]
     flamegraph: Option<PathBuf>,
     /// Size of the stack trace map (entries); stacks beyond it are shown as missed
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
@@ -92,6 +94,8 @@ struct Args {
     /// mechanisms to try, the filters and map sizes, then the mechanism used
     #[arg(long)]
     debug: bool,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
     /// What to count stacks of: func, p::func, t:category:event, lib:func, /path:func or u:lib:probe, with * in
     /// names (or a regular expression with -r)
     pattern: String,
@@ -113,6 +117,7 @@ fn stackcount(args: Args) -> Result<()> {
         require_process(pid)?;
     }
     let target = resolve(&args.pattern, args.regexp, args.pid)?;
+    let endpoint = args.export.endpoint("stackcount", args.interval.is_some() || args.duration.is_some())?;
     let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.clone());
     let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
@@ -133,6 +138,18 @@ fn stackcount(args: Args) -> Result<()> {
         eprintln!("attached with {mech}");
     }
     attached.warn_failures();
+    if let Some(mut endpoint) = endpoint {
+        for skel in attached.objects() {
+            endpoint.attached(mech, libbpf_rs::skel::Skel::object(skel));
+        }
+        let mut names = common::output::stackseries::StackNames::new(collected, false);
+        return endpoint.serve(&signals, |s| {
+            let maps = &attached.maps().maps;
+            s.lost_events_total("missed_calls", attached.missed());
+            s.map_full("counts", &maps.bss_data.as_deref().context("BPF object has no .bss")?.lost_counts);
+            metrics::write(s, &mut names, &maps.counts, &maps.stackmap)
+        });
+    }
 
     let mut out = Output::new();
     let layout = Layout {

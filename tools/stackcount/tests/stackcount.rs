@@ -228,3 +228,44 @@ fn bad_input_gets_one_clear_line() {
         assert!(done.stderr.starts_with("stackcount: ") && done.stderr.contains(needle), "{args:?}: {}", done.stderr);
     }
 }
+
+/// `--prometheus -U -p PID EXE:target`: the helper (kept alive after its calls, so that a scrape sees it while its
+/// maps can be read) calls target() 37 times through caller_a and 23 times through caller_b; the counter's series
+/// whose stacks end `main;caller_a;target` and `main;caller_b;target` add up to exactly those counts, all of the
+/// helper's name, and read the same once it has been killed. An interval too is a usage error.
+#[test]
+fn prometheus_counts_per_folded_stack() {
+    use corebpf_tests::prom::{promtool_accepts, samples_of, scrape, scrape_until, serving};
+    const FAMILY: &str = "corebpf_stackcount_events_total";
+    let exe = helper();
+    let mut child = KillOnDrop(
+        Command::new(&exe).arg("600000").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("helper"),
+    );
+    let pid = child.0.id().to_string();
+    let pattern = format!("{}:target", exe.display());
+    let (tool, addr) = serving("stackcount", &["-U", "-p", &pid, &pattern]);
+    child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let total = |text: &str| samples_of(text, FAMILY).iter().map(|s| s.1).sum::<f64>();
+    let text = scrape_until(&addr, "the helper's 60 calls", |t| total(t) >= (CALLS_A + CALLS_B) as f64);
+    promtool_accepts(&text);
+    let series = samples_of(&text, FAMILY);
+    let through = |caller: &str| {
+        let end = format!(";main;{caller};target");
+        series.iter().filter(|(l, _)| l["stack"].ends_with(&end)).map(|s| s.1).sum::<f64>()
+    };
+    assert_eq!(through("caller_a"), CALLS_A as f64, "{text}");
+    assert_eq!(through("caller_b"), CALLS_B as f64, "{text}");
+    assert_eq!(total(&text), (CALLS_A + CALLS_B) as f64, "{text}");
+    assert!(series.iter().all(|(l, _)| l["comm"] == "stackcount-help"), "{text}");
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let again = scrape(&addr);
+    assert_eq!(samples_of(&again, FAMILY), series, "named once, while the helper lived:\n{again}");
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let refused = run_tool("stackcount", &["--prometheus", "127.0.0.1:0", "-i", "1", "c:getpid"]);
+    assert_eq!(refused.status.code(), Some(2), "an interval too: {}", refused.stderr);
+    assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.stderr);
+}

@@ -4,10 +4,12 @@
 //! The text layouts are BCC's `tools/tcplife.py` format strings: `PID COMM LADDR LPORT RADDR RPORT TX_KB RX_KB MS`,
 //! with an `IP` column under `-w` and `-s`; TX_KB and RX_KB are whole KiB (truncated, as BCC's `%d` of a float
 //! does) of the kernel's sequence-space counters as BCC reads them, MS has two decimals of the microsecond span.
-//! JSON lines carry the exact payload bytes (SYN and FIN left out, see tcplife.bpf.c) and durations.
+//! JSON lines carry the exact payload bytes (SYN and FIN left out, see tcplife.bpf.c) and durations, and the
+//! process's container.
 
 use std::io::{self, Write};
 
+use common::domain::container_names::ContainerNames;
 use common::output::sockevents::{time_prefix, Conn, JsonConn, Layout, SinceFirst, Style};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
@@ -20,6 +22,8 @@ unsafe impl plain::Plain for crate::bpf::types::event {}
 pub struct Session {
     pub ts_ns: u64,
     pub span_ns: u64,
+    /// The owner's cgroup v2 ID, which names its container.
+    pub cgroup_id: u64,
     pub pid: u32,
     pub comm: String,
     pub conn: Conn,
@@ -38,6 +42,7 @@ impl Session {
         Some(Session {
             ts_ns: e.ts_ns,
             span_ns: e.span_ns,
+            cgroup_id: e.cgroup_id,
             pid: e.pid,
             comm: String::from_utf8_lossy(&comm).into_owned(),
             conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.rport)?,
@@ -67,17 +72,21 @@ struct JsonSession<'a> {
     rx_bytes: u64,
     duration_ms: f64,
     duration_ns: u64,
+    /// The container the process runs in (absent for the host's processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container: Option<&'a str>,
 }
 
 /// Prints the header and one line per session, flushing each.
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    containers: ContainerNames,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default() }
+        Printer { style, since_first: SinceFirst::default(), containers: ContainerNames::new() }
     }
 
     /// The column header (nothing for JSON).
@@ -98,6 +107,7 @@ impl Printer {
     pub fn write(&mut self, out: &mut Output, s: &Session) -> io::Result<()> {
         let since_first = self.since_first.secs(s.ts_ns);
         if self.style.json {
+            let container = self.containers.of_cgroup(s.cgroup_id);
             return out.json_line(&JsonSession {
                 timestamp: clock_rfc3339(),
                 time_s: self.style.since_first.then_some(since_first),
@@ -108,6 +118,7 @@ impl Printer {
                 rx_bytes: s.rx_bytes,
                 duration_ms: s.span_ns as f64 / 1e6,
                 duration_ns: s.span_ns,
+                container: container.as_deref(),
             });
         }
         let mut line = self.prefix(&clock_hms(), &format!("{since_first:.6}"));
@@ -161,6 +172,7 @@ mod tests {
         Session {
             ts_ns: 5_000_000_000,
             span_ns: 1_234_567,
+            cgroup_id: 0,
             pid: 4242,
             comm: "curl-with-long-name".into(),
             conn: Conn {

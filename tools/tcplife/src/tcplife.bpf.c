@@ -156,6 +156,7 @@ static __always_inline void report(struct sock *sk, __u16 family, __u16 lport, _
 	e->rx_payload = e->rx_b;
 	payload(sk, birth, &e->tx_payload, &e->rx_payload);
 	e->pid = pid;
+	e->cgroup_id = owner ? owner->cgroup_id : bpf_get_current_cgroup_id();
 	e->lport = lport;
 	e->rport = rport;
 	e->family = family;

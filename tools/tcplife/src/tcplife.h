@@ -45,6 +45,7 @@ struct event {
 	__u64 tx_b;		/* tcp_sock->bytes_acked (BCC's TX_KB; counts an acked SYN and FIN) */
 	__u64 rx_payload;	/* payload bytes received: rx_b less the peer's FIN */
 	__u64 tx_payload;	/* payload bytes acked by the peer: tx_b less this end's SYN and FIN */
+	__u64 cgroup_id;	/* the owner's cgroup v2 ID (its container, if any) */
 	__u32 pid;
 	__u16 lport;
 	__u16 rport;

@@ -4,9 +4,11 @@
 //! On every `sched_switch` the BPF program stamps the thread that blocks with the time; on `sched_waking` (else
 //! `sched_wakeup`), in the waker's context, it adds the time the woken thread was blocked to the total of (waker
 //! kernel stack, waker name, target name), in microseconds. At the end the stacks are named through the shared
-//! stack module and printed in BCC's layout (`report`), as folded lines, as JSON, and/or as a flame graph.
+//! stack module and printed in BCC's layout (`report`), as folded lines, as JSON, and/or as a flame graph; or, with
+//! `--prometheus`, the totals are served as a counter of seconds per target, waker and waker stack ([`metrics`]).
 
 mod bpf;
+mod metrics;
 mod report;
 
 use std::ffi::OsString;
@@ -54,8 +56,10 @@ struct Args {
     #[arg(short = 'j', long, conflicts_with = "folded")]
     json: bool,
     /// Also draw an SVG flame graph of the wakeups in FILE (waker at the bottom, the woken thread above)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "prometheus")]
     flamegraph: Option<PathBuf>,
+    #[command(flatten)]
+    export: common::cli::MetricsArgs,
     /// Stop after this many seconds
     #[arg(value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
@@ -77,13 +81,28 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn wakeuptime(args: Args, filters: BlockFilters) -> Result<()> {
     filters.require_processes()?;
+    let endpoint = args.export.endpoint("wakeuptime", args.duration.is_some())?;
     let form = Form::from_flags(args.folded, args.json);
     let flamegraph = offcpu::flamegraph_file(args.flamegraph.as_deref())?;
     let btf = KernelBtf::load()?;
     let wakeup = sched::wakeup_tracepoint(&btf)?;
     let signals = Signals::install()?;
-    let ((skel, links), _) =
+    let ((skel, links), mech) =
         load_first_working(TOOL.attach, args.verbose > 0, |mech| load_and_attach(&args, &filters, &btf, wakeup, mech))?;
+    if let Some(mut endpoint) = endpoint {
+        endpoint.attached(mech, skel.object());
+        let collected = common::stacks::Collected { user: false, kernel: true };
+        let mut names =
+            common::output::stackseries::StackNames::new(collected, true).dropping(&[report::WAKEUP_FUNCTION]);
+        let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+        endpoint.serve(&signals, |s| {
+            s.map_full("totals", &bss.lost_blocks);
+            s.map_full("starts", &bss.lost_starts);
+            metrics::write(s, &mut names, &skel.maps.totals, &skel.maps.stackmap)
+        })?;
+        drop(links);
+        return Ok(());
+    }
 
     let report = report::report_of(form, args.duration, args.verbose > 0, flamegraph);
     let mut out = Output::new();

@@ -24,7 +24,7 @@ use crate::bpf::types::wake_key;
 unsafe impl plain::Plain for wake_key {}
 
 /// The kernel frame the wakeup tracepoint fires in, below the waker's code (BCC's kprobe stacks leave it out).
-const WAKEUP_FUNCTION: &str = "try_to_wake_up";
+pub const WAKEUP_FUNCTION: &str = "try_to_wake_up";
 
 /// Every total, with the waker's raw stack addresses.
 pub fn read_samples(totals: &impl MapCore, stackmap: &impl MapCore) -> Result<Vec<Sample<u64>>> {

@@ -166,3 +166,45 @@ fn bad_input_and_closed_pipe() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{BANNER} for 1 secs.\n"));
     assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `--prometheus -p PID`: the helper's reader blocks 10 times until the writer's pipe write, and the writer sleeps
+/// 10 times 20 ms until its timer; the seconds under target "reader", waker "writer" and a waker stack through
+/// pipe_write, and under target "writer" and a stack ending in hrtimer_wakeup, are at least those of the folded
+/// test and at most the helper's whole run; promtool accepts the exposition. A duration too is a usage error.
+#[test]
+fn prometheus_blocked_seconds_per_waker_stack() {
+    use corebpf_tests::prom::{promtool_accepts, samples_of, scrape, serving};
+    const FAMILY: &str = "corebpf_wakeuptime_blocked_seconds_total";
+    let mut helper = Helper::start(10, 20);
+    let (tool, addr) = serving("wakeuptime", &["-p", &helper.pid()]);
+    let started = std::time::Instant::now();
+    helper.run();
+    let wall_us = started.elapsed().as_micros() as f64;
+    let text = scrape(&addr);
+    promtool_accepts(&text);
+    let series = samples_of(&text, FAMILY);
+    let us = |keep: &dyn Fn(&str, &str, &[&str]) -> bool| -> f64 {
+        series
+            .iter()
+            .filter(|(l, _)| {
+                let frames: Vec<&str> = l["waker_stack"].split(';').collect();
+                keep(&l["target"], &l["waker"], &frames)
+            })
+            .map(|s| s.1 * 1e6)
+            .sum()
+    };
+    let reader = us(&|target, waker, frames| {
+        target == "reader" && waker == "writer" && frames.iter().any(|f| f.contains("pipe_write"))
+    });
+    // The waker's stack ends where its code woke the thread, as in the other forms (try_to_wake_up left out).
+    let writer = us(&|target, _, frames| target == "writer" && frames.last() == Some(&"hrtimer_wakeup"));
+    assert!(reader >= 10.0 * 20_000.0 / 2.0 && reader <= wall_us, "{reader} us of {wall_us}:\n{text}");
+    assert!(writer >= 10.0 * 20_000.0 * 0.99 && writer <= wall_us, "{writer} us of {wall_us}:\n{text}");
+    tool.signal(libc::SIGTERM);
+    let done = tool.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let refused = run_tool("wakeuptime", &["--prometheus", "127.0.0.1:0", "5"]);
+    assert_eq!(refused.status.code(), Some(2), "a duration too: {}", refused.stderr);
+    assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.stderr);
+}
