@@ -41,6 +41,15 @@ pub struct Entry<V> {
     pub value: V,
 }
 
+impl<V> Entry<V> {
+    /// The entry of one task's stacks labelled by its command alone (`comm`, then `stack`): the keys of profile,
+    /// stackcount and offcputime (stacks.bpf.h's `stack_key` layout, typed anew by each tool's skeleton).
+    pub fn of_task(pid: u32, tid: u32, comm: String, user_stack_id: i32, kern_stack_id: i32, value: V) -> Self {
+        let side = Side { pid, tid, comm: comm.clone(), user_stack_id, kern_stack_id };
+        Entry { labels: vec![comm], sides: vec![side], value }
+    }
+}
+
 /// The names given to the stacks of the tasks seen so far.
 pub struct StackNames {
     collected: Collected,

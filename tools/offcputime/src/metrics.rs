@@ -8,7 +8,7 @@
 use anyhow::Result;
 use common::attach::maps::c_string;
 use common::output::metrics::Snapshot;
-use common::output::stackseries::{write_counters, Counter, Entry, Side, StackNames, Unit};
+use common::output::stackseries::{write_counters, Counter, Entry, StackNames, Unit};
 use libbpf_rs::MapCore;
 
 use crate::bpf::types::stack_key;
@@ -25,14 +25,6 @@ const OFFCPU: Counter = Counter {
 /// name and stack, in seconds.
 pub fn write(s: &mut Snapshot, names: &mut StackNames, totals: &impl MapCore, stackmap: &impl MapCore) -> Result<()> {
     write_counters(s, names, totals, stackmap, &OFFCPU, |k: &stack_key, value| {
-        let comm = c_string(&k.comm);
-        let side = Side {
-            pid: k.tgid,
-            tid: k.pid,
-            comm: comm.clone(),
-            user_stack_id: k.user_stack_id,
-            kern_stack_id: k.kern_stack_id,
-        };
-        Entry { labels: vec![comm], sides: vec![side], value }
+        Entry::of_task(k.tgid, k.pid, c_string(&k.comm), k.user_stack_id, k.kern_stack_id, value)
     })
 }

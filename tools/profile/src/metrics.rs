@@ -8,7 +8,7 @@
 use anyhow::Result;
 use common::attach::maps::c_string;
 use common::output::metrics::Snapshot;
-use common::output::stackseries::{write_counters, Counter, Entry, Side, StackNames, Unit};
+use common::output::stackseries::{write_counters, Counter, Entry, StackNames, Unit};
 use libbpf_rs::MapCore;
 
 use crate::bpf::types::stack_key;
@@ -23,14 +23,6 @@ const SAMPLES: Counter = Counter {
 /// One scrape: every entry of `counts`, its stacks named through `stackmap`, added up by process name and stack.
 pub fn write(s: &mut Snapshot, names: &mut StackNames, counts: &impl MapCore, stackmap: &impl MapCore) -> Result<()> {
     write_counters(s, names, counts, stackmap, &SAMPLES, |k: &stack_key, value| {
-        let comm = c_string(&k.comm);
-        let side = Side {
-            pid: k.pid,
-            tid: k.pid,
-            comm: comm.clone(),
-            user_stack_id: k.user_stack_id,
-            kern_stack_id: k.kern_stack_id,
-        };
-        Entry { labels: vec![comm], sides: vec![side], value }
+        Entry::of_task(k.pid, k.pid, c_string(&k.comm), k.user_stack_id, k.kern_stack_id, value)
     })
 }
