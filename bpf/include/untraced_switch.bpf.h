@@ -9,7 +9,8 @@
  * class, se.prev_sum_exec_runtime is set to se.sum_exec_runtime when the task is picked, so their difference at
  * switch-out is the task's run time since it came on (rq_clock_task time: interrupt time, where accounted, is left
  * out, so a time derived from it is off by that much). ran_since_picked() reads it; 0 for the other classes, which
- * do not keep it. */
+ * do not keep it. runs_so_far() reads the kernel's count of a task's switch-ins, which tells whether one went unreported
+ * between two events. */
 #ifndef __COREBPF_UNTRACED_SWITCH_BPF_H
 #define __COREBPF_UNTRACED_SWITCH_BPF_H
 
@@ -29,6 +30,18 @@ static __always_inline __u64 ran_since_picked(struct task_struct *t)
 	if (!UNTRACED_FAIR_POLICY(policy) || sum <= since)
 		return 0;
 	return sum - since;
+}
+
+/* runs_so_far()'s value on a kernel without CONFIG_SCHED_INFO (no sched_info in task_struct). */
+#define UNTRACED_NO_RUNS ((__u64)-1)
+
+/* How many times the scheduler has switched `t` in (sched_info.pcount, counted at every context switch whether
+ * sched_switch reports it or not; not yet for a switch whose sched_switch is running now), or UNTRACED_NO_RUNS. */
+static __always_inline __u64 runs_so_far(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->sched_info))
+		return UNTRACED_NO_RUNS;
+	return BPF_CORE_READ(t, sched_info.pcount);
 }
 
 #endif

@@ -109,10 +109,15 @@ fn runqlat(args: Args) -> Result<()> {
     }
     let mut start_full = DropCounter::new("waits from the histograms", "too many runnable tasks for the start map");
     let mut hists_full = DropCounter::new("waits from the histograms", "too many histograms");
+    let mut untimed = DropCounter::new(
+        "waits from the histograms",
+        "sched_switch did not report their end, and a task outside the fair class keeps no run time to time it",
+    );
     let report = report.heatmap(args.export.heatmap.as_deref(), "Run queue latency")?;
     taskhist::run(&signals, &args.every, "run queue latency", report, args.json, args.timestamp, || {
         start_full.check(&bss.start_map_full);
         hists_full.check(&bss.hists_full);
+        untimed.check(&bss.untimed_waits);
         entries()
     })
 }

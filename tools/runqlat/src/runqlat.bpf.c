@@ -25,6 +25,13 @@ const volatile __u32 per = 0;
 const volatile bool millis = false;
 const volatile bool switch_has_state = false;
 
+/* A runnable task's wait: since when, and how many times the scheduler had switched it in by then
+ * (runs_so_far(), untraced_switch.bpf.h). */
+struct wait_start {
+	__u64 ts;
+	__u64 runs;
+};
+
 /* Waits not timed because the start map was full; waits not counted because the hists map was full. */
 __u64 start_map_full = 0;
 __u64 hists_full = 0;
@@ -33,7 +40,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_WAITING);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct wait_start);
 } start SEC(".maps");
 
 /* One entry without -P/-L/--pidnss; user space sizes it otherwise. */
@@ -53,18 +60,21 @@ struct hist _hist_type = {};
 /* Waits whose end (the task's switch-in) sched_switch did not report (untraced_switch.bpf.h), timed at the task's
  * next switch-out from the scheduler's accounting. */
 __u64 recovered_waits = 0;
+/* Such waits of tasks outside the fair class, which cannot be timed. */
+__u64 untimed_waits = 0;
 
 static __always_inline void trace_enqueue(struct task_struct *p)
 {
+	struct wait_start w;
 	__u32 pid = BPF_CORE_READ(p, pid);
-	__u64 ts;
 
 	if (!pid)
 		return;
 	if (!tgid_wanted(BPF_CORE_READ(p, tgid)))
 		return;
-	ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&start, &pid, &ts, BPF_ANY))
+	w.ts = bpf_ktime_get_ns();
+	w.runs = runs_so_far(p);
+	if (bpf_map_update_elem(&start, &pid, &w, BPF_ANY))
 		__sync_fetch_and_add(&start_map_full, 1);
 }
 
@@ -100,29 +110,38 @@ static __always_inline void add_wait(struct task_struct *task, __u32 pid, __u64 
 	timehist_add(hist, delta, millis ? 1000000 : 1000);
 }
 
-/* `prev` goes off CPU at `now` with a wait stamped at `queued` still there. If the task came on after that (its run
- * time since it was picked ago: untraced_switch.bpf.h), sched_switch did not report the switch-in that ended the
- * wait. Otherwise it was woken while still on the CPU (a wakeup racing its way to sleep): no wait at all. A task
- * outside the fair class cannot be told either way, and its stamp is dropped as before. */
-static __always_inline void end_untraced_wait(struct task_struct *prev, __u32 pid, __u64 now, __u64 queued)
+/* `prev` goes off CPU at `now` with a wait `w` still stamped. If the scheduler has switched it in since the stamp,
+ * sched_switch did not report that switch-in, which ended the wait: it came on its run time since it was picked
+ * ago (untraced_switch.bpf.h). If not, the wakeup landed while the task was still on its CPU, on its way to sleep:
+ * no wait at all. A kernel without the count of switch-ins decides by the times alone. A task outside the fair
+ * class keeps no run time: its wait cannot be timed, and is counted in untimed_waits. */
+static __always_inline void end_untraced_wait(struct task_struct *prev, __u32 pid, __u64 now, struct wait_start *w)
 {
-	__u64 ran = ran_since_picked(prev);
+	__u64 runs = runs_so_far(prev), ran = ran_since_picked(prev), came_on;
 
-	if (!ran || now < queued + ran)
+	if (runs == UNTRACED_NO_RUNS ? !ran || now < w->ts + ran : runs == w->runs)
 		return;
+	if (!ran) {
+		__sync_fetch_and_add(&untimed_waits, 1);
+		return;
+	}
 	__sync_fetch_and_add(&recovered_waits, 1);
-	add_wait(prev, pid, now - ran - queued);
+	/* The two clocks (bpf_ktime_get_ns() and the scheduler's) may disagree by a little: a switch-in that
+	 * seems to come before the wakeup ends a wait shorter than that. */
+	came_on = now - ran;
+	add_wait(prev, pid, came_on > w->ts ? came_on - w->ts : 0);
 }
 
 static __always_inline int handle_switch(struct task_struct *prev, struct task_struct *next, long prev_state)
 {
 	__u32 pid = BPF_CORE_READ(prev, pid);
-	__u64 *tsp, now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns();
+	struct wait_start *w;
 
-	/* A wait of prev's still stamped: its switch-in was not reported. */
-	tsp = pid ? bpf_map_lookup_elem(&start, &pid) : NULL;
-	if (tsp) {
-		end_untraced_wait(prev, pid, now, *tsp);
+	/* A wait of prev's still stamped: its switch-in was not reported, or there was no wait. */
+	w = pid && tgid_wanted(BPF_CORE_READ(prev, tgid)) ? bpf_map_lookup_elem(&start, &pid) : NULL;
+	if (w) {
+		end_untraced_wait(prev, pid, now, w);
 		bpf_map_delete_elem(&start, &pid);
 	}
 	/* Preempted while runnable: waiting again from now. */
@@ -130,11 +149,11 @@ static __always_inline int handle_switch(struct task_struct *prev, struct task_s
 		trace_enqueue(prev);
 
 	pid = BPF_CORE_READ(next, pid);
-	tsp = bpf_map_lookup_elem(&start, &pid);
-	if (!tsp)
+	w = bpf_map_lookup_elem(&start, &pid);
+	if (!w)
 		return 0;
-	if (now >= *tsp)
-		add_wait(next, pid, now - *tsp);
+	if (now >= w->ts)
+		add_wait(next, pid, now - w->ts);
 	bpf_map_delete_elem(&start, &pid);
 	return 0;
 }

@@ -204,9 +204,9 @@ fn bad_subnets_and_flags_are_refused() {
 #[test]
 fn prometheus_counters_hold_the_bytes_sent() {
     use corebpf_tests::prom::{promtool_accepts, sample, scrape, serving};
-    let sends = [("127.39.4.1", 70_000), ("127.39.4.130", 555)];
+    let sends = [("127.39.6.1", 70_000), ("127.39.6.130", 555)];
     let sender = Sender::new(false, &sends);
-    let (run, addr) = serving(TOOL, &["127.39.4.0/25,127.39.4.128/25,127.39.5.0/24"]);
+    let (run, addr) = serving(TOOL, &["127.39.6.0/25,127.39.6.128/25,127.39.7.0/24"]);
     sender.send();
     let text = scrape(&addr);
     run.signal(libc::SIGTERM);
@@ -215,9 +215,9 @@ fn prometheus_counters_hold_the_bytes_sent() {
     done.assert_no_programs_left();
     promtool_accepts(&text);
     let bytes = |subnet: &str| sample(&text, &format!("corebpf_tcpsubnet_sent_bytes_total{{subnet=\"{subnet}\"}}"));
-    assert_eq!(bytes("127.39.4.0/25"), Some(70_000.0), "{text}");
-    assert_eq!(bytes("127.39.4.128/25"), Some(555.0), "{text}");
-    assert_eq!(bytes("127.39.5.0/24"), Some(0.0), "{text}");
+    assert_eq!(bytes("127.39.6.0/25"), Some(70_000.0), "{text}");
+    assert_eq!(bytes("127.39.6.128/25"), Some(555.0), "{text}");
+    assert_eq!(bytes("127.39.7.0/24"), Some(0.0), "{text}");
 
     let both = run_tool(TOOL, &["--prometheus", "127.0.0.1:1", "-i", "5"]);
     assert_eq!(both.status.code(), Some(2), "{}", both.stderr);
