@@ -231,8 +231,8 @@ fn check(case: &Case) -> Option<String> {
             seen_progs = progs.len();
             last_new_prog = waited;
         }
-        // Accepted and tracing (its programs loaded, none added for 300 ms, or 2.5 s gone): it must stop cleanly.
-        let settled = seen_progs > 0 && waited > last_new_prog + Duration::from_millis(300);
+        // Accepted and tracing (its programs loaded, none added for 150 ms, or 2.5 s gone): it must stop cleanly.
+        let settled = seen_progs > 0 && waited > last_new_prog + Duration::from_millis(150);
         if !interrupted && (settled || waited > Duration::from_millis(2500)) {
             unsafe { libc::kill(pid as i32, libc::SIGINT) };
             interrupted = true;
@@ -242,7 +242,8 @@ fn check(case: &Case) -> Option<String> {
             let _ = child.wait();
             return Some(format!("{what}: still running 27 s after SIGINT"));
         }
-        thread::sleep(Duration::from_millis(20));
+        // Most cases are refused within a few milliseconds: look often at first.
+        thread::sleep(Duration::from_millis(if waited < Duration::from_millis(100) { 2 } else { 20 }));
     };
     let stderr = reader.join().unwrap_or_default();
     if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {

@@ -17,7 +17,7 @@
 //! What a tool is given on its command line comes from its `--help` and from [`PATTERNS`]: a tool that requires
 //! a pattern (funccount, stackcount, trace, ...) gets a harmless one of the family being tested; [`OVERRIDES`]
 //! holds the few tools whose syntax differs, and [`PIPE_ARGS`] those that print nothing until an interval ends.
-//! Tools run side by side, four at a time.
+//! Tools run side by side, six at a time.
 
 use std::process::{Command, Stdio};
 use std::thread;
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use corebpf_tests::{bin, check_all, tool_names, wait_attached, Finished, KillOnDrop, Running};
 
 /// Tools run at once.
-const WORKERS: usize = 4;
+const WORKERS: usize = 6;
 /// How long a tool gets to attach (under load, beside other test binaries).
 const ATTACH: Duration = Duration::from_secs(20);
 /// How long a tool gets to end after a signal or its pipe's reader going away.
