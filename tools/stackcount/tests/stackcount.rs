@@ -169,7 +169,7 @@ fn json_and_per_process_lines() {
 /// Multi-line output prints `    --` between them likewise.
 #[test]
 fn delimiter_stays_when_the_kernel_stack_is_empty() {
-    let done = count(&["-P", "-d", "-f", "{exe}:target"], &[]);
+    let done = count(&["-P", "-d", "-f", "-p", "{pid}", "{exe}:target"], &[]);
     let mut ends = (0, 0);
     for line in done.stdout.lines() {
         let (stack, n) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a folded line: {line}"));
@@ -182,7 +182,7 @@ fn delimiter_stays_when_the_kernel_stack_is_empty() {
         assert!(stack.starts_with("stackcount-help;") && stack.ends_with(";-"), "{line}");
     }
     assert_eq!(ends, (CALLS_A, CALLS_B), "{}", done.stdout);
-    let done = count(&["-P", "-d", "{exe}:target"], &[]);
+    let done = count(&["-P", "-d", "-p", "{pid}", "{exe}:target"], &[]);
     let blocks: Vec<&str> = done.stdout.split("\n\n").filter(|b| b.contains("caller_")).collect();
     assert!(!blocks.is_empty(), "{}", done.stdout);
     for block in blocks {

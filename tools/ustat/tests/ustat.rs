@@ -46,13 +46,18 @@ fn native(language: &str) -> KillOnDrop {
 
 /// [`native`] with its file name (and so its process name) `<language>-<suffix>`.
 fn native_named(language: &str, suffix: &str) -> KillOnDrop {
-    let flags: &[&str] = if language == "java" { &["-O1", "-DJAVA"] } else { &["-O1"] };
-    // The file name tells ustat the language, as a runtime's executable does.
-    let exe = build_c_helper(&format!("{language}-{suffix}"), include_str!("sdt_runtime.c"), flags);
+    let exe = native_exe(language, suffix);
     let child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start helper");
     let helper = KillOnDrop(child);
     wait_sleeping(helper.0.id(), Duration::from_secs(10));
     helper
+}
+
+/// The executable of a native stand-in, built if need be. The file name tells ustat the language, as a runtime's
+/// executable does.
+fn native_exe(language: &str, suffix: &str) -> std::path::PathBuf {
+    let flags: &[&str] = if language == "java" { &["-O1", "-DJAVA"] } else { &["-O1"] };
+    build_c_helper(&format!("{language}-{suffix}"), include_str!("sdt_runtime.c"), flags)
 }
 
 /// Lets a native stand-in fire its probes and waits for it to end.
@@ -71,6 +76,9 @@ fn run_native(helper: &mut Child) {
 fn native_runtimes_counted_exactly() {
     let mut java = native("java");
     let java_pid = java.0.id();
+    // The Python stand-in starts later, but is built now: the kernel matrix prebuilds a test's helpers by running
+    // it up to its first tool start.
+    native_exe("python", "ustat-sdt");
     let mut run = Running::start(TOOL, &["-j", "1"]);
     run.wait_for_line(&row_of(java_pid, false), Duration::from_secs(60));
     let mut python = native("python");
