@@ -58,13 +58,20 @@ fn record_commit(manifest: &Path) {
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=COREBPF_COMMIT={commit}");
     println!("cargo:rerun-if-env-changed=COREBPF_COMMIT");
+    // A commit moves the branch's loose ref, which may be new (the branch was only in packed-refs): its folder is
+    // watched, not the file. Only paths that exist: cargo reruns the script every time for one that does not (a
+    // checkout without packed-refs relinked the shipped binary, a minute of LTO, on every `make static`).
     let mut watched = vec![git(&["rev-parse", "--git-path", "HEAD"])];
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        watched.push(git(&["rev-parse", "--git-path", &branch]));
+        let loose = git(&["rev-parse", "--git-path", &branch]);
+        watched.push(loose.and_then(|f| Some(Path::new(&f).parent()?.to_string_lossy().into_owned())));
         watched.push(git(&["rev-parse", "--git-path", "packed-refs"]));
     }
     for path in watched.into_iter().flatten() {
-        println!("cargo:rerun-if-changed={}", manifest.join(path).display());
+        let path = manifest.join(path);
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
     }
 }
 
