@@ -140,7 +140,7 @@ deb-package:
 		SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' ./packaging/build-deb.sh $(DEB_DIR) $(PKG_TOOLS)
 
 # What `make static deb ARCH=...` built is for ARCH: a static ELF file (no program interpreter) of ARCH's machine, and
-# a .deb whose Architecture field is ARCH's Debian name (CI's arm64-build phase runs it after `make deb ARCH=arm64`).
+# a .deb whose Architecture field is ARCH's Debian name (CI's arm64-package phase runs it after `make deb ARCH=arm64`).
 ELF_MACHINE := $(if $(filter aarch64,$(ARCH)),AArch64,Advanced Micro Devices X86-64)
 .PHONY: arch-check
 arch-check:

@@ -50,7 +50,9 @@ report)
     cache=${VM_CACHE:-$HOME/.cache/corebpf-vm}
     echo
     echo "CI phases ($tools tools):"
-    awk '{ printf "  %-18s %6.1f min%s\n", $1, $2 / 60, ($3 == 0 ? "" : "   FAILED (exit " $3 ")"); t += $2 }
+    # Each phase's minutes and the share of the machine's CPU its own processes used (idle capacity is what a phase
+    # could still overlap with another).
+    awk '{ printf "  %-18s %6.1f min %4.0f%% CPU%s\n", $1, $2 / 60, ($6 > 0 ? 100 * $4 / $6 : 0), ($3 == 0 ? "" : "   FAILED (exit " $3 ")"); t += $2 }
          END { printf "  %-18s %6.1f min\n", "total", t / 60 }' "$file"
     total=$(awk '{ t += $2 } END { print t }' "$file")
     host=$(awk '$1 == "host-tests" { print $2 }' "$file")

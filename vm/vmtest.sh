@@ -8,7 +8,7 @@
 #
 # 1. Builds the shipped static multicall binary (`make static`: corebpf-tools, a link per tool in the guest, as
 #    `make install` lays them out) and the integration tests (`make test-build`: the host's test binaries, built
-#    with the `vm` feature, dynamically linked: the C library goes into the guest with them).
+#    with the `vm` feature, dynamically linked: the C library goes into the guest with them), side by side.
 # 2. Prebuilds the C test helpers the tests compile at run time (the guest has no compiler): the test binaries
 #    run on the host with COREBPF_PREBUILD_HELPERS=1, which builds each test's helpers and stops the test before
 #    it starts a tool; the guest finds them through COREBPF_HELPER_DIR.
@@ -163,20 +163,11 @@ say "tier: $tier; tools: $tools; test binaries: $(echo $testbins); kernels: $ker
 [ "$vm_arch" != x86_64 ] || export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
 say "building the static corebpf-tools: make static ARCH=$vm_arch (log: $logdir/build.log)"
 build_tools=(make --no-print-directory static ARCH="$vm_arch")
-"${build_tools[@]}" > "$logdir/build.log" 2>&1 ||
-    {
-        tail -30 "$logdir/build.log" >&2
-        die "building the static tools failed"
-    }
-staticdir=${CARGO_TARGET_DIR:-$repo/target}/$target/dist
-if readelf -l "$staticdir/corebpf-tools" | grep -q 'program interpreter'; then
-    die "$staticdir/corebpf-tools is dynamically linked; the matrix tests the static build"
-fi
-# The tools as installed: corebpf-tools and a link per tool (the test helpers are prebuilt with these names too).
-bindir=$logdir/bin
-mkdir -p "$bindir"
-cp "$staticdir/corebpf-tools" "$bindir/"
-for t in $tools; do ln -sfn corebpf-tools "$bindir/$t"; done
+# The static binary and the test binaries are built side by side: the shipped binary's last step (whole-program LTO
+# into one codegen unit) keeps one core busy for minutes while the test crates can use the other.
+"${build_tools[@]}" > "$logdir/build.log" 2>&1 &
+static_build=$!
+trap 'kill $static_build 2> /dev/null || true' EXIT
 declare -A testexe=()
 if [ -n "$testbins" ]; then
     # The tests are built as usual (linked to the C library, which goes into the initramfs with them), so that
@@ -192,21 +183,36 @@ if [ -n "$testbins" ]; then
         done
         build_tests=(make --no-print-directory test-build ARCH="$vm_arch" TEST_SELECT="$select")
     fi
-    say "building the test binaries: ${build_tests[*]}"
+    say "building the test binaries: ${build_tests[*]} (log: $logdir/build-tests.log)"
     tests_start=$(date +%s)
-    "${build_tests[@]}" >> "$logdir/build.log" 2>&1 || {
-        tail -30 "$logdir/build.log" >&2
-        die "building the static test binaries failed"
+    "${build_tests[@]}" > "$logdir/build-tests.log" 2>&1 || {
+        tail -30 "$logdir/build-tests.log" >&2
+        wait $static_build || true
+        die "building the test binaries failed"
     }
     # "Executable tests/NAME.rs (PATH)"
     while read -r name path; do
         testexe[$name]=$path
-    done < <(sed -n 's/^ *Executable tests\/\([a-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$logdir/build.log")
+    done < <(sed -n 's/^ *Executable tests\/\([a-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$logdir/build-tests.log")
     for b in $testbins; do
-        [ -n "${testexe[$b]:-}" ] || die "no test binary $b (see $logdir/build.log)"
+        [ -n "${testexe[$b]:-}" ] || die "no test binary $b (see $logdir/build-tests.log)"
     done
     say "test binaries built in $(($(date +%s) - tests_start)) s"
 fi
+wait $static_build ||
+    {
+        tail -30 "$logdir/build.log" >&2
+        die "building the static tools failed"
+    }
+staticdir=${CARGO_TARGET_DIR:-$repo/target}/$target/dist
+if readelf -l "$staticdir/corebpf-tools" | grep -q 'program interpreter'; then
+    die "$staticdir/corebpf-tools is dynamically linked; the matrix tests the static build"
+fi
+# The tools as installed: corebpf-tools and a link per tool (the test helpers are prebuilt with these names too).
+bindir=$logdir/bin
+mkdir -p "$bindir"
+cp "$staticdir/corebpf-tools" "$bindir/"
+for t in $tools; do ln -sfn corebpf-tools "$bindir/$t"; done
 
 # --- 2. test helpers ---
 # Each test binary runs in a session of its own, killed whole afterwards: a test stopped at its first tool run
