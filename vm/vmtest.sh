@@ -159,8 +159,9 @@ done
 say "tier: $tier; tools: $tools; test binaries: $(echo $testbins); kernels: $kernels; logs: $logdir"
 
 # --- 1. static binaries ---
-# (x86 only: the arm64 build links libbpf-sys's vendored libelf and zlib, and a changed value rebuilds libbpf-sys)
-[ "$vm_arch" != x86_64 ] || export LIBBPF_SYS_LIBRARY_PATH=${LIBBPF_SYS_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
+# (The Makefile gives the static build its LIBBPF_SYS_LIBRARY_PATH. Nothing here exports it: libbpf-sys's build
+# script reruns when its value changes, and the test build, which CI's build phase ran without it, then rebuilt
+# everything from libbpf-sys up, four minutes of CI's matrix phase.)
 say "building the static corebpf-tools: make static ARCH=$vm_arch (log: $logdir/build.log)"
 build_tools=(make --no-print-directory static ARCH="$vm_arch")
 # The static binary and the test binaries are built side by side: the shipped binary's last step (whole-program LTO
@@ -453,8 +454,11 @@ cell() {
         fi
         local hung=""
         grep -q "^VMTEST-HUNG $tool $attach\$" "$console" && hung="(the guest hung or crashed once here; run again on a new boot)"
+        local flaky=""
+        grep -q "^VMTEST-FLAKY $tool $attach\$" "$console" && flaky="(flaky)"
         [ "$attach" = "$def" ] && attach="$attach*"
         [ "$result" = pass ] || attach="$attach(${result:-no result})"
+        attach="$attach$flaky"
         attach="$attach$hung"
         out="$out $attach"
     done < <(awk -v t="$tool" -v k="${k%-arm64}" '$2 == t {
@@ -522,6 +526,20 @@ for k in $(echo "$kernels" | tr ',' ' '); do
         awk -v t="$tool" -v a="$attach" '
             $1 == "VMTEST-BEGIN" && $2 == t && $3 == a {on = 1; n = 0; next}
             on && $1 == "VMTEST-RESULT" {exit}
+            on {buf[n++ % 40] = $0}
+            END {s = n > 40 ? n - 40 : 0; for (i = s; i < n; i++) print "    " buf[i % 40]}' "$console"
+    done
+done
+# --- flakes: a scenario that passed on its second try, with its first try's output ---
+for k in $(echo "$kernels" | tr ',' ' '); do
+    console=$logdir/$k.console
+    [ "$k" != host ] && [ -f "$console" ] || continue
+    awk '$1 == "VMTEST-FLAKY" {print $2, $3}' "$console" | while read -r tool attach; do
+        echo
+        echo "=== FLAKY (passed on its second try): $tool with $attach on $k ==="
+        awk -v t="$tool" -v a="$attach" '
+            $1 == "VMTEST-BEGIN" && $2 == t && $3 == a {on = 1; n = 0; next}
+            on && $1 == "VMTEST-RETRY" {exit}
             on {buf[n++ % 40] = $0}
             END {s = n > 40 ? n - 40 : 0; for (i = s; i < n; i++) print "    " buf[i % 40]}' "$console"
     done
