@@ -515,7 +515,15 @@ for k in $klist; do
 done
 say "guests: $(cat "$logdir/guest-wall") s of wall time; scenario seconds per tool (all kernels): $(awk '{ n++; s += $2 } END { if (n) printf "%.1f", s / n }' "$logdir/tool-seconds") on average ($logdir/tool-seconds)"
 
-# --- failures: what each failing scenario printed ---
+# --- failures and flakes: what each failing scenario printed, and a flaky one's first try ---
+# block_tail CONSOLE TOOL ATTACH UNTIL: the last 40 lines of the scenario's block, up to the line starting with UNTIL.
+block_tail() {
+    awk -v t="$2" -v a="$3" -v until="$4" '
+        $1 == "VMTEST-BEGIN" && $2 == t && $3 == a {on = 1; n = 0; next}
+        on && $1 == until {exit}
+        on {buf[n++ % 40] = $0}
+        END {s = n > 40 ? n - 40 : 0; for (i = s; i < n; i++) print "    " buf[i % 40]}' "$1"
+}
 for k in $(echo "$kernels" | tr ',' ' '); do
     console=$logdir/$k.console
     [ "$k" != host ] && [ -f "$console" ] || continue
@@ -523,25 +531,12 @@ for k in $(echo "$kernels" | tr ',' ' '); do
         echo
         echo "=== FAIL: $tool with $attach on $k ==="
         awk -v t="$tool" -v a="$attach" '$1 == "VMTEST-ERROR" && $2 == t && $3 == a {$1 = $2 = $3 = ""; sub(/^ +/, ""); print "tool said: " $0}' "$console"
-        awk -v t="$tool" -v a="$attach" '
-            $1 == "VMTEST-BEGIN" && $2 == t && $3 == a {on = 1; n = 0; next}
-            on && $1 == "VMTEST-RESULT" {exit}
-            on {buf[n++ % 40] = $0}
-            END {s = n > 40 ? n - 40 : 0; for (i = s; i < n; i++) print "    " buf[i % 40]}' "$console"
+        block_tail "$console" "$tool" "$attach" VMTEST-RESULT
     done
-done
-# --- flakes: a scenario that passed on its second try, with its first try's output ---
-for k in $(echo "$kernels" | tr ',' ' '); do
-    console=$logdir/$k.console
-    [ "$k" != host ] && [ -f "$console" ] || continue
     awk '$1 == "VMTEST-FLAKY" {print $2, $3}' "$console" | while read -r tool attach; do
         echo
         echo "=== FLAKY (passed on its second try): $tool with $attach on $k ==="
-        awk -v t="$tool" -v a="$attach" '
-            $1 == "VMTEST-BEGIN" && $2 == t && $3 == a {on = 1; n = 0; next}
-            on && $1 == "VMTEST-RETRY" {exit}
-            on {buf[n++ % 40] = $0}
-            END {s = n > 40 ? n - 40 : 0; for (i = s; i < n; i++) print "    " buf[i % 40]}' "$console"
+        block_tail "$console" "$tool" "$attach" VMTEST-RETRY
     done
 done
 if [ $failed != 0 ]; then
