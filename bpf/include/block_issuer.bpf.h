@@ -4,7 +4,7 @@
  * the current task at block_rq_issue can be anyone. BCC's tools name that current task; attributing each request
  * to its submitter is what a per-process figure needs.
  *
- * block_issuer_note(rq, fresh) keeps the current task's PID and name by request pointer; call it where the
+ * block_issuer_note(rq, fresh) keeps the current task's PID, name and cgroup by request pointer; call it where the
  * submitter is current: block_io_start (6.5+, blk_account_io_start in the submitter; fresh: a reused pointer's
  * stale entry is replaced), else block_rq_insert (not fresh: a requeue inserts again from a worker, and the first
  * note stands). At block_rq_issue,
@@ -31,6 +31,7 @@ struct block_issuer {
 	__u32 pid;
 	__u32 issued;		/* set at the first issue */
 	char comm[16];
+	__u64 cgroup_id;	/* the submitter's cgroup v2 ID (its container, for --container-label) */
 };
 
 struct {
@@ -44,6 +45,7 @@ static __always_inline void block_issuer_current(struct block_issuer *issuer)
 {
 	issuer->pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(issuer->comm, sizeof(issuer->comm));
+	issuer->cgroup_id = bpf_get_current_cgroup_id();
 }
 
 static __always_inline void block_issuer_note(struct request *rq, bool fresh)

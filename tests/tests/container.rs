@@ -194,9 +194,16 @@ struct Started {
 
 impl Started {
     fn run(name: String, image: &str, args: &[&str]) -> Started {
+        Started::run_with(name, &[], image, args)
+    }
+
+    /// [`Started::run`] with more options for `docker run` (`docker_args`, such as a volume).
+    fn run_with(name: String, docker_args: &[&str], image: &str, args: &[&str]) -> Started {
         let container = Container(name);
         let child = Command::new("docker")
-            .args(["run", "-i", "--rm", "--name", &container.0, image])
+            .args(["run", "-i", "--rm", "--name", &container.0])
+            .args(docker_args)
+            .arg(image)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -397,18 +404,110 @@ fn events_and_metrics_name_the_container_of_a_process() {
     assert!(boxed_series.contains(&format!("container=\"{name}\"")), "{boxed_series}");
 }
 
-/// `--container-label` labels per-process series: without --prometheus, or without -P, it is a usage error.
+/// `--container-label` labels series of processes or process names: without --prometheus, or (syscount, cpudist)
+/// without -P, it is a usage error.
 #[test]
 fn container_label_needs_metrics_per_process() {
     for (tool, args) in [
         ("syscount", &["--container-label"][..]),
         ("syscount", &["--container-label", "--prometheus", "127.0.0.1:1"][..]),
         ("cpudist", &["-P", "--container-label"][..]),
+        ("bitesize", &["--container-label"][..]),
+        ("futexctn", &["--container-label"][..]),
     ] {
         let done = run_tool(tool, args);
         assert_eq!(done.status.code(), Some(2), "{tool} {args:?}: {}", done.stderr);
         assert_eq!(done.stderr.trim().lines().count(), 1, "{}", done.stderr);
         assert!(done.stderr.contains("--container-label"), "{}", done.stderr);
+    }
+}
+
+const IO: &str = include_str!("container_io.c");
+
+/// The 64 KiB O_DIRECT writes and the contended futex waits of the container_io workload, in its container and
+/// on the host (different, so that a swap shows).
+const IO_IN: (u32, u32) = (23, 19);
+const IO_HOST: (u32, u32) = (17, 11);
+
+/// A file of 2 MiB on the root file system, written and synced, so that the workload's writes are overwrites.
+fn synced_file(tag: &str) -> ScratchFile {
+    let file = ScratchFile::new(tag);
+    let mut f = std::fs::File::create(&file.0).unwrap();
+    f.write_all(&vec![b'a'; 2 << 20]).unwrap();
+    f.sync_all().unwrap();
+    file
+}
+
+/// The value of the sample of `family` whose labels are exactly `labels`.
+fn sample_labelled(text: &str, family: &str, labels: &[(&str, &str)]) -> f64 {
+    let want: std::collections::BTreeMap<String, String> =
+        labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let found: Vec<f64> =
+        corebpf_tests::prom::samples_of(text, family).into_iter().filter(|(l, _)| l == &want).map(|(_, v)| v).collect();
+    assert_eq!(found.len(), 1, "one {family}{labels:?}:\n{text}");
+    found[0]
+}
+
+/// bitesize and futexctn keep their series per process name, so with `--container-label` a name that runs in a
+/// container and on the host has a series in each. One workload (its own comm) runs in a named container, writing
+/// to a file of the host's root disk through a volume, and the same program with the same comm on the host; each
+/// makes known 64 KiB O_DIRECT writes and known contended futex waits (different numbers). Each tool's series for
+/// that name holds exactly the container's requests or waits under the container's name, and exactly the host's
+/// under an empty container.
+#[test]
+fn series_per_name_are_split_by_container() {
+    let me = std::process::id();
+    let comm = format!("cbio-{}", me % 10_000_000);
+    let exe = build_c_helper("container-io", IO, &["-static", "-O2", "-pthread"]);
+    let image = Image::build(
+        &format!("corebpf-test-io:{me}"),
+        &[(exe.clone(), "io")],
+        "FROM scratch\nCOPY io /io\nENTRYPOINT [\"/io\"]\n",
+    );
+    let (in_file, host_file) = (synced_file("container-io-in"), synced_file("container-io-host"));
+    let (bitesize, bitesize_addr) = corebpf_tests::prom::serving("bitesize", &["--container-label"]);
+    let (futexctn, futexctn_addr) = corebpf_tests::prom::serving("futexctn", &["--container-label"]);
+
+    let name = format!("corebpf-test-io-{me}");
+    let volume = format!("{}:/data", in_file.0.display());
+    let counts = |(writes, waits): (u32, u32)| [writes.to_string(), waits.to_string()];
+    let [in_writes, in_waits] = counts(IO_IN);
+    let mut boxed =
+        Started::run_with(name.clone(), &["-v", &volume], &image.0, &[&comm, "/data", &in_writes, &in_waits]);
+    let [host_writes, host_waits] = counts(IO_HOST);
+    let host_path = host_file.0.display().to_string();
+    let host = Command::new(&exe)
+        .args([comm.as_str(), &host_path, &host_writes, &host_waits])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut host = KillOnDrop(host);
+    boxed.go();
+    host.0.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+    assert_eq!(boxed.line(), "done\n");
+    assert_eq!(read_line(host.0.stdout.as_mut().unwrap()), "done\n");
+    let sizes = scrape(&bitesize_addr);
+    let waits = scrape(&futexctn_addr);
+    for run in [bitesize, futexctn] {
+        run.signal(libc::SIGTERM);
+        let done = run.finish(Duration::from_secs(20));
+        done.assert_success();
+        done.assert_no_programs_left();
+    }
+    boxed.end();
+    drop(host.0.stdin.take());
+    assert!(host.0.wait().unwrap().success(), "the host workload failed");
+    promtool_accepts(&sizes);
+    promtool_accepts(&waits);
+
+    for (container, (writes, waits_made)) in [(name.as_str(), IO_IN), ("", IO_HOST)] {
+        let labels = [("comm", comm.as_str()), ("container", container)];
+        let family = "corebpf_bitesize_io_size_bytes";
+        assert_eq!(sample_labelled(&sizes, &format!("{family}_count"), &labels), writes as f64, "{container:?}");
+        assert_eq!(sample_labelled(&sizes, &format!("{family}_sum"), &labels), (writes * 65536) as f64);
+        let family = "corebpf_futexctn_wait_seconds_count";
+        assert_eq!(sample_labelled(&waits, family, &labels), waits_made as f64, "{container:?}");
     }
 }
 

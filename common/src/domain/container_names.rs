@@ -108,6 +108,12 @@ impl ContainerNames {
         name
     }
 
+    /// The `container` label of a series counted for the tasks of cgroup `cgroup_id`: the container's name, or
+    /// empty for the host's tasks.
+    pub fn label(&mut self, cgroup_id: u64) -> String {
+        self.of_cgroup(cgroup_id).as_deref().unwrap_or_default().to_string()
+    }
+
     /// The container of process `pid`, from its cgroup v2 line in /proc/PID/cgroup (None for a host process or
     /// one that has gone).
     pub fn of_pid(&mut self, pid: u32) -> Option<Rc<str>> {
@@ -140,30 +146,44 @@ impl ContainerNames {
     }
 }
 
-/// `--container-label`, for tools whose metrics are labelled per process: off by default, so that turning it on
-/// is a choice (it adds a label, not series: a process is in one container).
+/// `--container-label`, for tools whose metrics are labelled per process or per process name: off by default, so
+/// that turning it on is a choice. On series per process it adds a label, not series (a process is in one
+/// container); on series per process name the BPF side keys them by cgroup too, so a name that runs in two
+/// containers has a series in each.
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct ContainerLabelArgs {
-    /// With --prometheus: label each process's series with its container (its name, else its short ID; empty for
-    /// the host's processes)
+    /// With --prometheus: label each series with the container its processes run in (its name, else its short
+    /// ID; empty for the host's)
     #[arg(long)]
     pub container_label: bool,
 }
 
 impl ContainerLabelArgs {
-    /// The lookups of the label if the flag is given. `per_process`: the tool's series are per process now (else
-    /// `needs`, the flag that makes them so, is named in the usage error); the flag also needs --prometheus.
+    /// The lookups of the label by PID if the flag is given. `per_process`: the tool's series are per process now
+    /// (else `needs`, the flag that makes them so, is named in the usage error); the flag also needs --prometheus.
     pub fn open(&self, serving: bool, per_process: bool, needs: &str) -> Option<PidContainers> {
-        if !self.container_label {
+        if !self.wanted(serving) {
             return None;
-        }
-        if !serving {
-            crate::cli::usage_error("--container-label labels metrics: it needs --prometheus");
         }
         if !per_process {
             crate::cli::usage_error(&format!("--container-label labels the series of processes: it needs {needs}"));
         }
         Some(PidContainers::default())
+    }
+
+    /// The lookups of the label by cgroup ID if the flag is given, for a tool whose BPF side then keys its series
+    /// by the cgroup of the tasks counted (series per process name, whose processes may have exited by the
+    /// scrape); the flag needs --prometheus.
+    pub fn open_by_cgroup(&self, serving: bool) -> Option<ContainerNames> {
+        self.wanted(serving).then(ContainerNames::new)
+    }
+
+    /// Whether the flag is given; a usage error without --prometheus.
+    fn wanted(&self, serving: bool) -> bool {
+        if self.container_label && !serving {
+            crate::cli::usage_error("--container-label labels metrics: it needs --prometheus");
+        }
+        self.container_label
     }
 }
 

@@ -141,6 +141,18 @@ impl Log2Hist {
         Log2Hist { slots, count: self.count.saturating_sub(earlier.count), sum: self.sum.saturating_sub(earlier.sum) }
     }
 
+    /// Adds `other`'s events to these (two series whose labels came out the same, say).
+    pub fn add(&mut self, other: &Log2Hist) {
+        if self.slots.len() < other.slots.len() {
+            self.slots.resize(other.slots.len(), 0);
+        }
+        for (mine, n) in self.slots.iter_mut().zip(&other.slots) {
+            *mine += n;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+
     /// No event: no slot counted, and no count or sum (tools that count without slots, e.g. hardirqs' totals,
     /// keep `slots` empty).
     pub fn is_empty(&self) -> bool {

@@ -8,12 +8,14 @@
 //! the previous read ([`IntervalDiff`]). With a heat map ([`run_with_mean`]'s `heat`), each interval is also a
 //! column of it, every name's histogram added up.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::IntervalCount;
+use crate::domain::container_names::{ContainerNames, PidContainers};
 use crate::output::heatmap::{sum_slots, HeatmapFile};
 use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
 use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
@@ -141,7 +143,11 @@ pub fn run_with_mean(
 
 /// `--prometheus`: serves the cumulative histograms `read` returns (slots of `bytes_per_unit` bytes, sums in
 /// bytes) as the histogram `corebpf_<tool>_<name>_bytes` labelled by the layout's field (`comm`), and `full` (the
-/// BPF side's count of events dropped for a full map) as `corebpf_map_full_total`, until a stop signal.
+/// BPF side's count of events dropped for a full map) as `corebpf_map_full_total`, until a stop signal. Each
+/// histogram comes with the cgroup ID of the tasks counted in it (0 unless the BPF side keys by cgroup); with
+/// `containers` (`--container-label`) the series also carry `container`, and histograms whose labels come out
+/// the same (two cgroups of the host, or of one container) are added up.
+#[allow(clippy::too_many_arguments)]
 pub fn serve(
     endpoint: crate::output::metrics::Endpoint,
     signals: &Signals,
@@ -149,18 +155,26 @@ pub fn serve(
     (name, help): (&str, &str),
     bytes_per_unit: u64,
     full: Option<&u64>,
-    mut read: impl FnMut() -> Result<Vec<(String, Log2Hist)>>,
+    mut containers: Option<ContainerNames>,
+    mut read: impl FnMut() -> Result<Vec<(String, u64, Log2Hist)>>,
 ) -> Result<()> {
     use crate::output::metrics::HistogramValue;
-    let labels = [layout.field];
+    let with_container = [layout.field, PidContainers::LABEL];
+    let labels = if containers.is_some() { &with_container[..] } else { &with_container[..1] };
     endpoint.serve(signals, |s| {
         if let Some(full) = full {
             s.map_full("hists", full);
         }
-        s.declare_histogram_bytes(name, help, &labels);
-        for (key, h) in read()? {
+        s.declare_histogram_bytes(name, help, labels);
+        let mut series: BTreeMap<Vec<String>, Log2Hist> = BTreeMap::new();
+        for (key, cgroup_id, h) in read()? {
+            let mut values = vec![key];
+            values.extend(containers.as_mut().map(|c| c.label(cgroup_id)));
+            series.entry(values).or_default().add(&h);
+        }
+        for (values, h) in series {
             let value = HistogramValue::from_log2_slots_bytes(&h.slots, h.sum, bytes_per_unit);
-            s.histogram_bytes(name, help, &labels, vec![key], value);
+            s.histogram_bytes(name, help, labels, values, value);
         }
         Ok(())
     })

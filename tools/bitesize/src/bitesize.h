@@ -9,8 +9,11 @@
 #define MAX_NAMES 1024
 #define NAME_LEN 16
 
+/* A histogram's key: the submitter's name, and with --container-label its cgroup v2 ID (else 0), so that one
+ * name in two containers is two series. */
 struct name_key {
 	char comm[NAME_LEN];
+	__u64 cgroup_id;
 };
 
 /* struct hist, the cumulative log2 histogram (bpf/include/hist.h); sum_ns is unused here (a size, not a time). */

@@ -22,6 +22,7 @@ use common::attach::loader::{
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
 use common::domain::blockdev::Disks;
+use common::domain::container_names::ContainerLabelArgs;
 use common::output::hist::Log2Hist;
 use common::output::namedhist::{self, Layout};
 use common::run::{self, Signals};
@@ -59,6 +60,8 @@ struct Args {
     #[command(flatten)]
     export: common::cli::MetricsArgs,
     #[command(flatten)]
+    containers: ContainerLabelArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -95,6 +98,7 @@ fn bitesize(args: Args) -> Result<()> {
     let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("bitesize", args.every.interval.is_some())?;
+    let containers = args.containers.open_by_cgroup(endpoint.is_some());
     let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let mut open = open_skeleton::<BpfSkelBuilder>()?;
         let rodata = rodata(&mut open.maps.rodata_data)?;
@@ -102,6 +106,7 @@ fn bitesize(args: Args) -> Result<()> {
         rodata.target_dev = target_dev.unwrap_or(0);
         rodata.filter_comm = target_comm.is_some();
         rodata.target_comm = target_comm.unwrap_or_default();
+        rodata.key_by_cgroup = containers.is_some();
         // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
         rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
         rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
@@ -118,25 +123,29 @@ fn bitesize(args: Args) -> Result<()> {
         Ok((skel, links))
     })?;
 
-    // Sums in bytes (the BPF side keeps them in the shared struct's sum_ns).
-    let read = || -> Result<Vec<(String, Log2Hist)>> {
+    // Each histogram with its name and cgroup (0 without --container-label); sums in bytes (the BPF side keeps
+    // them in the shared struct's sum_ns).
+    let read = || -> Result<Vec<(String, u64, Log2Hist)>> {
         let entries: Vec<(name_key, hist)> = hash_entries(&skel.maps.hists)?;
         Ok(entries
             .into_iter()
-            .map(|(k, h)| (c_string(&k.comm), Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns }))
+            .map(|(k, h)| {
+                let hist = Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns };
+                (c_string(&k.comm), k.cgroup_id, hist)
+            })
             .collect())
     };
     let full = skel.maps.bss_data.as_ref().map(|bss| &bss.hists_full);
     if let Some(mut endpoint) = endpoint {
         endpoint.attached(mech, skel.object());
         let name = ("io_size", "Block I/O request sizes, by the name of the process that submitted them");
-        return namedhist::serve(endpoint, &signals, &LAYOUT, name, 1024, full, read);
+        return namedhist::serve(endpoint, &signals, &LAYOUT, name, 1024, full, containers, read);
     }
     let mut hists_full = DropCounter::new("requests", "too many process names");
     namedhist::run(&signals, &args.every, &LAYOUT, args.json, args.timestamp, || {
         if let Some(full) = full {
             hists_full.check(full);
         }
-        read()
+        Ok(read()?.into_iter().map(|(name, _, hist)| (name, hist)).collect())
     })
 }

@@ -27,6 +27,8 @@ const volatile __u64 target_lock = 0;
 const volatile bool summary = false;
 /* -m: the histogram in milliseconds. */
 const volatile bool milliseconds = false;
+/* --container-label: each histogram notes its waiter's cgroup. */
+const volatile bool note_cgroup = false;
 
 /* The report interval waits are counted in (user space moves it on). */
 __u32 epoch = 0;
@@ -127,6 +129,8 @@ int futex_exit(struct syscall_exit_ctx *ctx)
 		h->max = delta;
 	__sync_fetch_and_add(&h->contended, 1);
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	if (note_cgroup)
+		h->cgroup_id = bpf_get_current_cgroup_id();
 done:
 	bpf_map_delete_elem(&start, &pid_tgid);
 	return 0;

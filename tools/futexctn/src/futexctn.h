@@ -28,6 +28,7 @@ struct hist {
 	__u64 total_ns;		/* their exact sum */
 	__u64 min;		/* the shortest and longest, in the unit */
 	__u64 max;
+	__u64 cgroup_id;	/* with --container-label, the cgroup v2 ID of the waiter (0 without) */
 	char comm[TASK_COMM_LEN];
 };
 

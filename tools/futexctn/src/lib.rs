@@ -23,6 +23,7 @@ use common::attach::features::Attach;
 use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton_core_free, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::{parse_pid, IntervalCount};
+use common::domain::container_names::ContainerLabelArgs;
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
 use common::run::{self, Signals};
@@ -68,6 +69,8 @@ struct Args {
     #[command(flatten)]
     metrics: common::cli::ExportArgs,
     #[command(flatten)]
+    containers: ContainerLabelArgs,
+    #[command(flatten)]
     verbose: common::cli::Verbose,
     #[command(flatten)]
     every: IntervalCount,
@@ -98,11 +101,12 @@ fn futexctn(args: Args) -> Result<()> {
     args.tid.map(common::cli::require_thread).transpose()?;
     let signals = Signals::install()?;
     let endpoint = args.metrics.endpoint("futexctn", args.every.interval.is_some())?;
+    let containers = args.containers.open_by_cgroup(endpoint.is_some());
     let ((mut skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
     if let Some(mut endpoint) = endpoint {
         endpoint.attached(mech, skel.object());
-        let mut totals = metrics::Totals::default();
+        let mut totals = metrics::Totals::new(containers);
         return endpoint.serve(&signals, |s| {
             totals.add(report::take(&mut skel)?);
             totals.write(s)?;
@@ -166,6 +170,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
     ro.target_lock = args.lock.unwrap_or(0);
     ro.summary = args.summary;
     ro.milliseconds = args.milliseconds;
+    ro.note_cgroup = args.containers.container_label;
     if args.summary {
         // No stacks: the stack map and the process notices are not needed (one entry each, the least allowed).
         open.maps.stackmap.set_max_entries(1)?;

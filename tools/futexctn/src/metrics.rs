@@ -5,12 +5,15 @@
 //! The kernel side hands each wait to exactly one report and forgets it ([`crate::report::take`]), so the
 //! exporter keeps the running totals here: each scrape takes what the kernel counted since the last one and adds
 //! it. It runs with `-s` (per process and lock, no stacks) and in microseconds whatever the display flags say;
-//! lock addresses are not labels (they mean nothing from one process to the next), the process name is.
+//! lock addresses are not labels (they mean nothing from one process to the next), the process name is, and with
+//! `--container-label` the waiter's container (from the cgroup ID the kernel side notes in each histogram).
 
 use std::collections::BTreeMap;
 
 use anyhow::Result;
 use common::attach::maps::c_string;
+use common::domain::container_names::{ContainerNames, PidContainers};
+use common::output::hist::Log2Hist;
 use common::output::metrics::{HistogramValue, Snapshot};
 
 use crate::bpf::types::hist;
@@ -18,32 +21,46 @@ use crate::report::Key;
 
 const NAME: &str = "wait";
 const HELP: &str = "Time a contended futex wait slept until woken, per process name";
-const LABELS: &[&str] = &["comm"];
 
-/// The waits counted so far, per process name: log2 slots of microseconds and the exact sum in nanoseconds.
+/// The waits counted so far, per process name (and container, with --container-label): log2 slots of
+/// microseconds and the exact sum in nanoseconds.
 #[derive(Debug, Default)]
 pub struct Totals {
-    by_comm: BTreeMap<String, (Vec<u64>, u64)>,
+    series: BTreeMap<Vec<String>, Log2Hist>,
+    /// `--container-label`: the containers of the waiters, by the cgroup ID each histogram noted.
+    containers: Option<ContainerNames>,
 }
 
 impl Totals {
+    pub fn new(containers: Option<ContainerNames>) -> Self {
+        Totals { series: BTreeMap::new(), containers }
+    }
+
+    fn labels(&self) -> &'static [&'static str] {
+        if self.containers.is_some() {
+            &["comm", PidContainers::LABEL]
+        } else {
+            &["comm"]
+        }
+    }
+
     /// Adds one scrape's taken histograms to the totals.
     pub fn add(&mut self, taken: BTreeMap<Key, hist>) {
         for h in taken.values() {
-            let (slots, sum_ns) = self.by_comm.entry(c_string(&h.comm)).or_insert_with(|| (vec![0; h.slots.len()], 0));
-            for (total, n) in slots.iter_mut().zip(h.slots.iter()) {
-                *total += n;
-            }
-            *sum_ns += h.total_ns;
+            let mut values = vec![c_string(&h.comm)];
+            values.extend(self.containers.as_mut().map(|c| c.label(h.cgroup_id)));
+            let taken = Log2Hist { slots: h.slots.to_vec(), count: h.contended, sum: h.total_ns };
+            self.series.entry(values).or_default().add(&taken);
         }
     }
 
     /// Writes the totals into `s`.
     pub fn write(&self, s: &mut Snapshot) -> Result<()> {
-        s.declare_histogram_seconds(NAME, HELP, LABELS);
-        for (comm, (slots, sum_ns)) in &self.by_comm {
-            let value = HistogramValue::from_log2_slots(slots, *sum_ns, 1000);
-            s.histogram_seconds(NAME, HELP, LABELS, vec![comm.clone()], value);
+        let labels = self.labels();
+        s.declare_histogram_seconds(NAME, HELP, labels);
+        for (values, h) in &self.series {
+            let value = HistogramValue::from_log2_slots(&h.slots, h.sum, 1000);
+            s.histogram_seconds(NAME, HELP, labels, values.clone(), value);
         }
         Ok(())
     }
