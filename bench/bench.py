@@ -31,6 +31,7 @@ import vfs  # noqa: E402
 import argdist  # noqa: E402
 import biosnoop  # noqa: E402
 import syscall_paths  # noqa: E402
+import scrapes  # noqa: E402
 
 
 class Config:
@@ -62,7 +63,8 @@ FIGURES = [
 
 # The later figures live in their own modules, each with its TITLE, METHOD and render(): (number, label, module,
 # the function that measures it). The event tools (8), the network tools (12, 10), kernel and user functions
-# (13), off-CPU tools (11), vfsstat (17), argdist (19), biosnoop (21), funccount's syscall paths (22).
+# (13), off-CPU tools (11), vfsstat (17), argdist (19), biosnoop (21), funccount's syscall paths (22), the cost of
+# a Prometheus scrape (23).
 MODULE_FIGURES = [
     (8, "cost per traced exec, open and syscall", snoop, snoop.fig_snoop_cost),
     (12, "cost per TCP connection, MB and drop: tcplife, tcpdrop", netbytes, netbytes.fig_netbytes_cost),
@@ -73,6 +75,7 @@ MODULE_FIGURES = [
     (19, "cost per write: argdist -H", argdist, argdist.fig_argdist_cost),
     (21, "cost per traced block I/O: biosnoop", biosnoop, biosnoop.fig_biosnoop_cost),
     (22, "funccount on syscall tracepoints: link each or raw", syscall_paths, syscall_paths.fig_syscall_paths),
+    (23, "cost of a Prometheus scrape", scrapes, scrapes.fig_scrape_cost),
 ]
 for num, label, module, measure in MODULE_FIGURES:
     FIGURES.append((num, label, measure))
