@@ -71,7 +71,7 @@ def specs(cfg):
     n_sys = 100_000 if cfg.quick else 1_000_000  # read+write pairs
     return [
         ("execsnoop", n_exec, lambda: execs(n_exec),
-         [("ours", our("execsnoop", ready="^COMM")), ("libbpf-tools", c_tool("execsnoop", ready="^PCOMM")),
+         [("ours", our("execsnoop", ready="^PCOMM")), ("libbpf-tools", c_tool("execsnoop", ready="^PCOMM")),
           ("bpftrace", bt(BT_EXECSNOOP))]),
         ("opensnoop", n_open, lambda: opens(n_open),
          [("ours", our("opensnoop", ready="^PID")), ("libbpf-tools", c_tool("opensnoop", ready="^PID")),

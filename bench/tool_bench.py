@@ -117,18 +117,22 @@ class Row:
     memory: str = None
 
 
-def _anchor(table, tool, src):
+def _anchor(table, tool, src, ready="^Tracing"):
     if not isinstance(table, dict) or ("libbpf-tools" in table) == ("bpftrace" in table):
         raise ValueError(f"{src}: [anchor] needs exactly one of libbpf-tools = NAME or bpftrace = PROGRAM ({tool})")
     if "bpftrace" in table:
         return Anchor(program=BT_READY + _expand(table["bpftrace"]), ready="^ready")
     return Anchor(binary=table["libbpf-tools"], args=[_expand(a) for a in table.get("args", [])],
-                  ready=table.get("ready", "^Tracing"))
+                  ready=table.get("ready", ready))
 
 
-def _row(tool, table, src, default_label):
+def _row(tool, table, src, default_label, main=None):
+    """A row from `table`; an [[extra]] row takes its `ready` lines from the `main` row unless it gives its own
+    (the same tool prints the same banner whatever its flags)."""
+    ready = table.get("ready", main.ready if main else "^Tracing")
+    anchor_ready = main.anchor.ready if main and main.anchor.binary else "^Tracing"
     return Row(tool=tool, label=table.get("label", default_label), args=[_expand(a) for a in table.get("args", [])],
-               ready=table.get("ready", "^Tracing"), anchor=_anchor(table.get("anchor"), tool, src),
+               ready=ready, anchor=_anchor(table.get("anchor"), tool, src, anchor_ready),
                memory=table.get("memory"))
 
 
@@ -137,9 +141,8 @@ def rows_of(tool):
     src = ROOT / "tools" / tool / "bench.toml"
     with open(src, "rb") as f:
         entry = tomllib.load(f)
-    rows = [_row(tool, entry, src, tool)]
-    rows += [_row(tool, extra, src, tool) for extra in entry.get("extra", [])]
-    return rows
+    main = _row(tool, entry, src, tool)
+    return [main] + [_row(tool, extra, src, tool, main) for extra in entry.get("extra", [])]
 
 
 def tools():
