@@ -29,8 +29,8 @@ from the tool's cache then); *tool CPU per scrape* is the tool's own user and sy
 scrapes (from /proc/PID/stat, in clock ticks, hence the average), divided by their number. *Exposition* is the size of
 the last answer and its number of series (`_count` lines of histograms, sample lines of the rest), the self
 metrics every serving tool adds (build, attach mechanism, per-program runs, lost events) included. Workloads:
-biolatency -DF, n O_DIRECT 4 KiB writes by dd; stackcount -U on libc's getpid, a Python loop of getpid() calls;
-profile, the same loop running for the whole row; offwaketime and wakeuptime, the whole machine's sleeps and
+biolatency -DF, n O_DIRECT 4 KiB writes by dd; stackcount -U on libc's getpid and profile, a Python loop of
+getpid() calls running for the whole row (a process gone before the first scrape would not be named); offwaketime and wakeuptime, the whole machine's sleeps and
 wake-ups during a shell loop of short sleeps; memleak (kernel allocations, whole machine), the same loop.
 {cfg.repeat} rounds; the table gives medians over the rounds.
 """
@@ -75,8 +75,7 @@ def specs(cfg):
     small = cfg.quick
     return [
         ("biolatency -DF", "biolatency", ["-DF"], lambda: dd_direct(DIRECT_FILE, 200 if small else 2_000), False),
-        ("stackcount -U getpid", "stackcount", ["-U", f"{tool_bench.libc_path()}:getpid"],
-         getpid_loop(20_000 if small else 200_000), False),
+        ("stackcount -U getpid", "stackcount", ["-U", f"{tool_bench.libc_path()}:getpid"], getpid_loop(10**9), True),
         ("profile -F 99", "profile", ["-F", "99"], getpid_loop(10**9), True),
         ("offwaketime", "offwaketime", [], sleep_loop(100 if small else 500), False),
         ("wakeuptime", "wakeuptime", [], sleep_loop(100 if small else 500), False),
