@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What differs between the architectures the tools are built for (x86-64 and arm64), for the programs that read a
  * system call's saved registers (raw_syscalls:sys_exit, whose only arguments are the registers and the return
- * value). The build helper defines __TARGET_ARCH_x86 or __TARGET_ARCH_arm64 from Cargo's target.
+ * value) or a uprobe's. The build helper defines __TARGET_ARCH_x86 or __TARGET_ARCH_arm64 from Cargo's target.
  *
  * - syscall_nr_of(regs): the number of the system call the task entered; x86 keeps it in orig_ax, arm64 in its
  *   own syscallno field of pt_regs.
  * - compat_regs(regs): the task runs 32-bit code (its numbers name other calls): on x86 its code segment is not
  *   the 64-bit one (__USER_CS, 0x33); on arm64 the saved PSTATE has the AArch32 bit (PSR_MODE32_BIT, 0x10).
  * - entry_caller(regs): at a user function's first instruction (a uprobe on its entry), the return address into
- *   its caller when only a register holds it, else 0. arm64's call leaves it in the link register (x30) until the
- *   function saves its frame record, so the kernel's frame-pointer walk of the user stack goes from the function
- *   straight to its caller's caller; x86's call pushes it on the stack, where the kernel's walk finds it. */
+ *   its caller. The function has not saved its frame record yet, so the kernel's frame-pointer walk of the user
+ *   stack goes from the function straight to its caller's caller: arm64's call leaves the address in the link
+ *   register (x30), x86's pushes it on the top of the stack, where newer x86 kernels (6.11 on) read it themselves
+ *   (older ones, and arm64's, do not). User space puts it second in the stack unless it is there already
+ *   (common::stacks::with_entry_caller). */
 #ifndef __COREBPF_ARCH_BPF_H
 #define __COREBPF_ARCH_BPF_H
 
 #include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
 #if defined(__TARGET_ARCH_x86)
@@ -30,7 +33,10 @@ static __always_inline bool compat_regs(struct pt_regs *regs)
 
 static __always_inline __u64 entry_caller(struct pt_regs *regs)
 {
-	return 0;
+	__u64 caller = 0;
+
+	bpf_probe_read_user(&caller, sizeof(caller), (void *)BPF_CORE_READ(regs, sp));
+	return caller;
 }
 #elif defined(__TARGET_ARCH_arm64)
 static __always_inline long syscall_nr_of(struct pt_regs *regs)

@@ -67,6 +67,13 @@ impl Site {
     }
 }
 
+/// Whether the probe of `spec` at `site` runs on a user function's first instruction (an entry uprobe without an
+/// offset), where the function has no frame record yet and the user stack's walk misses its caller: the BPF side
+/// then reads the caller itself (`entry_caller()`, bpf/include/arch.bpf.h).
+pub fn at_user_function_entry(site: &Site, spec: &Spec) -> bool {
+    matches!(site, Site::User { .. }) && spec.probe == ProbeType::Entry && spec.offset == 0
+}
+
 /// Resolves the spec's site: an unknown library, function or kernel function is a spec error (exit 2).
 pub fn site(spec: &Spec, pid: Option<u32>) -> SpecResult<Site> {
     let raw = &spec.raw;

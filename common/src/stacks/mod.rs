@@ -60,6 +60,17 @@ impl<T> Stack<T> {
     }
 }
 
+/// Puts `caller` after a user stack's first frame where the kernel's frame-pointer walk missed it: at a uprobe on
+/// a function's first instruction the function has no frame record yet, so the walk goes from it to its caller's
+/// caller. `caller` is what the BPF side read at that uprobe (`entry_caller()`, bpf/include/arch.bpf.h: arm64's
+/// link register, x86's top of the stack); 0 is none. Kernels that add the caller themselves (x86 from 6.11) have
+/// it second already, and then nothing changes.
+pub fn with_entry_caller(frames: &mut Vec<u64>, caller: u64) {
+    if caller != 0 && !frames.is_empty() && frames.get(1) != Some(&caller) {
+        frames.insert(1, caller);
+    }
+}
+
 /// A frame after naming.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {

@@ -207,14 +207,10 @@ impl Report {
     }
 }
 
-/// Puts `caller` (the key's `entry_caller`: on arm64, the return address a uprobe at a function's entry found
-/// in the link register) after the user stack's first frame, where the kernel's frame-pointer walk missed it;
-/// unless it is 0 (none) or the walk has it already.
+/// Puts the key's `entry_caller` into the user stack where the walk missed it ([`stacks::with_entry_caller`]).
 fn with_entry_caller(user: &mut Stack<u64>, caller: u64) {
     if let Stack::Frames(frames) = user {
-        if caller != 0 && !frames.is_empty() && frames.get(1) != Some(&caller) {
-            frames.insert(1, caller);
-        }
+        stacks::with_entry_caller(frames, caller);
     }
 }
 

@@ -23,7 +23,7 @@ use common::attach::links::Links;
 use common::attach::loader::{open_skeleton, rodata};
 use common::cli::{parse_pid, require_process};
 use common::output::stdout::Output;
-use common::probe::attach::{attach as probe_attach, load_first, select_programs, site, Site};
+use common::probe::attach::{at_user_function_entry, attach as probe_attach, load_first, select_programs, site, Site};
 use common::probe::plan::{plan, Limits, Plan};
 use common::probe::spec::{parse_trace, TraceSpec};
 use common::probe::{usage_exit, SpecError};
@@ -200,6 +200,7 @@ fn load(
         ro.filter_cgroup = cgroup.is_some();
         ro.kernel_stack = args.kernel_stack;
         ro.user_stack = args.user_stack;
+        ro.at_entry = at_user_function_entry(&probe.site, &probe.trace.spec);
         let strings: Vec<u8> = probe.plan.exprs.iter().filter_map(|e| e.string_fetch).map(|f| f as u8).collect();
         ro.n_strs = strings.len() as u32;
         for (slot, f) in ro.str_fetch.iter_mut().zip(strings) {

@@ -16,8 +16,8 @@ use common::stacks::{Frame, FrameFormat, Style};
 use serde_json::json;
 
 use crate::bpf::consts::{
-    EV_COMM, EV_CPU, EV_KSTACK, EV_KSTACK_LEN, EV_PROBE, EV_STRS, EV_TGID, EV_TID, EV_TS, EV_USTACK, EV_USTACK_LEN,
-    EV_VALS, STR_MAX,
+    EV_COMM, EV_CPU, EV_ENTRY_CALLER, EV_KSTACK, EV_KSTACK_LEN, EV_PROBE, EV_STRS, EV_TGID, EV_TID, EV_TS, EV_USTACK,
+    EV_USTACK_LEN, EV_VALS, STR_MAX,
 };
 use crate::Probe;
 
@@ -148,7 +148,10 @@ impl Printer {
         if len < 0 {
             return vec![format!("        {len}")];
         }
-        let addrs: Vec<u64> = (0..len as usize / 8).map(|i| u64_at(data, frames_at + 8 * i)).collect();
+        let mut addrs: Vec<u64> = (0..len as usize / 8).map(|i| u64_at(data, frames_at + 8 * i)).collect();
+        if pid.is_some() {
+            common::stacks::with_entry_caller(&mut addrs, u64_at(data, EV_ENTRY_CALLER));
+        }
         let Some(symbolizer) = &self.symbolizer else { return Vec::new() };
         let symbols = match pid {
             Some(pid) => symbolizer.user(pid, &addrs),

@@ -8,6 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "arch.bpf.h"
 #include "filter.bpf.h"
 #include "ringbuf.bpf.h"
 #include "trace.h"
@@ -26,6 +27,8 @@ const volatile __u32 str_size = 80;
 /* -K and -U: the event carries its kernel and user stacks. */
 const volatile bool kernel_stack = false;
 const volatile bool user_stack = false;
+/* The probe is a uprobe on a user function's first instruction (its caller is read for -U). */
+const volatile bool at_entry = false;
 
 __u64 lost = 0;
 
@@ -40,6 +43,7 @@ _Static_assert(__builtin_offsetof(struct event, comm) == EV_COMM, "EV_COMM");
 _Static_assert(__builtin_offsetof(struct event, kstack_len) == EV_KSTACK_LEN, "EV_KSTACK_LEN");
 _Static_assert(__builtin_offsetof(struct event, kstack) == EV_KSTACK, "EV_KSTACK");
 _Static_assert(__builtin_offsetof(struct event, ustack) == EV_USTACK, "EV_USTACK");
+_Static_assert(__builtin_offsetof(struct event, entry_caller) == EV_ENTRY_CALLER, "EV_ENTRY_CALLER");
 _Static_assert(sizeof(struct event) == EV_SIZE, "EV_SIZE");
 
 static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slots)
@@ -74,6 +78,7 @@ static __always_inline int handle(void *record, struct pt_regs *regs, __u64 *slo
 			e->kstack_len = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 		if (user_stack)
 			e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
+		e->entry_caller = user_stack && at_entry && regs ? entry_caller(regs) : 0;
 	}
 	e->ts = bpf_ktime_get_ns();
 	e->tgid = id >> 32;

@@ -29,6 +29,9 @@ struct event {
 	char strs[MAX_STRS][STR_MAX];
 	__u64 kstack[MAX_FRAMES];
 	__u64 ustack[MAX_FRAMES];
+	/* With -U at a uprobe on a function's entry: its return address, which the user stack's walk misses (see
+	 * entry_caller() in arch.bpf.h); else 0. */
+	__u64 entry_caller;
 };
 
 /* Byte offsets of the record's parts, for the Rust side. */
@@ -44,6 +47,7 @@ struct event {
 #define EV_STRS 128
 #define EV_KSTACK 1152
 #define EV_USTACK 2168
-#define EV_SIZE 3184
+#define EV_ENTRY_CALLER 3184
+#define EV_SIZE 3192
 
 #endif

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use corebpf_tests::libc;
-use corebpf_tests::{build_c_helper, json_lines, run_tool, Finished, KillOnDrop, Running, WORK_C};
+use corebpf_tests::{build_c_helper, json_lines, run_tool, Finished, KillOnDrop, Running, EXPRS_C, WORK_C};
 
 const MISSING: usize = 6;
 const WRITES_LARGE: usize = 5;
@@ -23,8 +23,12 @@ fn helper() -> PathBuf {
 /// Runs trace with `-p HELPER` and `args` (`{exe}` is the helper's path) around one run of the helper. The tool
 /// is stopped with SIGINT after the helper exits, unless `stops_itself`; returns (finished tool, helper PID).
 fn run_with_helper(args: &[&str], stops_itself: bool) -> (Finished, u32) {
-    let exe = helper();
-    let child = Command::new(&exe).stdin(Stdio::piped()).spawn().expect("starting the helper");
+    run_with(&helper(), args, stops_itself)
+}
+
+/// [`run_with_helper`] around `exe`, a helper that waits for a line on stdin before it works.
+fn run_with(exe: &std::path::Path, args: &[&str], stops_itself: bool) -> (Finished, u32) {
+    let child = Command::new(exe).stdin(Stdio::piped()).spawn().expect("starting the helper");
     let mut helper = KillOnDrop(child);
     let pid = helper.0.id();
     let mut all = vec!["-p".to_owned(), pid.to_string()];
@@ -188,4 +192,26 @@ fn kernel_function_expressions() {
         "{}",
         done.stdout
     );
+}
+
+/// -U: each event's user stack below it, named as BCC's trace names them (`name+0xOFF [module]`), then an empty
+/// line; %U names a user address. The probe is on take_fn's first instruction, before it saves its frame record,
+/// so the kernel's walk of the stack skips its caller (main) on arm64 and on older x86 kernels: the tool reads
+/// the caller at the probe and puts it second, where a newer x86 kernel has it already (never twice).
+#[test]
+fn user_stacks_and_symbolized_addresses() {
+    // The expressions' helper (built as tests/expressions.rs builds it), with frame pointers.
+    let exe = build_c_helper("trace-exprs", EXPRS_C, &["-O1", "-fno-omit-frame-pointer"]);
+    let module = exe.file_name().unwrap().to_str().unwrap().to_owned();
+    let (done, _) = run_with(&exe, &["-U", r#"p:{exe}:take_fn "%U", arg1"#], false);
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    let at = lines.iter().position(|l| l.contains(" take_fn ")).unwrap_or_else(|| panic!("{}", done.stdout));
+    assert!(lines[at].ends_with(&format!("take_fn          scaled+0x0 [{module}]")), "{}", done.stdout);
+    assert_eq!(lines[at + 1], format!("        take_fn+0x0 [{module}]"), "{}", done.stdout);
+    let main = "        main+0x";
+    assert!(lines[at + 2].starts_with(main) && lines[at + 2].ends_with(&format!(" [{module}]")), "{}", done.stdout);
+    let block: Vec<&str> = lines[at + 1..].iter().take_while(|l| !l.is_empty()).copied().collect();
+    assert_eq!(block.iter().filter(|l| l.starts_with(main)).count(), 1, "{}", done.stdout);
+    // The walk goes on past main, into the C library (named on the host; the guests' copy may be [unknown]).
+    assert!(block.len() >= 3, "{}", done.stdout);
 }
