@@ -4,10 +4,10 @@
  * the current task at block_rq_issue can be anyone. BCC's tools name that current task; attributing each request
  * to its submitter is what a per-process figure needs.
  *
- * block_issuer_note(rq, fresh) keeps the current task's PID, name and cgroup by request pointer; call it where the
- * submitter is current: block_io_start (6.5+, blk_account_io_start in the submitter; fresh: a reused pointer's
- * stale entry is replaced), else block_rq_insert (not fresh: a requeue inserts again from a worker, and the first
- * note stands). At block_rq_issue,
+ * block_issuer_note(rq, fresh) keeps the current task's PID and name (and cgroup, if asked) by request pointer;
+ * call it where the submitter is current: block_io_start (6.5+, blk_account_io_start in the submitter; fresh: a
+ * reused pointer's stale entry is replaced), else block_rq_insert (not fresh: a requeue inserts again from a
+ * worker, and the first note stands). At block_rq_issue,
  * block_issuer_first_issue(rq, &issuer) gives what was noted, or the current task when nothing was (a request
  * submitted before tracing began, or one that bypassed both points), and says whether this is the request's first
  * issue: a request the device could not take is requeued and issued again (by whoever runs the queue then), and
@@ -31,8 +31,11 @@ struct block_issuer {
 	__u32 pid;
 	__u32 issued;		/* set at the first issue */
 	char comm[16];
-	__u64 cgroup_id;	/* the submitter's cgroup v2 ID (its container, for --container-label) */
+	__u64 cgroup_id;	/* the submitter's cgroup v2 ID with block_issuer_cgroup, else 0 */
 };
+
+/* Whether the notes hold the submitter's cgroup (bitesize's --container-label); 0 in them without. */
+const volatile bool block_issuer_cgroup = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -45,7 +48,7 @@ static __always_inline void block_issuer_current(struct block_issuer *issuer)
 {
 	issuer->pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(issuer->comm, sizeof(issuer->comm));
-	issuer->cgroup_id = bpf_get_current_cgroup_id();
+	issuer->cgroup_id = block_issuer_cgroup ? bpf_get_current_cgroup_id() : 0;
 }
 
 static __always_inline void block_issuer_note(struct request *rq, bool fresh)

@@ -8,8 +8,8 @@
  * else a raw_tp one (block.bpf.h's argument helper handles the request_queue argument kernels before 5.11
  * passed first;
  * user space reads the arity from BTF). The size is the request's __data_len at issue (the tracepoint's `bytes`);
- * -d compares the request's device, -c the submitter's name; with --container-label the key also holds the
- * submitter's cgroup (noted with it). Histograms are cumulative and never deleted; user
+ * -d compares the request's device, -c the submitter's name; with --container-label the submitter's cgroup is
+ * noted with it (block_issuer_cgroup) and the key holds it too. Histograms are cumulative and never deleted; user
  * space prints the difference between two reads. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
@@ -24,8 +24,6 @@ const volatile bool filter_dev = false;
 const volatile __u32 target_dev = 0;
 const volatile bool filter_comm = false;
 const volatile char target_comm[NAME_LEN] = {};
-/* --container-label: histograms per name and cgroup. */
-const volatile bool key_by_cgroup = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -66,8 +64,7 @@ static __always_inline int count_request(struct request *rq)
 	if (!comm_wanted(issuer.comm))
 		return 0;
 	__builtin_memcpy(key.comm, issuer.comm, sizeof(key.comm));
-	if (key_by_cgroup)
-		key.cgroup_id = issuer.cgroup_id;
+	key.cgroup_id = issuer.cgroup_id; /* 0 unless --container-label (block_issuer_cgroup) */
 	hist = bpf_map_lookup_or_try_init(&hists, &key, &empty_hist);
 	if (!hist) {
 		__sync_fetch_and_add(&hists_full, 1);

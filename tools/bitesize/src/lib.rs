@@ -106,7 +106,7 @@ fn bitesize(args: Args) -> Result<()> {
         rodata.target_dev = target_dev.unwrap_or(0);
         rodata.filter_comm = target_comm.is_some();
         rodata.target_comm = target_comm.unwrap_or_default();
-        rodata.key_by_cgroup = containers.is_some();
+        rodata.block_issuer_cgroup = containers.is_some();
         // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
         rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
         rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);

@@ -24,7 +24,7 @@ const HELP: &str = "Time a contended futex wait slept until woken, per process n
 
 /// The waits counted so far, per process name (and container, with --container-label): log2 slots of
 /// microseconds and the exact sum in nanoseconds.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Totals {
     series: BTreeMap<Vec<String>, Log2Hist>,
     /// `--container-label`: the containers of the waiters, by the cgroup ID each histogram noted.
