@@ -143,6 +143,9 @@ impl Symbolizer {
 
     /// Loads the kernel's symbols now (blazesym reads /proc/kallsyms on first use), so that a tool naming kernel
     /// frames as events come pays that once at start-up, not at its first event, and its memory is flat after.
+    /// Call it after the tool's BPF programs are loaded: the symbols read here are kept, and a program loaded
+    /// later is not among them, so its frames (the innermost of a stack taken in it) would take the name of the
+    /// last kernel symbol before it instead of `bpf_prog_*`, and stay in the stack.
     pub fn preload_kernel(&self) {
         let _ = self.kernel_each(&[0xffff_ffff_8100_0000]);
     }

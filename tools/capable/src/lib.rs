@@ -23,6 +23,7 @@ use common::attach::loader::{
 use common::domain::capabilities::{function_ranges, CALLERS};
 use common::domain::containers::{ContainerArgs, ContainerMaps};
 use common::output::stdout::Output;
+use common::process::symbols::Symbolizer;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -84,6 +85,12 @@ fn capable(args: Args) -> Result<()> {
     let callers = function_ranges(&CALLERS.map(|(name, _)| name))?;
     let signals = Signals::install()?;
     let debug = args.verbose > 0;
+    // -U names user frames from the process's memory maps, which are gone once it exits: -p's process has them
+    // saved now, before its first check (any other process on its first check, see report.rs).
+    let mut symbolizer = Symbolizer::new();
+    if let (true, Some(pid)) = (args.user_stack, args.pid) {
+        symbolizer.remember_process(pid);
+    }
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, debug, |mech| load_and_attach(&args, &containers, &callers, mech))?;
     if debug && matches!(mech, Attach::TpBtf | Attach::RawTp) {
@@ -92,12 +99,15 @@ fn capable(args: Args) -> Result<()> {
     }
 
     let mut out = Output::new();
-    let mut printer = Printer::new(report::Style {
-        extra: args.extra,
-        json: args.json,
-        kernel_stack: args.kernel_stack,
-        user_stack: args.user_stack,
-    });
+    let mut printer = Printer::new(
+        report::Style {
+            extra: args.extra,
+            json: args.json,
+            kernel_stack: args.kernel_stack,
+            user_stack: args.user_stack,
+        },
+        symbolizer,
+    );
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     EventStream::new(&skel.maps.events, &bss.lost, "capability checks")

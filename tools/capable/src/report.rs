@@ -60,8 +60,10 @@ fn verdict(ret: i32) -> &'static str {
 }
 
 impl Printer {
-    pub fn new(style: Style) -> Self {
-        let symbolizer = Symbolizer::new();
+    /// Prints with `style`, naming frames with `symbolizer`. Create it after the tool's programs are loaded: the
+    /// kernel's symbols are read here, once, and must hold those programs for their frames to be known (and left
+    /// out).
+    pub fn new(style: Style, symbolizer: Symbolizer) -> Self {
         if style.kernel_stack {
             symbolizer.preload_kernel();
         }

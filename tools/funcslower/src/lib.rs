@@ -111,6 +111,13 @@ fn funcslower(args: Args) -> Result<()> {
         require_process(pid)?;
     }
     let targets: Vec<Target> = args.functions.iter().map(|p| resolve(p, false, args.pid)).collect::<Result<_>>()?;
+    // User frames (-U) and user functions' names are read from the process's maps, which are gone once it exits:
+    // -p's process has them saved now, before the first call, any other on its first event.
+    let user_frames = args.user_stack || targets.iter().any(|t| matches!(t.kind, Kind::User { .. }));
+    let mut symbolizer = Symbolizer::new();
+    if let (true, Some(pid)) = (user_frames, args.pid) {
+        symbolizer.remember_process(pid);
+    }
     for (pattern, target) in args.functions.iter().zip(&targets) {
         if matches!(target.kind, Kind::Tracepoint | Kind::Usdt { .. }) {
             bail!("'{pattern}' names {}: funcslower times functions (func, lib:func)", target.kind.noun());
@@ -177,7 +184,6 @@ fn funcslower(args: Args) -> Result<()> {
     let collected = Collected { user: args.user_stack, kernel: args.kernel_stack };
     let mut traces: Vec<_> =
         traced.iter().map(|t| StackTraces::new(&t.attached.maps().maps.stackmap, collected)).collect();
-    let mut symbolizer = Symbolizer::new();
     let mut missed = missed_counter();
     let verbose = args.verbose.on();
     let missed_total = || traced.iter().map(|t| t.attached.missed()).sum::<u64>();
@@ -193,6 +199,9 @@ fn funcslower(args: Args) -> Result<()> {
             let e: event = from_bytes(data);
             let comm = c_string(&e.comm);
             let (mut func, n) = funcs.get(e.func as usize).cloned().unwrap_or_else(|| ("?".to_owned(), 0));
+            if user_frames {
+                symbolizer.remember_process(e.pid);
+            }
             if traced[n].by_address {
                 let symbol = match traced[n].kind {
                     Kind::Kernel => symbolizer.kernel(&[e.ip]),

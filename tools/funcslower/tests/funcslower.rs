@@ -76,6 +76,21 @@ impl Helper {
 
 /// Runs funcslower with `-p HELPER` and `args` (`{exe}` is the helper's path) over the helper's workload.
 fn trace_helper(args: &[&str], env: &[(&str, &str)], other: Option<Helper>) -> (Finished, Vec<HelperCall>, u32) {
+    run_over_helper(args, env, other, false)
+}
+
+/// Like [`trace_helper`], with the tool stopped (SIGSTOP) from its attach until the helper has exited and been
+/// reaped: it reads every event only once the process is gone, as a tool on a busy machine may.
+fn trace_exited_helper(args: &[&str]) -> (Finished, Vec<HelperCall>, u32) {
+    run_over_helper(args, &[], None, true)
+}
+
+fn run_over_helper(
+    args: &[&str],
+    env: &[(&str, &str)],
+    other: Option<Helper>,
+    hold_tool: bool,
+) -> (Finished, Vec<HelperCall>, u32) {
     let exe = helper();
     let helper = Helper::start(&exe);
     let pid = helper.pid();
@@ -88,10 +103,17 @@ fn trace_helper(args: &[&str], env: &[(&str, &str)], other: Option<Helper>) -> (
     } else {
         run.wait_for_line("Tracing", Duration::from_secs(60));
     }
+    if hold_tool {
+        run.signal(libc::SIGSTOP);
+    }
     let other = other.map(|o| std::thread::spawn(move || o.go()));
     let calls = helper.go();
     if let Some(other) = other {
         other.join().unwrap();
+    }
+    if hold_tool {
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "the helper was not reaped");
+        run.signal(libc::SIGCONT);
     }
     // Let the last events reach the tool before the stop.
     std::thread::sleep(Duration::from_millis(300));
@@ -195,7 +217,8 @@ fn user_stacks_name_the_caller_and_fold() {
     assert_eq!(text.matches("\n    outer_caller\n").count(), must.len(), "{text}");
     assert_eq!(text.matches("\n    main\n").count(), must.len(), "{text}");
 
-    let (done, _, _) = trace_helper(&["-f", "-U", "-m", "10", "{exe}:slow_call"], &[], None);
+    // Folded, read only after the helper has exited: its maps, saved at the start (-p), still name its frames.
+    let (done, _, _) = trace_exited_helper(&["-f", "-U", "-m", "10", "{exe}:slow_call"]);
     let folded: Vec<&str> = done.stdout.lines().collect();
     assert_eq!(folded.len(), must.len(), "{}", done.stdout);
     for line in folded {
