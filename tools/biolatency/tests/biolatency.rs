@@ -338,8 +338,8 @@ fn total_matches_libbpf_tools_biolatency_within_two_percent() {
     );
     let mut ours = Running::start("biolatency", &[]);
     ours.wait_for_line(BANNER, Duration::from_secs(20));
-    // The anchor prints its banner too, but we do not read its pipe until the end; give it time to attach.
-    thread::sleep(Duration::from_millis(1500));
+    // The anchor prints its banner too, but we do not read its pipe until the end: wait for its attachments.
+    corebpf_tests::wait_attached(anchor.0.id(), Duration::from_secs(20)).expect("the anchor attaches");
     let file = ScratchFile::new("biolatency-anchor");
     direct_writes(&file.0, BLOCKS * 2);
     thread::sleep(Duration::from_millis(200));

@@ -77,8 +77,7 @@ fn time_helper_beside(args: &[&str], env: &[(&str, &str)], other: Option<Helper>
     let all: Vec<&str> = all.iter().map(String::as_str).collect();
     let mut run = Running::start_with_env("funclatency", &all, env);
     if all.contains(&"-j") {
-        std::thread::sleep(Duration::from_millis(1500));
-        run.note_programs();
+        run.wait_attached(Duration::from_secs(60));
     } else {
         run.wait_for_line("Tracing", Duration::from_secs(60));
     }

@@ -38,8 +38,7 @@ fn count(args: &[&str], env: &[(&str, &str)]) -> Finished {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut run = Running::start_with_env("stackcount", &args, env);
     if args.contains(&"-f") || args.contains(&"--json") {
-        std::thread::sleep(Duration::from_millis(1500));
-        run.note_programs();
+        run.wait_attached(Duration::from_secs(60));
     } else {
         run.wait_for_line("Tracing", Duration::from_secs(60));
     }

@@ -37,8 +37,7 @@ fn run_with(exe: &std::path::Path, args: &[&str], stops_itself: bool) -> (Finish
     let json = all.contains(&"--json");
     let mut run = Running::start("trace", &all);
     if json {
-        std::thread::sleep(Duration::from_millis(1500));
-        run.note_programs();
+        run.wait_attached(Duration::from_secs(60));
     } else {
         run.wait_for_line("PID     TID", Duration::from_secs(60));
     }
