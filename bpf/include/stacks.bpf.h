@@ -28,15 +28,21 @@ typedef __u64 stack_trace_t[MAX_STACK_DEPTH];
 		__uint(max_entries, 16384);                                                                        \
 	} name SEC(".maps")
 
-/* The maps notice_process() uses: PIDs already reported (LRU, so a long run with many short-lived processes
- * keeps working) and the ring buffer of new PIDs (each record one __u32). */
-#define PROCESS_NOTICE_MAPS(seen, ring)                                                                            \
+/* The PIDs notice_process() has already reported (LRU, so a long run with many short-lived processes keeps
+ * working). */
+#define SEEN_PIDS_MAP(seen)                                                                                        \
 	struct {                                                                                                   \
 		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                                               \
 		__type(key, __u32);                                                                                \
 		__type(value, __u8);                                                                               \
 		__uint(max_entries, 16384);                                                                        \
-	} seen SEC(".maps");                                                                                       \
+	} seen SEC(".maps")
+
+/* The maps notice_process() uses: the PIDs already reported and the ring buffer of new PIDs (each record one
+ * __u32). A tool that sends events may give notice_process() its events ring instead, and tell the two kinds of
+ * record apart by their length. */
+#define PROCESS_NOTICE_MAPS(seen, ring)                                                                            \
+	SEEN_PIDS_MAP(seen);                                                                                       \
 	struct {                                                                                                   \
 		__uint(type, BPF_MAP_TYPE_RINGBUF);                                                                \
 		__uint(max_entries, 64 * 1024);                                                                    \

@@ -29,6 +29,9 @@ const volatile __u32 nr_args = 0;
 const volatile __u32 want_args = 0;
 const volatile bool user_stacks = false;
 const volatile bool kernel_stacks = false;
+/* Without -p, when user frames are named: each process is reported on `events` (a 4-byte record, its PID) at its
+ * first traced call's entry, so that user space saves its memory maps while the call runs, before it can exit. */
+const volatile bool notice_processes = false;
 
 /* Makes struct event visible to the skeleton's generated `types` module. */
 struct event _event_type = {};
@@ -36,6 +39,8 @@ struct event _event_type = {};
 /* Events the ring buffer had no room for; calls not timed (no room in `entries`). */
 __u64 lost = 0;
 __u64 untimed = 0;
+/* Process notices the ring buffer had no room for. */
+__u64 lost_notices = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -50,6 +55,7 @@ struct {
 } events SEC(".maps");
 
 STACK_TRACE_MAP(stackmap);
+SEEN_PIDS_MAP(seen_pids);
 
 static __always_inline struct entry *start(void)
 {
@@ -59,6 +65,8 @@ static __always_inline struct entry *start(void)
 
 	if (!tgid_wanted(id >> 32))
 		return NULL;
+	if (notice_processes)
+		notice_process(&seen_pids, &events, id >> 32, &lost_notices);
 	e.start_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&entries, &tid, &e, BPF_ANY)) {
 		__sync_fetch_and_add(&untimed, 1);

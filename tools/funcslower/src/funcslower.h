@@ -20,7 +20,8 @@ struct entry {
 	__u32 pad;
 };
 
-/* A call slower than the threshold. */
+/* A call slower than the threshold. The events ring buffer also carries process notices (notice_process(),
+ * stacks.bpf.h): 4-byte records, each a PID, told apart by their length. */
 struct event {
 	__u64 start_ns;
 	__u64 duration_ns;

@@ -112,7 +112,8 @@ fn funcslower(args: Args) -> Result<()> {
     }
     let targets: Vec<Target> = args.functions.iter().map(|p| resolve(p, false, args.pid)).collect::<Result<_>>()?;
     // User frames (-U) and user functions' names are read from the process's maps, which are gone once it exits:
-    // -p's process has them saved now, before the first call, any other on its first event.
+    // -p's process has them saved now, before its first call; any other when the BPF side reports it, at its first
+    // traced call's entry (a 4-byte record on the events ring buffer), or else at its first event.
     let user_frames = args.user_stack || targets.iter().any(|t| matches!(t.kind, Kind::User { .. }));
     let mut symbolizer = Symbolizer::new();
     if let (true, Some(pid)) = (user_frames, args.pid) {
@@ -126,6 +127,10 @@ fn funcslower(args: Args) -> Result<()> {
     let btf = KernelBtf::load()?;
     let arity = if targets.iter().any(|t| t.kind == Kind::Kernel) { arity::FunctionArity::load().ok() } else { None };
     let cookies = kernel_has_cookies(&btf);
+    // Reports of new processes cost every traced call a lookup: only for user stacks, or for user functions that
+    // are named by their address (several matches and no cookies).
+    let notice_processes = args.user_stack
+        || targets.iter().any(|t| matches!(t.kind, Kind::User { .. }) && !cookies && t.matches.len() > 1);
     let threshold = match (args.min_us, args.min_ms) {
         (Some(us), None) => Threshold { unit: "us", value: us },
         (_, ms) => Threshold { unit: "ms", value: ms.unwrap_or(1.0) },
@@ -146,6 +151,7 @@ fn funcslower(args: Args) -> Result<()> {
             args: args.arguments.unwrap_or(0),
             user_stacks: args.user_stack,
             kernel_stacks: args.kernel_stack,
+            notice_processes: notice_processes && args.pid.is_none(),
             func_base: funcs.len() as u32,
             cookies,
             target,
@@ -180,6 +186,11 @@ fn funcslower(args: Args) -> Result<()> {
     let mut stream = EventStream::shared(rings, all_bss.iter().map(|b| &b.lost).collect(), "slow calls");
     for b in &all_bss {
         stream = stream.also_dropped(&b.untimed, "calls", "too many calls in flight");
+        stream = stream.also_dropped(
+            &b.lost_notices,
+            "process notices",
+            "ring buffer full; if those processes exited, their frames may show as [unknown]",
+        );
     }
     let collected = Collected { user: args.user_stack, kernel: args.kernel_stack };
     let mut traces: Vec<_> =
@@ -196,6 +207,10 @@ fn funcslower(args: Args) -> Result<()> {
             false
         },
         |out, data| {
+            if let Ok(pid) = <[u8; 4]>::try_from(data) {
+                symbolizer.remember_process(u32::from_ne_bytes(pid));
+                return Ok(());
+            }
             let e: event = from_bytes(data);
             let comm = c_string(&e.comm);
             let (mut func, n) = funcs.get(e.func as usize).cloned().unwrap_or_else(|| ("?".to_owned(), 0));

@@ -28,6 +28,8 @@ pub struct Options<'a> {
     pub args: u32,
     pub user_stacks: bool,
     pub kernel_stacks: bool,
+    /// Report each process at its first traced call (on the events ring buffer), for user frames without -p.
+    pub notice_processes: bool,
     /// The number of this pattern's first function in the list of all functions.
     pub func_base: u32,
     /// Entry links carry the match's index as cookie.
@@ -76,7 +78,11 @@ impl Objects for Options<'_> {
         rodata.kernel_stacks = self.kernel_stacks;
         let stacks = if self.user_stacks || self.kernel_stacks { STACK_ENTRIES } else { 1 };
         open.maps.stackmap.set_max_entries(stacks)?;
-        load.share_maps(&mut open, &["entries", "events", "stackmap"])?;
+        rodata.notice_processes = self.notice_processes;
+        if !self.notice_processes {
+            open.maps.seen_pids.set_max_entries(1)?;
+        }
+        load.share_maps(&mut open, &["entries", "events", "stackmap", "seen_pids"])?;
         load.finish(open)
     }
 

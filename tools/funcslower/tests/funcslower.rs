@@ -227,6 +227,30 @@ fn user_stacks_name_the_caller_and_fold() {
     }
 }
 
+/// Without -p, a process whose only slow call is its last act (it exits as soon as the call returns): the BPF side
+/// reported the process at the call's entry, so its maps were saved while the call ran, and its frames are named.
+#[test]
+fn a_process_that_exits_after_its_only_call_has_its_frames_named() {
+    let exe = helper();
+    let mut child =
+        KillOnDrop(Command::new(&exe).arg("once").stdin(Stdio::piped()).spawn().expect("starting the helper"));
+    let pattern = format!("{}:patient_call", exe.display());
+    let mut run = Running::start("funcslower", &["-f", "-U", "-m", "100", &pattern]);
+    run.wait_attached(Duration::from_secs(60));
+    child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.0.wait().unwrap().success(), "helper failed");
+    // Let the event reach the tool before the stop.
+    std::thread::sleep(Duration::from_millis(300));
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(30));
+    done.assert_success();
+    done.assert_no_programs_left();
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", done.stdout);
+    assert!(lines[0].starts_with("funcslower-help;") && lines[0].ends_with(" 1"), "{}", lines[0]);
+    assert!(lines[0].contains(";main;outer_caller"), "{}", lines[0]);
+}
+
 #[test]
 fn time_columns_and_pid_filter() {
     let other = Helper::start(&helper());
