@@ -111,14 +111,6 @@ fn funcslower(args: Args) -> Result<()> {
         require_process(pid)?;
     }
     let targets: Vec<Target> = args.functions.iter().map(|p| resolve(p, false, args.pid)).collect::<Result<_>>()?;
-    // User frames (-U) and user functions' names are read from the process's maps, which are gone once it exits:
-    // -p's process has them saved now, before its first call; any other when the BPF side reports it, at its first
-    // traced call's entry (a 4-byte record on the events ring buffer), or else at its first event.
-    let user_frames = args.user_stack || targets.iter().any(|t| matches!(t.kind, Kind::User { .. }));
-    let mut symbolizer = Symbolizer::new();
-    if let (true, Some(pid)) = (user_frames, args.pid) {
-        symbolizer.remember_process(pid);
-    }
     for (pattern, target) in args.functions.iter().zip(&targets) {
         if matches!(target.kind, Kind::Tracepoint | Kind::Usdt { .. }) {
             bail!("'{pattern}' names {}: funcslower times functions (func, lib:func)", target.kind.noun());
@@ -127,10 +119,16 @@ fn funcslower(args: Args) -> Result<()> {
     let btf = KernelBtf::load()?;
     let arity = if targets.iter().any(|t| t.kind == Kind::Kernel) { arity::FunctionArity::load().ok() } else { None };
     let cookies = kernel_has_cookies(&btf);
-    // Reports of new processes cost every traced call a lookup: only for user stacks, or for user functions that
-    // are named by their address (several matches and no cookies).
-    let notice_processes = args.user_stack
+    // User addresses are named with -U, and for user functions named by their entry address (several matches and
+    // no cookies), from the process's memory maps, which are gone once it exits. -p's process has them saved now,
+    // before its first call; any other when the BPF side reports it at its first traced call's entry (a 4-byte
+    // record on the events ring buffer; a lookup added to every call, so only then), or else at its first event.
+    let user_frames = args.user_stack
         || targets.iter().any(|t| matches!(t.kind, Kind::User { .. }) && !cookies && t.matches.len() > 1);
+    let mut symbolizer = Symbolizer::new();
+    if let (true, Some(pid)) = (user_frames, args.pid) {
+        symbolizer.remember_process(pid);
+    }
     let threshold = match (args.min_us, args.min_ms) {
         (Some(us), None) => Threshold { unit: "us", value: us },
         (_, ms) => Threshold { unit: "ms", value: ms.unwrap_or(1.0) },
@@ -151,7 +149,7 @@ fn funcslower(args: Args) -> Result<()> {
             args: args.arguments.unwrap_or(0),
             user_stacks: args.user_stack,
             kernel_stacks: args.kernel_stack,
-            notice_processes: notice_processes && args.pid.is_none(),
+            notice_processes: user_frames && args.pid.is_none(),
             func_base: funcs.len() as u32,
             cookies,
             target,

@@ -115,13 +115,17 @@ fn run_over_helper(
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "the helper was not reaped");
         run.signal(libc::SIGCONT);
     }
-    // Let the last events reach the tool before the stop.
+    (stop(run), calls, pid)
+}
+
+/// Stops the tool once the last events have had time to reach it; it must exit cleanly and detach.
+fn stop(run: Running) -> Finished {
     std::thread::sleep(Duration::from_millis(300));
     run.signal(libc::SIGINT);
     let done = run.finish(Duration::from_secs(30));
     done.assert_success();
     done.assert_no_programs_left();
-    (done, calls, pid)
+    done
 }
 
 /// The calls that must be shown above `threshold_ns` and how many more may be (slow by the machine's load).
@@ -239,12 +243,7 @@ fn a_process_that_exits_after_its_only_call_has_its_frames_named() {
     run.wait_attached(Duration::from_secs(60));
     child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(child.0.wait().unwrap().success(), "helper failed");
-    // Let the event reach the tool before the stop.
-    std::thread::sleep(Duration::from_millis(300));
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(30));
-    done.assert_success();
-    done.assert_no_programs_left();
+    let done = stop(run);
     let lines: Vec<&str> = done.stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{}", done.stdout);
     assert!(lines[0].starts_with("funcslower-help;") && lines[0].ends_with(" 1"), "{}", lines[0]);
