@@ -35,7 +35,9 @@ fn last_cpu() -> u32 {
     online.trim().rsplit([',', '-']).next().unwrap().parse().unwrap()
 }
 
-/// A spinning helper on one CPU, waiting for its go byte.
+/// A spinning helper on one CPU, waiting for its go byte. Each test gives its spinners tags of their own: the
+/// histograms are per process name, and another test's spinner of the same name, sampled on another CPU while it
+/// starts (before it pins itself), would land in this test's histogram.
 struct Spinner {
     child: KillOnDrop,
     comm: String,
@@ -121,7 +123,7 @@ fn samples_land_in_each_cpus_declared_frequency() {
 
 #[test]
 fn json_sums_are_the_slots_times_their_frequency() {
-    let (mut a, mut b) = (Spinner::start("a", 0), Spinner::start("b", last_cpu()));
+    let (mut a, mut b) = (Spinner::start("ja", 0), Spinner::start("jb", last_cpu()));
     let done = sample(&mut [&mut a, &mut b], &["-j"]);
     done.assert_success();
     let lines = json_lines(&done.stdout);
@@ -149,7 +151,7 @@ fn json_sums_are_the_slots_times_their_frequency() {
 #[test]
 fn cgroup_filter_keeps_only_its_tasks() {
     let cg = TestCgroup::new("cpufreq");
-    let (mut a, mut b) = (Spinner::start("a", 0), Spinner::start("b", last_cpu()));
+    let (mut a, mut b) = (Spinner::start("ca", 0), Spinner::start("cb", last_cpu()));
     std::fs::write(cg.path().join("cgroup.procs"), a.child.0.id().to_string()).unwrap();
     let done = sample(&mut [&mut a, &mut b], &["-j", "-c", cg.arg()]);
     done.assert_success();
@@ -165,7 +167,7 @@ fn cgroup_filter_keeps_only_its_tasks() {
 
 #[test]
 fn prometheus_histograms_hold_the_samples_in_hertz() {
-    let mut a = Spinner::start("a", 0);
+    let mut a = Spinner::start("pa", 0);
     let addr = corebpf_tests::prom::free_addr();
     let mut run = Running::start_with_env(TOOL, &["--prometheus", &addr], &[DECLARED]);
     run.wait_for_line(&format!("Serving Prometheus metrics on http://{addr}/metrics"), Duration::from_secs(30));
