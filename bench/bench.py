@@ -4,7 +4,7 @@
 
 Run as root after a release build (bench/run.sh does both). Settings come from the environment:
 BENCH_REPEAT (rounds per measurement, default 5), BENCH_QUICK=1 (small workloads, to debug the harness),
-BENCH_ONLY=1,3 (only these figures), BENCH_OUT (the Markdown file to write, default docs/benchmarks.md).
+BENCH_ONLY=1,3 (only these figures), BENCH_COST_TOOLS=biolatency,runqlat (figure 24: only these tools), BENCH_OUT (the Markdown file to write, default docs/benchmarks.md).
 Exit status 1 if a figure could not be measured (the file still says which and why).
 """
 
@@ -32,6 +32,7 @@ import argdist  # noqa: E402
 import biosnoop  # noqa: E402
 import syscall_paths  # noqa: E402
 import scrapes  # noqa: E402
+import progcost  # noqa: E402
 
 
 class Config:
@@ -46,6 +47,15 @@ class Config:
         self.profile_secs = 2 if quick else 5
         self.paths = 500
         self.pingpongs = 20_000 if quick else 200_000
+        # Figure 24 (the kernel's per-program clock): workload runs per attach order and the workloads' sizes.
+        self.cost_rounds = 2 if quick else 3
+        self.cost_ios = 500 if quick else 3_000
+        self.cost_pingpongs = 2_000 if quick else 20_000
+        self.cost_execs = 50 if quick else 300
+        self.cost_syscalls = 20_000 if quick else 200_000
+        self.cost_opens = 2_000 if quick else 20_000
+        self.cost_conns = 50 if quick else 300
+        self.cost_lookups = 50 if quick else 300
         only = env.get("BENCH_ONLY", "")
         self.only = {int(x) for x in only.split(",") if x.strip()} or set(num for num, _, _ in FIGURES)
         self.out = Path(env.get("BENCH_OUT", figures.ROOT / "docs" / "benchmarks.md"))
@@ -76,6 +86,7 @@ MODULE_FIGURES = [
     (21, "cost per traced block I/O: biosnoop", biosnoop, biosnoop.fig_biosnoop_cost),
     (22, "funccount on syscall tracepoints: link each or raw", syscall_paths, syscall_paths.fig_syscall_paths),
     (23, "cost of a Prometheus scrape", scrapes, scrapes.fig_scrape_cost),
+    (24, "cost per event of each tool's BPF programs", progcost, progcost.fig_program_cost),
 ]
 for num, label, module, measure in MODULE_FIGURES:
     FIGURES.append((num, label, measure))

@@ -89,8 +89,12 @@ def with_targets(args):
     return out
 
 
-def _expand(value):
+def expand(value):
+    """`value` with `{libc}` filled in."""
     return value.replace("{libc}", libc_path()) if isinstance(value, str) else value
+
+
+_expand = expand
 
 
 @dataclass
@@ -134,6 +138,15 @@ def _row(tool, table, src, default_label, main=None):
     return Row(tool=tool, label=table.get("label", default_label), args=[_expand(a) for a in table.get("args", [])],
                ready=ready, anchor=_anchor(table.get("anchor"), tool, src, anchor_ready),
                memory=table.get("memory"))
+
+
+def entry(tool):
+    """A tool's bench entry as a table (None if it has none)."""
+    src = ROOT / "tools" / tool / "bench.toml"
+    if not src.is_file():
+        return None
+    with open(src, "rb") as f:
+        return tomllib.load(f)
 
 
 def rows_of(tool):
