@@ -4,7 +4,8 @@
  * value) or a uprobe's. The build helper defines __TARGET_ARCH_x86 or __TARGET_ARCH_arm64 from Cargo's target.
  *
  * - syscall_nr_of(regs): the number of the system call the task entered; x86 keeps it in orig_ax, arm64 in its
- *   own syscallno field of pt_regs.
+ *   own syscallno field of pt_regs (SYSCALL_NR_FIELD); tp_syscall_nr(regs) reads it from a tracepoint's
+ *   argument with TP_READ (tp_btf_raw.bpf.h).
  * - compat_regs(regs): the task runs 32-bit code (its numbers name other calls): on x86 its code segment is not
  *   the 64-bit one (__USER_CS, 0x33); on arm64 the saved PSTATE has the AArch32 bit (PSR_MODE32_BIT, 0x10).
  * - entry_caller(regs): at a user function's first instruction (a uprobe on its entry), the return address into
@@ -21,6 +22,8 @@
 #include <bpf/bpf_core_read.h>
 
 #if defined(__TARGET_ARCH_x86)
+#define SYSCALL_NR_FIELD orig_ax
+
 static __always_inline long syscall_nr_of(struct pt_regs *regs)
 {
 	return BPF_CORE_READ(regs, orig_ax);
@@ -39,6 +42,8 @@ static __always_inline __u64 entry_caller(struct pt_regs *regs)
 	return caller;
 }
 #elif defined(__TARGET_ARCH_arm64)
+#define SYSCALL_NR_FIELD syscallno
+
 static __always_inline long syscall_nr_of(struct pt_regs *regs)
 {
 	return BPF_CORE_READ(regs, syscallno);
@@ -56,5 +61,7 @@ static __always_inline __u64 entry_caller(struct pt_regs *regs)
 #else
 #error "arch.bpf.h: the system call registers of this architecture are not known (x86 and arm64 are)"
 #endif
+
+#define tp_syscall_nr(regs) ((long)TP_READ(regs, SYSCALL_NR_FIELD))
 
 #endif /* __COREBPF_ARCH_BPF_H */

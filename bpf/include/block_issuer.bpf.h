@@ -12,8 +12,10 @@
  * submitted before tracing began, or one that bypassed both points), and says whether this is the request's first
  * issue: a request the device could not take is requeued and issued again (by whoever runs the queue then), and
  * a tool that counts requests counts it once. block_issuer_forget(rq, nr_bytes) at block_rq_complete forgets it
- * after its last completion. The map is an LRU: a noted request that never completes here (merged into
- * another) ages out instead of filling it. BLOCK_ISSUER_PROGRAMS declares the two noting programs (tp_btf and
+ * after its last completion. The map is a preallocated hash, not an LRU (an LRU update costs the submitter about
+ * twice as much, bench figure 24): a note left by a request that never completes here (merged into another)
+ * is replaced when block_io_start sees its pointer again, since blk-mq reuses a fixed set of request structs per
+ * queue; where the map is full, a request is named after the task that issues it, as BCC does. BLOCK_ISSUER_PROGRAMS declares the two noting programs (tp_btf and
  * raw_tp each); user space loads block_io_start's where the kernel has it, else block_rq_insert's. */
 #ifndef __COREBPF_BLOCK_ISSUER_BPF_H
 #define __COREBPF_BLOCK_ISSUER_BPF_H
@@ -22,6 +24,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "block.bpf.h"
+#include "tp_btf_raw.bpf.h"
 
 #ifndef BLOCK_ISSUERS_MAX
 #define BLOCK_ISSUERS_MAX 16384
@@ -38,7 +41,7 @@ struct block_issuer {
 const volatile bool block_issuer_cgroup = false;
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BLOCK_ISSUERS_MAX);
 	__type(key, struct request *);
 	__type(value, struct block_issuer);
@@ -77,7 +80,7 @@ static __always_inline bool block_issuer_first_issue(struct request *rq, struct 
 /* At block_rq_complete(rq, error, nr_bytes): the last completion covers what is left of the request. */
 static __always_inline void block_issuer_forget(struct request *rq, __u32 nr_bytes)
 {
-	if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
+	if (nr_bytes >= TP_READ(rq, __data_len))
 		bpf_map_delete_elem(&block_issuers, &rq);
 }
 

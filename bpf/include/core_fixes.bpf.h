@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* CO-RE accessors for kernel fields that moved or were renamed between kernel versions. Each helper reads the
- * field where the running kernel has it, decided at load time by libbpf from the kernel's BTF. */
+ * field where the running kernel has it, decided at load time by libbpf from the kernel's BTF. They read with
+ * TP_READ (tp_btf_raw.bpf.h): pass them tracepoint arguments, or fields read from them. */
 #ifndef __COREBPF_CORE_FIXES_BPF_H
 #define __COREBPF_CORE_FIXES_BPF_H
 
 #include <vmlinux.h>
 #include <bpf/bpf_core_read.h>
+#include "tp_btf_raw.bpf.h"
 
 /* The kernel's dev_t encoding: 12 bits of major, 20 of minor. */
 #define MINORBITS 20
@@ -30,8 +32,8 @@ static __always_inline struct gendisk *get_disk(void *request)
 	struct request___with_q *new = request;
 
 	if (bpf_core_field_exists(old->rq_disk))
-		return BPF_CORE_READ(old, rq_disk);
-	return BPF_CORE_READ(new, q, disk);
+		return TP_READ(old, rq_disk);
+	return TP_READ(new, q, disk);
 }
 
 /* The kernel device number of the disk a request is for, 0 if it has none. */
@@ -41,7 +43,7 @@ static __always_inline __u32 request_dev(struct request *rq)
 
 	if (!disk)
 		return 0;
-	return MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+	return MKDEV(TP_READ(disk, major), TP_READ(disk, first_minor));
 }
 
 /* task_struct's `state` was renamed `__state` (and made an unsigned int) in 5.14. */
@@ -53,8 +55,8 @@ struct task_struct___pre_5_14 {
 static __always_inline __u32 task_state(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+		return TP_READ(t, __state);
+	return TP_READ((struct task_struct___pre_5_14 *)t, state);
 }
 
 #endif

@@ -103,8 +103,8 @@ static __always_inline bool blocked_us(__u64 now, __u64 ts, __u64 *us)
 /* True if the thread switched out passes the filters on the thread itself (not on its state). */
 static __always_inline bool thread_traced(struct task_struct *prev)
 {
-	__u32 tgid = BPF_CORE_READ(prev, tgid), pid = BPF_CORE_READ(prev, pid);
-	bool kthread = BPF_CORE_READ(prev, flags) & OFFCPU_PF_KTHREAD;
+	__u32 tgid = TP_READ(prev, tgid), pid = TP_READ(prev, pid);
+	bool kthread = TP_READ(prev, flags) & OFFCPU_PF_KTHREAD;
 
 	/* The idle task. */
 	if (pid == 0)

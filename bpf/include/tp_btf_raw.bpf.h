@@ -12,12 +12,33 @@
  * first name names the programs, the second is the tracepoint; `ctx` is in scope too). Both kinds of program get
  * the same array of u64 arguments: tp_btf's are typed by the kernel's BTF at load, raw_tp's are not. User space
  * keeps the pair's one half that matches the mechanism chosen, by section
- * (common::attach::loader::autoload_by_section), and the verifier sees only that one. */
+ * (common::attach::loader::autoload_by_section), and the verifier sees only that one.
+ *
+ * TP_READ(p, field, ...) reads a field of a tracepoint argument, or a chain of them as BPF_CORE_READ does: in the
+ * tp_btf half the arguments are typed pointers into the kernel, so it is a plain load (the verifier makes it
+ * fault-safe), about a helper call cheaper per field than the bpf_probe_read_kernel the raw_tp half needs.
+ * autoload_by_section sets tp_args_typed when it keeps the tp_btf half; the verifier knows the value (.rodata)
+ * and never sees the other branch. Use it only on pointers that come from a tracepoint's arguments (or fields
+ * read from them), never on a pointer the program made itself. */
 #ifndef __COREBPF_TP_BTF_RAW_BPF_H
 #define __COREBPF_TP_BTF_RAW_BPF_H
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+/* Set by user space when the tp_btf half is loaded (see above). */
+const volatile bool tp_args_typed = false;
+
+#define TP_READ(src, a, ...)                                                                                       \
+	(tp_args_typed ? ___arrow((src), a, ##__VA_ARGS__) : BPF_CORE_READ((src), a, ##__VA_ARGS__))
+
+/* The current task's field (or chain), as TP_READ reads an argument: directly through bpf_get_current_task_btf()
+ * in the tp_btf half of a kernel that has it (5.11+), else through bpf_probe_read_kernel. */
+#define CURRENT_READ(a, ...)                                                                                       \
+	((tp_args_typed && bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))           \
+		 ? ___arrow(bpf_get_current_task_btf(), a, ##__VA_ARGS__)                                          \
+		 : BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), a, ##__VA_ARGS__))
 
 /* One program of the pair: section `sec`, named `prog`, calling the body of `name` with the arguments cast from
  * ctx (BPF_PROG's way). */

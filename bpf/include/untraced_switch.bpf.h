@@ -16,6 +16,7 @@
 
 #include <vmlinux.h>
 #include <bpf/bpf_core_read.h>
+#include "tp_btf_raw.bpf.h"
 
 /* SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE: the policies of the fair class (include/uapi/linux/sched.h). */
 #define UNTRACED_FAIR_POLICY(p) ((p) == 0 || (p) == 3 || (p) == 5)
@@ -24,8 +25,8 @@
  * that is not known (a task outside the fair class). */
 static __always_inline __u64 ran_since_picked(struct task_struct *t)
 {
-	__u64 sum = BPF_CORE_READ(t, se.sum_exec_runtime), since = BPF_CORE_READ(t, se.prev_sum_exec_runtime);
-	__u32 policy = BPF_CORE_READ(t, policy);
+	__u64 sum = TP_READ(t, se.sum_exec_runtime), since = TP_READ(t, se.prev_sum_exec_runtime);
+	__u32 policy = TP_READ(t, policy);
 
 	if (!UNTRACED_FAIR_POLICY(policy) || sum <= since)
 		return 0;
@@ -41,7 +42,7 @@ static __always_inline __u64 runs_so_far(struct task_struct *t)
 {
 	if (!bpf_core_field_exists(t->sched_info))
 		return UNTRACED_NO_RUNS;
-	return BPF_CORE_READ(t, sched_info.pcount);
+	return TP_READ(t, sched_info.pcount);
 }
 
 #endif

@@ -180,6 +180,9 @@ pub fn section_attaches_with(section: &str, mech: Attach) -> bool {
 /// calls this once, `autoload_by_section(open.open_object_mut(), mech)`, instead of one `set_autoload` per
 /// program, and a program added to the object is kept or left out by the same rule. Programs that run only with
 /// an option can be disabled after it. Returns how many programs it keeps.
+///
+/// Keeping the `tp_btf` half also sets the object's `tp_args_typed` (tp_btf_raw.bpf.h), where it has one, so that
+/// its `TP_READ`s read tracepoint arguments directly instead of through `bpf_probe_read_kernel`.
 pub fn autoload_by_section(object: &mut OpenObject, mech: Attach) -> usize {
     let mut kept = 0;
     for mut prog in object.progs_mut() {
@@ -187,7 +190,44 @@ pub fn autoload_by_section(object: &mut OpenObject, mech: Attach) -> usize {
         prog.set_autoload(keep);
         kept += usize::from(keep);
     }
+    set_rodata_flag(object, TP_ARGS_TYPED, mech == Attach::TpBtf);
     kept
+}
+
+/// The `.rodata` flag of tp_btf_raw.bpf.h that says the tracepoint arguments are typed pointers (the tp_btf half).
+pub const TP_ARGS_TYPED: &str = "tp_args_typed";
+
+/// Sets the `const volatile bool` named `name` in the object's `.rodata` to `value`, found by the section's BTF;
+/// false if the object has no such variable. For flags the shared BPF headers declare, which a tool's skeleton
+/// struct has too, but which common code sets for every tool.
+pub fn set_rodata_flag(object: &mut OpenObject, name: &str, value: bool) -> bool {
+    use libbpf_rs::btf::types::{DataSec, Var};
+    use libbpf_rs::btf::Btf;
+    use libbpf_rs::AsRawLibbpf;
+
+    let offset = {
+        // SAFETY: the pointer is the open object's own, valid while `object` is borrowed here.
+        let raw = unsafe { object.as_libbpf_object().as_ref() };
+        let Ok(Some(btf)) = Btf::from_bpf_object(raw) else { return false };
+        let Some(sec) = btf.type_by_name::<DataSec>(".rodata") else { return false };
+        let found = sec.iter().find(|v| {
+            btf.type_by_id::<Var>(v.ty).and_then(|var| var.name().map(|n| n == name)).unwrap_or(false)
+        });
+        match found {
+            Some(v) if v.size == 1 => v.offset as usize,
+            _ => return false,
+        }
+    };
+    for mut map in object.maps_mut() {
+        if !map.name().to_string_lossy().ends_with(".rodata") {
+            continue;
+        }
+        if let Some(byte) = map.initial_value_mut().and_then(|data| data.get_mut(offset)) {
+            *byte = u8::from(value);
+            return true;
+        }
+    }
+    false
 }
 
 /// The tracepoint a program's section names, with the mechanism: `tp_btf/NAME` and `raw_tp/NAME` give

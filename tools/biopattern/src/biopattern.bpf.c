@@ -50,7 +50,7 @@ TP_BTF_RAW(block_rq_complete, block_rq_complete)
 		__sync_fetch_and_add(&disks_full, 1);
 		return 0;
 	}
-	sector = BPF_CORE_READ(rq, __sector);
+	sector = TP_READ(rq, __sector);
 	if (p->next_sector) {
 		if (p->next_sector == sector)
 			__sync_fetch_and_add(&p->sequential, 1);

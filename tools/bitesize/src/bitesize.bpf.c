@@ -70,7 +70,7 @@ static __always_inline int count_request(struct request *rq)
 		__sync_fetch_and_add(&hists_full, 1);
 		return 0;
 	}
-	bytes = BPF_CORE_READ(rq, __data_len);
+	bytes = TP_READ(rq, __data_len);
 	slot = log2l(bytes / 1024);
 	if (slot >= MAX_SLOTS)
 		slot = MAX_SLOTS - 1;

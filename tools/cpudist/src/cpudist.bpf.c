@@ -58,9 +58,9 @@ struct start_key _start_key_type = {};
 /* The task's start key, or false if the task is not traced. */
 static __always_inline bool task_key(struct task_struct *t, __u32 cpu, struct start_key *key)
 {
-	__u32 pid = BPF_CORE_READ(t, pid);
+	__u32 pid = TP_READ(t, pid);
 
-	if (!tgid_wanted(BPF_CORE_READ(t, tgid)))
+	if (!tgid_wanted(TP_READ(t, tgid)))
 		return false;
 	if (!pid && !include_idle)
 		return false;
@@ -86,7 +86,7 @@ static __always_inline void add_slice(struct task_struct *t, struct start_key *k
 	__u32 hkey = 0;
 
 	if (per == 1)
-		hkey = BPF_CORE_READ(t, tgid);
+		hkey = TP_READ(t, tgid);
 	else if (per == 2)
 		hkey = key->pid;
 	hist = bpf_map_lookup_or_try_init(&hists, &hkey, &zero_hist);

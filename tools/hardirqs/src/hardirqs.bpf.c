@@ -60,7 +60,7 @@ static __always_inline int entry(int irq, struct irqaction *action)
 	if (!s)
 		return 0;
 	__builtin_memset(&s->key, 0, sizeof(s->key));
-	bpf_probe_read_kernel_str(&s->key.name, sizeof(s->key.name), BPF_CORE_READ(action, name));
+	bpf_probe_read_kernel_str(&s->key.name, sizeof(s->key.name), TP_READ(action, name));
 	s->irq = irq;
 	s->valid = 1;
 	s->ts = bpf_ktime_get_ns();

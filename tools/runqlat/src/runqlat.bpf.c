@@ -66,11 +66,11 @@ __u64 untimed_waits = 0;
 static __always_inline void trace_enqueue(struct task_struct *p)
 {
 	struct wait_start w;
-	__u32 pid = BPF_CORE_READ(p, pid);
+	__u32 pid = TP_READ(p, pid);
 
 	if (!pid)
 		return;
-	if (!tgid_wanted(BPF_CORE_READ(p, tgid)))
+	if (!tgid_wanted(TP_READ(p, tgid)))
 		return;
 	w.ts = bpf_ktime_get_ns();
 	w.runs = runs_so_far(p);
@@ -95,7 +95,7 @@ static __always_inline void add_wait(struct task_struct *task, __u32 pid, __u64 
 	__u32 key = 0;
 
 	if (per == 1)
-		key = BPF_CORE_READ(task, tgid);
+		key = TP_READ(task, tgid);
 	else if (per == 2)
 		key = pid;
 	else if (per == 3)
@@ -134,12 +134,12 @@ static __always_inline void end_untraced_wait(struct task_struct *prev, __u32 pi
 
 static __always_inline int handle_switch(struct task_struct *prev, struct task_struct *next, long prev_state)
 {
-	__u32 pid = BPF_CORE_READ(prev, pid);
+	__u32 pid = TP_READ(prev, pid);
 	__u64 now = bpf_ktime_get_ns();
 	struct wait_start *w;
 
 	/* A wait of prev's still stamped: its switch-in was not reported, or there was no wait. */
-	w = pid && tgid_wanted(BPF_CORE_READ(prev, tgid)) ? bpf_map_lookup_elem(&start, &pid) : NULL;
+	w = pid && tgid_wanted(TP_READ(prev, tgid)) ? bpf_map_lookup_elem(&start, &pid) : NULL;
 	if (w) {
 		end_untraced_wait(prev, pid, now, w);
 		bpf_map_delete_elem(&start, &pid);
@@ -148,7 +148,7 @@ static __always_inline int handle_switch(struct task_struct *prev, struct task_s
 	if (prev_state == TASK_RUNNING)
 		trace_enqueue(prev);
 
-	pid = BPF_CORE_READ(next, pid);
+	pid = TP_READ(next, pid);
 	w = bpf_map_lookup_elem(&start, &pid);
 	if (!w)
 		return 0;

@@ -73,10 +73,8 @@ struct proc_stat _proc_stat_type = {};
 static __always_inline bool in_compat_syscall(struct pt_regs *regs)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-
-	if (bpf_core_field_exists(task->thread_info.status) &&
-	    (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT_BIT))
+	if (bpf_core_field_exists(struct task_struct, thread_info.status) &&
+	    (CURRENT_READ(thread_info.status) & TS_COMPAT_BIT))
 		return true;
 	return false;
 #else
@@ -125,7 +123,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 
 	if (!wanted_task(pid_tgid))
 		return 0;
-	id = syscall_nr_of(regs);
+	id = tp_syscall_nr(regs);
 	/* -1: not a syscall (the exit of a signal delivered on return, say). */
 	if (id < 0 || (filter_syscall && id != target_syscall))
 		return 0;
