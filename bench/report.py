@@ -380,6 +380,14 @@ def targets(results):
                     worst = x if worst is None else max(worst, x)
         verdict = "–" if worst is None else ("met" if worst <= 2.0 else "**missed**")
         out.append(("peak RSS within 2× of libbpf-tools'", ", ".join(parts) or "–", verdict, "rss"))
+    if 24 in results and "rows" in results[24]:
+        import progcost
+
+        met, missed = progcost.targets(results[24])
+        parts = [f"{name} {x:.2f}×" for name, x in sorted(met + missed)]
+        verdict = "–" if not parts else ("met" if not missed else "**missed**")
+        out.append(("BPF program time per event at or below the anchor's (kernel's clock, figure 24)",
+                    ", ".join(parts) or "–", verdict, "progcost"))
     return out
 
 
