@@ -197,10 +197,16 @@ pub fn autoload_by_section(object: &mut OpenObject, mech: Attach) -> usize {
 /// The `.rodata` flag of tp_btf_raw.bpf.h that says the tracepoint arguments are typed pointers (the tp_btf half).
 pub const TP_ARGS_TYPED: &str = "tp_args_typed";
 
-/// Sets the `const volatile bool` named `name` in the object's `.rodata` to `value`, found by the section's BTF;
-/// false if the object has no such variable. For flags the shared BPF headers declare, which a tool's skeleton
-/// struct has too, but which common code sets for every tool.
+/// Sets the `const volatile bool` named `name` in the object's `.rodata` to `value` ([`set_rodata`]).
 pub fn set_rodata_flag(object: &mut OpenObject, name: &str, value: bool) -> bool {
+    set_rodata(object, name, &[u8::from(value)])
+}
+
+/// Writes `value` into the `const volatile` variable named `name` in the object's `.rodata`, found by the
+/// section's BTF, before the object is loaded; false if the object has no such variable of that size. For the
+/// settings the shared BPF headers declare (the task filter, tp_args_typed), which every tool's skeleton struct
+/// has too, but which common code sets for every tool.
+pub fn set_rodata(object: &mut OpenObject, name: &str, value: &[u8]) -> bool {
     use libbpf_rs::btf::types::{DataSec, Var};
     use libbpf_rs::btf::Btf;
     use libbpf_rs::AsRawLibbpf;
@@ -214,7 +220,7 @@ pub fn set_rodata_flag(object: &mut OpenObject, name: &str, value: bool) -> bool
             btf.type_by_id::<Var>(v.ty).and_then(|var| var.name().map(|n| n == name)).unwrap_or(false)
         });
         match found {
-            Some(v) if v.size == 1 => v.offset as usize,
+            Some(v) if v.size == value.len() => v.offset as usize,
             _ => return false,
         }
     };
@@ -222,8 +228,8 @@ pub fn set_rodata_flag(object: &mut OpenObject, name: &str, value: bool) -> bool
         if !map.name().to_string_lossy().ends_with(".rodata") {
             continue;
         }
-        if let Some(byte) = map.initial_value_mut().and_then(|data| data.get_mut(offset)) {
-            *byte = u8::from(value);
+        if let Some(bytes) = map.initial_value_mut().and_then(|data| data.get_mut(offset..offset + value.len())) {
+            bytes.copy_from_slice(value);
             return true;
         }
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 
+pub mod filter;
 pub mod man_completions;
 pub mod numbers;
 

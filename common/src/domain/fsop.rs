@@ -10,9 +10,10 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use libbpf_rs::{Link, MapCore, MapFlags, Object, OpenObject};
+use libbpf_rs::{MapCore, MapFlags, Object, OpenObject};
 
 use crate::attach::features::Attach;
+use crate::attach::links::Links;
 use crate::attach::loader::attach_tracepoint;
 
 /// A file system the tools can trace.
@@ -329,14 +330,15 @@ impl Plan {
 
     /// Fills what the loaded programs read (the devices of the file system's mounts, for getattr on the tracepoint
     /// path), then attaches them: each return before its start, so that no start is kept with nobody to end it.
-    pub fn attach(&self, object: &Object) -> Result<Vec<Link>> {
+    /// The links detach in parallel (one system call tracepoint's detach waits for an RCU grace period).
+    pub fn attach(&self, object: &Object) -> Result<Links> {
         let prog = |name: &str| {
             object
                 .progs_mut()
                 .find(|p| p.name() == name)
                 .with_context(|| format!("the BPF object has no program {name}"))
         };
-        let mut links = Vec::new();
+        let mut links = Links::default();
         match self.mech {
             Attach::Fentry => {
                 for op in &self.ops {

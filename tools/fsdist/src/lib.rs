@@ -26,7 +26,7 @@ use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::Link;
+use common::attach::links::Links;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::Report;
@@ -123,7 +123,7 @@ fn fsdist(args: Args, fs: FsType) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of `mech` for the file system's operations, loads
 /// and attaches them.
-fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let plan = Plan::new(fs, mech, &Op::ALL)?;
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;

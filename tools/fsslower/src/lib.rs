@@ -24,7 +24,7 @@ use common::domain::fsop::{FsType, Op, Plan};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::Link;
+use common::attach::links::Links;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Printer, Slow, Style};
@@ -113,7 +113,7 @@ fn fsslower(args: Args, fs: FsType) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of `mech` for the file system's operations, loads
 /// and attaches them.
-fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let plan = Plan::new(fs, mech, &OPS)?;
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
