@@ -59,12 +59,12 @@ static __always_inline void block_issuer_note(struct request *rq, bool fresh)
 	struct block_issuer issuer = {};
 
 	block_issuer_current(&issuer);
-	bpf_map_update_elem(&block_issuers, &rq, &issuer, fresh ? BPF_ANY : BPF_NOEXIST);
+	bpf_map_update_elem(&block_issuers, PTR_KEY(rq), &issuer, fresh ? BPF_ANY : BPF_NOEXIST);
 }
 
 static __always_inline bool block_issuer_first_issue(struct request *rq, struct block_issuer *issuer)
 {
-	struct block_issuer *noted = bpf_map_lookup_elem(&block_issuers, &rq);
+	struct block_issuer *noted = bpf_map_lookup_elem(&block_issuers, PTR_KEY(rq));
 
 	if (!noted) {
 		block_issuer_current(issuer);
@@ -81,7 +81,7 @@ static __always_inline bool block_issuer_first_issue(struct request *rq, struct 
 static __always_inline void block_issuer_forget(struct request *rq, __u32 nr_bytes)
 {
 	if (nr_bytes >= TP_READ(rq, __data_len))
-		bpf_map_delete_elem(&block_issuers, &rq);
+		bpf_map_delete_elem(&block_issuers, PTR_KEY(rq));
 }
 
 /* The programs that note each request's submitter (see above). */

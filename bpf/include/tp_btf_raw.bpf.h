@@ -33,6 +33,18 @@ const volatile bool tp_args_typed = false;
 #define TP_READ(src, a, ...)                                                                                       \
 	(tp_args_typed ? ___arrow((src), a, ##__VA_ARGS__) : BPF_CORE_READ((src), a, ##__VA_ARGS__))
 
+/* A map key holding pointer `p`: the address of a copy of it. Where a pointer read with TP_READ is also a map key,
+ * pass this, not &p: kernels up to 6.1 at least forget the type of a pointer whose stack slot a helper has read
+ * (after bpf_map_lookup_elem(&m, &rq) the verifier refuses the next rq->field: "R3 invalid mem access 'scalar'"),
+ * and the compiler may reload the argument from the key's slot. The copy is laundered through barrier_var, so it
+ * cannot be folded back into the argument. */
+#define PTR_KEY(p)                                                                                                 \
+	(&(__u64){ ({                                                                                              \
+		__u64 ___key = (__u64)(p);                                                                         \
+		barrier_var(___key);                                                                               \
+		___key;                                                                                            \
+	}) })
+
 /* The current task's field (or chain), as TP_READ reads an argument: directly through bpf_get_current_task_btf()
  * in the tp_btf half of a kernel that has it (5.11+), else through bpf_probe_read_kernel. */
 #define CURRENT_READ(a, ...)                                                                                       \

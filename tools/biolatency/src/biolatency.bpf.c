@@ -62,7 +62,7 @@ static __always_inline bool cgroup_owns(struct request *rq)
 	if (!filter_cgroup)
 		return true;
 	if (cgroup_at_start)
-		return bpf_map_lookup_elem(&start, &rq) != NULL;
+		return bpf_map_lookup_elem(&start, PTR_KEY(rq)) != NULL;
 	return cgroup_wanted();
 }
 
@@ -79,7 +79,7 @@ static __always_inline int trace_start(struct request *rq, bool is_issue)
 		return 0;
 
 	ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&start, &rq, &ts, BPF_ANY))
+	if (bpf_map_update_elem(&start, PTR_KEY(rq), &ts, BPF_ANY))
 		__sync_fetch_and_add(&start_map_full, 1);
 	return 0;
 }
@@ -92,7 +92,7 @@ static __always_inline int trace_done(struct request *rq)
 	__s64 delta;
 	__u64 slot;
 
-	tsp = bpf_map_lookup_elem(&start, &rq);
+	tsp = bpf_map_lookup_elem(&start, PTR_KEY(rq));
 	if (!tsp)
 		return 0;
 	if (!*tsp)
@@ -118,7 +118,7 @@ static __always_inline int trace_done(struct request *rq)
 	__sync_fetch_and_add(&hist->sum_ns, delta);
 
 cleanup:
-	bpf_map_delete_elem(&start, &rq);
+	bpf_map_delete_elem(&start, PTR_KEY(rq));
 	return 0;
 }
 
@@ -146,10 +146,10 @@ TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)
 	__u64 marked = 0;
 
 	if (cgroup_wanted()) {
-		if (bpf_map_update_elem(&start, &rq, &marked, BPF_ANY))
+		if (bpf_map_update_elem(&start, PTR_KEY(rq), &marked, BPF_ANY))
 			__sync_fetch_and_add(&start_map_full, 1);
 	} else {
-		bpf_map_delete_elem(&start, &rq);
+		bpf_map_delete_elem(&start, PTR_KEY(rq));
 	}
 	return 0;
 }

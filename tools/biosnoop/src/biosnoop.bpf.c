@@ -80,31 +80,31 @@ static __always_inline struct req_info *begin(struct request *rq, bool in_issuer
 	}
 	if (filter_dev && r.dev != target_dev)
 		r.filtered = true;
-	if (bpf_map_update_elem(&reqs, &rq, &r, BPF_ANY)) {
+	if (bpf_map_update_elem(&reqs, PTR_KEY(rq), &r, BPF_ANY)) {
 		__sync_fetch_and_add(&reqs_full, 1);
 		return NULL;
 	}
-	return bpf_map_lookup_elem(&reqs, &rq);
+	return bpf_map_lookup_elem(&reqs, PTR_KEY(rq));
 }
 
 /* block_io_start: a new request, always in the submitter's context (a stale entry for a reused pointer goes). */
 static __always_inline int on_start(struct request *rq)
 {
 	if (!begin(rq, true))
-		bpf_map_delete_elem(&reqs, &rq);
+		bpf_map_delete_elem(&reqs, PTR_KEY(rq));
 	return 0;
 }
 
 static __always_inline int on_insert(struct request *rq)
 {
-	if (!bpf_map_lookup_elem(&reqs, &rq))
+	if (!bpf_map_lookup_elem(&reqs, PTR_KEY(rq)))
 		begin(rq, !have_io_start);
 	return 0;
 }
 
 static __always_inline int on_issue(struct request *rq)
 {
-	struct req_info *r = bpf_map_lookup_elem(&reqs, &rq);
+	struct req_info *r = bpf_map_lookup_elem(&reqs, PTR_KEY(rq));
 
 	if (!r)
 		r = begin(rq, !have_io_start);
@@ -119,7 +119,7 @@ static __always_inline int on_issue(struct request *rq)
 
 static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 {
-	struct req_info *r = bpf_map_lookup_elem(&reqs, &rq);
+	struct req_info *r = bpf_map_lookup_elem(&reqs, PTR_KEY(rq));
 	struct event *e;
 	__u64 now;
 
@@ -146,7 +146,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	__builtin_memcpy(e->comm, r->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 cleanup:
-	bpf_map_delete_elem(&reqs, &rq);
+	bpf_map_delete_elem(&reqs, PTR_KEY(rq));
 	return 0;
 }
 
@@ -160,7 +160,7 @@ TP_BTF_RAW(block_io_start, block_io_start, struct request *rq)
 /* The request merged into another is freed without a completion. */
 TP_BTF_RAW(block_rq_merge, block_rq_merge, struct request *rq)
 {
-	bpf_map_delete_elem(&reqs, &rq);
+	bpf_map_delete_elem(&reqs, PTR_KEY(rq));
 	return 0;
 }
 

@@ -64,7 +64,7 @@ static __always_inline int note(void *ctx, struct request *rq, __u64 flags)
 	n.key.pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(n.key.comm, sizeof(n.key.comm));
 	n.key.kern_stack_id = bpf_get_stackid(ctx, &stacks, 0);
-	bpf_map_update_elem(&notes, &rq, &n, flags);
+	bpf_map_update_elem(&notes, PTR_KEY(rq), &n, flags);
 	return 0;
 }
 
@@ -82,7 +82,7 @@ TP_BTF_RAW(block_rq_issue, block_rq_issue)
 {
 	struct request *rq = block_rq_arg(ctx, issue_has_queue);
 
-	if (bpf_map_lookup_elem(&notes, &rq))
+	if (bpf_map_lookup_elem(&notes, PTR_KEY(rq)))
 		return 0;
 	return note(ctx, rq, BPF_NOEXIST);
 }
@@ -98,7 +98,7 @@ TP_BTF_RAW(block_rq_complete, block_rq_complete)
 
 	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
 		return 0; /* a partial completion: the rest is still in flight */
-	n = bpf_map_lookup_elem(&notes, &rq);
+	n = bpf_map_lookup_elem(&notes, PTR_KEY(rq));
 	if (!n)
 		return 0;
 	delta = bpf_ktime_get_ns() - n->start_ns;
@@ -116,7 +116,7 @@ TP_BTF_RAW(block_rq_complete, block_rq_complete)
 	__sync_fetch_and_add(&hist->count, 1);
 	__sync_fetch_and_add(&hist->sum_ns, delta);
 forget:
-	bpf_map_delete_elem(&notes, &rq);
+	bpf_map_delete_elem(&notes, PTR_KEY(rq));
 	return 0;
 }
 

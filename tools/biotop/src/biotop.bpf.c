@@ -67,7 +67,7 @@ static __always_inline int request_issued(struct request *rq)
 	start.key.major = dev >> 20;
 	start.key.minor = dev & ((1U << 20) - 1);
 	__builtin_memcpy(start.key.comm, issuer.comm, sizeof(start.key.comm));
-	if (bpf_map_update_elem(&starts, &rq, &start, BPF_ANY))
+	if (bpf_map_update_elem(&starts, PTR_KEY(rq), &start, BPF_ANY))
 		__sync_fetch_and_add(&starts_full, 1);
 	return 0;
 }
@@ -81,7 +81,7 @@ static __always_inline int request_completed(struct request *rq, __u32 nr_bytes)
 	/* A partial completion: the request goes on until one covers what is left of it. */
 	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
 		return 0;
-	start = bpf_map_lookup_elem(&starts, &rq);
+	start = bpf_map_lookup_elem(&starts, PTR_KEY(rq));
 	if (!start)
 		return 0;
 	stat = bpf_map_lookup_or_try_init(&rows, &start->key, &empty_stat);
@@ -92,7 +92,7 @@ static __always_inline int request_completed(struct request *rq, __u32 nr_bytes)
 	} else {
 		__sync_fetch_and_add(&rows_full, 1);
 	}
-	bpf_map_delete_elem(&starts, &rq);
+	bpf_map_delete_elem(&starts, PTR_KEY(rq));
 	return 0;
 }
 
