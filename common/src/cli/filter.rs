@@ -14,7 +14,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use libbpf_rs::OpenObject;
 
-use super::{parse_pid, require_process};
+use super::{parse_pid, require_process, require_thread};
 use crate::attach::loader::set_rodata;
 
 /// `-p PID`: only this process.
@@ -22,6 +22,14 @@ use crate::attach::loader::set_rodata;
 pub struct PidArg {
     /// Only this process (PID)
     #[arg(short = 'p', long, value_name = "PID", value_parser = parse_pid)]
+    pub pid: Option<u32>,
+}
+
+/// `-p PID`, required: the process a tool reads (javagc).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct RequiredPidArg {
+    /// The process to trace (PID)
+    #[arg(short = 'p', long, value_name = "PID", value_parser = parse_pid, required = true)]
     pub pid: Option<u32>,
 }
 
@@ -107,6 +115,15 @@ impl TaskFilter {
         self
     }
 
+    /// A usage error (exit status 2) if both a process and a thread are given, for the tools where `-p` and `-t`
+    /// exclude each other.
+    pub fn exclusive(self) -> Self {
+        if self.pid.is_some() && self.tid.is_some() {
+            super::usage_error("the argument '--pid <PID>' cannot be used with '--tid <TID>'");
+        }
+        self
+    }
+
     /// True if no filter is set.
     pub fn is_empty(&self) -> bool {
         *self == TaskFilter::default()
@@ -115,7 +132,9 @@ impl TaskFilter {
     /// Fails, with one line, unless every process or thread named exists and this tool sees the host's PIDs
     /// ([`require_process`]). Call it before loading anything.
     pub fn check(&self) -> Result<()> {
-        [self.pid, self.tid, self.ppid].into_iter().flatten().try_for_each(require_process)
+        [self.pid, self.ppid].into_iter().flatten().try_for_each(require_process)?;
+        self.tid.map(require_thread).transpose()?;
+        Ok(())
     }
 
     /// Writes the filter into the BPF object's `.rodata` (filter.bpf.h's settings) before it is loaded. A filter

@@ -20,7 +20,7 @@ use anyhow::Result;
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::maps::DropCounter;
-use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::cli::{parse_interval_secs, require_process};
 use common::output::stdout::{clock_hms, Output};
 use common::probe::attach::Site;
 use common::probe::plan::{plan, Limits};
@@ -37,12 +37,10 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "argdist", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only events of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
-    /// Only events of this thread (TID)
-    #[arg(short = 't', long, value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Bytes read from a char* argument before it is cut
     #[arg(short = 'z', long = "string-size", default_value_t = 80,
           value_parser = clap::value_parser!(u32).range(1..=STR_MAX as i64))]
@@ -121,7 +119,7 @@ fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, Site, bool)
     for (raw, hist) in specs {
         let resolved = parse_argdist(raw, hist).and_then(|spec| {
             let plan = plan(&spec, tracefs.as_deref(), &LIMITS)?;
-            let site = common::probe::attach::site(&spec, args.pid)?;
+            let site = common::probe::attach::site(&spec, args.pid.pid)?;
             Ok((spec, plan, site, hist))
         });
         match resolved {
@@ -133,7 +131,7 @@ fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, Site, bool)
 }
 
 fn argdist(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
     if !args.include.is_empty() {
@@ -151,8 +149,8 @@ fn argdist(args: Args) -> Result<()> {
     }
     let endpoint = args.export.endpoint("argdist", reports)?;
     let options = |hist| attach::Options {
-        pid: args.pid,
-        tid: args.tid,
+        pid: args.pid.pid,
+        tid: args.tid.tid,
         string_size: args.string_size,
         hist,
         verbose: args.verbose.on(),

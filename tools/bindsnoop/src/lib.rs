@@ -19,8 +19,8 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
-use common::cli::{parse_pid, parse_port_list, parse_uid};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
+use common::cli::{parse_port_list, parse_uid};
 use common::domain::containers::{ContainerArgs, ContainerMaps};
 use common::output::sockevents;
 use common::output::stdout::Output;
@@ -47,9 +47,8 @@ struct Args {
     /// Wider columns, room for a whole IPv6 address (and the error's text with -E)
     #[arg(short = 'w', long)]
     wide: bool,
-    /// Only binds made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only binds to these ports (separated by commas; the port the socket got, or asked for when it failed)
     #[arg(short = 'P', long = "port", alias = "ports", value_name = "PORTS", value_parser = parse_port_list)]
     port: Option<Ports>,
@@ -87,7 +86,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn bindsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let containers = args.containers.open()?;
@@ -131,9 +130,8 @@ fn load_and_attach(
     containers: &ContainerMaps,
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.filter_uid = args.uid.is_some();
     ro.target_uid = args.uid.unwrap_or(0);
     ro.filter_port = args.port.is_some();

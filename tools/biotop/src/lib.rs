@@ -21,10 +21,10 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
 };
 use common::attach::maps::{from_bytes, DropCounter};
-use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::domain::blockdev::Disks;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
@@ -66,9 +66,8 @@ struct Args {
     /// Order rows by bytes, by requests (io), by summed time, or by all three added up (all)
     #[arg(short = 's', long, value_enum, default_value = "bytes")]
     sort: Sort,
-    /// Only requests submitted by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per row per report, bytes and time exact
     #[arg(short = 'j', long)]
     json: bool,
@@ -93,7 +92,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn biotop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let btf = KernelBtf::load()?;
     // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
@@ -170,9 +169,8 @@ fn load_and_attach(
     noted_at: &str,
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
     // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
     rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
     rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);

@@ -44,9 +44,8 @@ struct Args {
     /// (twice: libbpf's messages too)
     #[arg(short = 'v', long, action = clap::ArgAction::Count)]
     verbose: u8,
-    /// Only checks made by this process (PID)
-    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print the kernel stack below each check
     #[arg(short = 'K', long = "kernel-stack")]
     kernel_stack: bool,
@@ -80,7 +79,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn capable(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let containers = args.containers.open()?;
     let callers = function_ranges(&CALLERS.map(|(name, _)| name))?;
     let signals = Signals::install()?;
@@ -88,7 +87,7 @@ fn capable(args: Args) -> Result<()> {
     // -U names user frames from the process's memory maps, which are gone once it exits: -p's process has them
     // saved now, before its first check (any other process on its first check, see report.rs).
     let mut symbolizer = Symbolizer::new();
-    if let (true, Some(pid)) = (args.user_stack, args.pid) {
+    if let (true, Some(pid)) = (args.user_stack, args.pid.pid) {
         symbolizer.remember_process(pid);
     }
     let ((skel, _links), mech) =
@@ -130,7 +129,7 @@ fn load_and_attach(
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
     ro.verbose = args.verbose > 0;
-    ro.target_tgid = args.pid.unwrap_or(0);
+    ro.target_tgid = args.pid.pid.unwrap_or(0);
     ro.self_tgid = std::process::id();
     ro.kernel_stack = args.kernel_stack;
     ro.user_stack = args.user_stack;

@@ -51,9 +51,8 @@ struct Args {
     /// One histogram for each thread (TID)
     #[arg(short = 'L', long)]
     tids: bool,
-    /// Only this process (PID)
-    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Count the idle task's time on the CPUs too (left out by default)
     #[arg(short = 'I', long)]
     include_idle: bool,
@@ -86,7 +85,7 @@ fn per(args: &Args) -> Per {
 }
 
 fn cpudist(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         common::cli::require_process(pid)?;
     }
     let signals = Signals::install()?;
@@ -135,7 +134,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.per = per(args) as u32;
-    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     rodata.millis = args.milliseconds;
     rodata.offcpu = args.offcpu;
     rodata.include_idle = args.include_idle;

@@ -17,9 +17,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{autoload_by_section, load_first_working, open_filtered};
 use common::attach::maps::{percpu_counters, CounterDeltas};
-use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, IntervalClock, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -35,9 +35,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "dcstat", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only lookups made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per report, with the exact counts and the rates
     #[arg(short = 'j', long)]
     json: bool,
@@ -62,7 +61,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn dcstat(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("dcstat", args.interval.is_some())?;
     let ((skel, _links), mech) =
@@ -104,8 +103,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<L
     if mech == Attach::Kprobe && !common::probe::attach::kprobes_available() {
         bail!("no kprobes (CONFIG_KPROBES is not set)");
     }
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
-    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     autoload_by_section(open.open_object_mut(), mech);
     let skel = match open.load() {
         Ok(skel) => skel,

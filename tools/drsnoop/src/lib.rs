@@ -20,7 +20,6 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
 };
-use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -35,6 +34,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// it waited and how many pages it freed
 #[derive(Debug, Parser)]
 #[command(name = "drsnoop", version, after_help = EXAMPLES)]
+// The shared tid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("tid", |a| a.help("Trace this thread only (the column is then TID)")))]
 struct Args {
     /// Start each line with the seconds since the first reclaim seen (TIME(s))
     #[arg(short = 'T', long)]
@@ -42,12 +43,10 @@ struct Args {
     /// Add a UID column
     #[arg(short = 'U', long = "print-uid")]
     print_uid: bool,
-    /// Trace this process only
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
-    /// Trace this thread only (the column is then TID)
-    #[arg(short = 't', long, value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Trace this user only (a UID or a user name)
     #[arg(short = 'u', long, value_parser = common::cli::parse_uid)]
     uid: Option<u32>,
@@ -78,8 +77,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn drsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
-    args.tid.map(common::cli::require_thread).transpose()?;
+    args.pid.filter().check()?;
+    args.tid.tid.map(common::cli::require_thread).transpose()?;
     if args.name.as_deref() == Some("") {
         bail!("the name given to -n is empty");
     }
@@ -92,7 +91,7 @@ fn drsnoop(args: Args) -> Result<()> {
         json: args.json,
         timestamp: args.timestamp,
         uid: args.print_uid,
-        tid: args.tid.is_some(),
+        tid: args.tid.tid.is_some(),
         free: args.extended,
     });
     let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
@@ -117,8 +116,8 @@ fn drsnoop(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
-    ro.target_tid = args.tid.unwrap_or(0);
+    ro.target_tgid = args.pid.pid.unwrap_or(0);
+    ro.target_tid = args.tid.tid.unwrap_or(0);
     ro.filter_uid = args.uid.is_some();
     ro.target_uid = args.uid.unwrap_or(0);
     autoload_by_section(open.open_object_mut(), mech);

@@ -18,9 +18,8 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
-use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -41,9 +40,8 @@ struct Args {
     /// Start each line with the time of day in UTC (implies -t)
     #[arg(long)]
     utc: bool,
-    /// Show the exits of this process only
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Start each line with this label (`exit` if none is given)
     #[arg(long, value_name = "LABEL", num_args = 0..=1, default_missing_value = "exit")]
     label: Option<String>,
@@ -71,7 +69,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn exitsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
     let ((skel, _link), _mech) =
@@ -92,9 +90,8 @@ fn exitsnoop(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.per_thread = args.per_thread;
     ro.failed_only = args.failed;
     ro.filter_cgroup = cgroup.is_some();

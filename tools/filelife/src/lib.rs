@@ -17,8 +17,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
-use common::cli::parse_pid;
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -32,9 +31,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Only files created and deleted by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Show each file's path from the root, read from the directories above it when it is deleted
     #[arg(short = 'F', long = "full-path")]
     full_path: bool,
@@ -55,7 +53,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn filelife(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -87,9 +85,8 @@ const UNLINKS: [&str; 2] = ["unlink", "unlinkat"];
 /// Opens the BPF object, sets its filter and the kernel's argument layout, keeps the programs of `mech`, loads and
 /// attaches them: each call's return before its start, so that no start is kept with nobody to end it.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.full_path = args.full_path;
     let mut present: Vec<&str> = Vec::new();
     let mut fexit_layout = (0, 0);

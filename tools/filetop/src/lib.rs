@@ -24,9 +24,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
 use common::attach::maps::{from_bytes, DropCounter};
-use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::domain::blockdev::kernel_dev;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
@@ -72,9 +72,8 @@ struct Args {
     /// Order rows by reads, writes, Kbytes read (rbytes), Kbytes written (wbytes), or all four added up (all)
     #[arg(short = 's', long, value_enum, default_value = "all")]
     sort: Sort,
-    /// Only reads and writes of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only files directly inside this directory
     #[arg(short = 'd', long, value_name = "DIRECTORY")]
     directory: Option<PathBuf>,
@@ -112,7 +111,7 @@ const READ_CALLS: [&str; 5] = ["read", "pread64", "readv", "preadv", "preadv2"];
 const WRITE_CALLS: [&str; 5] = ["write", "pwrite64", "writev", "pwritev", "pwritev2"];
 
 fn filetop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     // -d: the directory's inode and file system (its device number in the kernel's encoding).
     let dir = match &args.directory {
         Some(dir) => {
@@ -189,9 +188,8 @@ fn filetop(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, dir: Option<(u64, u32)>, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.all_files = args.all_files;
     (ro.dir_inode, ro.dir_dev) = dir.unwrap_or((0, 0));
     autoload_by_section(open.open_object_mut(), mech);

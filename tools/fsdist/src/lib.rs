@@ -18,15 +18,15 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{load_first_working, open_skeleton, rodata};
+use common::attach::links::Links;
+use common::attach::loader::{load_first_working, open_filtered, rodata};
 use common::attach::maps::DropCounter;
-use common::cli::{parse_pid, IntervalCount};
+use common::cli::IntervalCount;
 use common::domain::fsop::{FsType, Op, Plan};
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use common::attach::links::Links;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::Report;
@@ -46,9 +46,8 @@ struct Args {
     /// Use milliseconds for the histogram buckets instead of microseconds
     #[arg(short = 'm', long)]
     milliseconds: bool,
-    /// Only operations of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per operation per report
     #[arg(short = 'j', long)]
     json: bool,
@@ -74,7 +73,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn fsdist(args: Args, fs: FsType) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     fs.require_registered()?;
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint(env!("CARGO_PKG_NAME"), args.every.interval.is_some())?;
@@ -125,9 +124,8 @@ fn fsdist(args: Args, fs: FsType) -> Result<()> {
 /// and attaches them.
 fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let plan = Plan::new(fs, mech, &Op::ALL)?;
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.in_ms = args.milliseconds;
     ro.fsop_magic = fs.magic();
     ro.fsop_self_tgid = std::process::id();

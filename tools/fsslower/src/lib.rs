@@ -18,13 +18,13 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{load_first_working, open_skeleton, rodata};
-use common::cli::{parse_interval_secs, parse_pid};
+use common::attach::links::Links;
+use common::attach::loader::{load_first_working, open_filtered, rodata};
+use common::cli::parse_interval_secs;
 use common::domain::fsop::{FsType, Op, Plan};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use common::attach::links::Links;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Printer, Slow, Style};
@@ -38,9 +38,8 @@ struct Args {
     /// The file system to trace (ext4slower, xfsslower, btrfsslower and nfsslower choose it by their name)
     #[arg(short = 't', long = "type", value_enum, value_name = "FS")]
     fs: Option<FsType>,
-    /// Only operations of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Show operations that took longer than this many milliseconds (0: every operation)
     #[arg(short = 'm', long = "min", value_name = "MIN_MS", default_value = "10")]
     min_ms: u64,
@@ -81,7 +80,7 @@ fn file_system(given: Option<FsType>) -> FsType {
 }
 
 fn fsslower(args: Args, fs: FsType) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     fs.require_registered()?;
     let signals = Signals::install()?;
     let verbose = args.verbose.on();
@@ -115,9 +114,8 @@ fn fsslower(args: Args, fs: FsType) -> Result<()> {
 /// and attaches them.
 fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let plan = Plan::new(fs, mech, &OPS)?;
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.min_lat_ns = args.min_ms * 1_000_000;
     ro.fsop_magic = fs.magic();
     ro.fsop_self_tgid = std::process::id();

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::cli::{parse_interval_secs, parse_pid};
+use common::cli::parse_interval_secs;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals, Tick};
 use libbpf_rs::skel::Skel;
@@ -39,9 +39,8 @@ const CALLS_HELP: &str = "Calls of each matched function, tracepoint or probe";
 #[derive(Debug, Parser)]
 #[command(name = "funccount", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print and reset the counts every this many seconds
     #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
@@ -97,14 +96,14 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn funccount(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     if let Some(cpu) = args.cpu {
         let cpus = libbpf_rs::num_possible_cpus()?;
         if cpu as usize >= cpus {
             bail!("no CPU {cpu}: this machine has CPUs 0-{}", cpus - 1);
         }
     }
-    let target = targets::resolve(&args.pattern, args.regexp, args.pid)?;
+    let target = targets::resolve(&args.pattern, args.regexp, args.pid.pid)?;
     let btf = KernelBtf::load()?;
     if args.debug {
         return print_plan(&target, &btf);
@@ -118,12 +117,12 @@ fn funccount(args: Args) -> Result<()> {
         common::output::metrics::Endpoint::bind("funccount", listen, args.max_series)
     });
     let endpoint = endpoint.transpose()?;
-    let filters = Filters { pid: args.pid, cpu: args.cpu, matches: target.matches.len() };
+    let filters = Filters { pid: args.pid.pid, cpu: args.cpu, matches: target.matches.len() };
     let cookies = if kernel_has_cookies(&btf) { Cookies::Index } else { Cookies::Slots };
     if args.verbose.on() && cookies == Cookies::Slots {
         eprintln!("this kernel has no BPF cookies: one program per match, {FUNCCOUNT_SLOTS} per object");
     }
-    let attacher = Attacher { objects: &filters, target: &target, pid: args.pid, cookies, btf: Some(&btf) };
+    let attacher = Attacher { objects: &filters, target: &target, pid: args.pid.pid, cookies, btf: Some(&btf) };
     let (attached, mech) = attacher.attach_first_working_with(TOOL.attach, args.verbose.on(), |mech| match mech {
         Attach::RawTp => object::raw_syscalls(&attacher),
         _ => attacher.attach(mech),

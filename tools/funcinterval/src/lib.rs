@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::cli::{parse_interval_secs, require_process};
 use common::functions::attach::{missed_counter, Attacher, Cookies};
 use common::functions::targets::{resolve, Kind, Target};
 use common::output::stdout::Output;
@@ -35,9 +35,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "funcinterval", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print and reset the histogram every this many seconds
     #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
@@ -81,10 +80,10 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn funcinterval(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
-    let target = resolve(&args.pattern, args.regexp, args.pid)?;
+    let target = resolve(&args.pattern, args.regexp, args.pid.pid)?;
     if matches!(target.kind, Kind::Usdt { .. }) {
         bail!(
             "'{}' names USDT probes: funcinterval times functions (func, lib:func) and tracepoints (t:cat:event)",
@@ -95,9 +94,9 @@ fn funcinterval(args: Args) -> Result<()> {
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("funcinterval", args.interval.is_some() || args.duration.is_some())?;
     let unit = Unit::from_flags(args.microseconds, args.milliseconds);
-    let options = object::Options { pid: args.pid, ns_per_unit: unit.ns };
+    let options = object::Options { pid: args.pid.pid, ns_per_unit: unit.ns };
     let attacher =
-        Attacher { objects: &options, target: &target, pid: args.pid, cookies: Cookies::Zero, btf: Some(&btf) };
+        Attacher { objects: &options, target: &target, pid: args.pid.pid, cookies: Cookies::Zero, btf: Some(&btf) };
     let (attached, mech) = attacher.attach_first_working(TOOL.attach, args.verbose.on())?;
     attached.warn_failures();
 

@@ -18,7 +18,7 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::maps::DropCounter;
-use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::cli::{parse_interval_secs, require_process};
 use common::functions::attach::{missed_counter, Attacher};
 use common::functions::targets::{resolve, Kind};
 use common::output::heatmap::{sum_slots, HeatmapFile};
@@ -34,9 +34,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "funclatency", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print and reset the histogram every this many seconds
     #[arg(short = 'i', long, value_parser = parse_interval_secs)]
     interval: Option<u64>,
@@ -83,10 +82,10 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn funclatency(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
-    let target = resolve(&args.pattern, args.regexp, args.pid)?;
+    let target = resolve(&args.pattern, args.regexp, args.pid.pid)?;
     if matches!(target.kind, Kind::Tracepoint | Kind::Usdt { .. }) {
         bail!(
             "'{}' names {}: funclatency times functions (kernel, or lib:func)",
@@ -99,22 +98,22 @@ fn funclatency(args: Args) -> Result<()> {
     let endpoint = args.export.endpoint("funclatency", args.interval.is_some() || args.duration.is_some())?;
     let unit = Unit::from_flags(args.microseconds, args.milliseconds);
     let options = object::Options {
-        pid: args.pid,
+        pid: args.pid.pid,
         level: args.level.unwrap_or(0),
         per_function: args.per_function,
         ns_per_unit: unit.ns_per_unit(),
         histograms: if args.per_function { target.matches.len() as u32 } else { 1 },
     };
     let attacher =
-        Attacher { objects: &options, target: &target, pid: args.pid, cookies: options.cookies(), btf: Some(&btf) };
+        Attacher { objects: &options, target: &target, pid: args.pid.pid, cookies: options.cookies(), btf: Some(&btf) };
     let (attached, mech) = attacher.attach_first_working(TOOL.attach, args.verbose.on())?;
     attached.warn_failures();
 
     let mut out = Output::new();
     let names: Vec<String> = target.matches.iter().map(|m| m.name.clone()).collect();
     let user = matches!(target.kind, Kind::User { .. });
-    let mut report =
-        Report::new(unit, names, args.per_function, args.timestamp, args.json).in_process(args.pid.filter(|_| user));
+    let mut report = Report::new(unit, names, args.per_function, args.timestamp, args.json)
+        .in_process(args.pid.pid.filter(|_| user));
     if let Some(mut endpoint) = endpoint {
         for skel in attached.objects() {
             endpoint.attached(mech, skel.object());

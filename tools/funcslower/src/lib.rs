@@ -20,7 +20,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::maps::{c_string, from_bytes};
-use common::cli::{parse_pid, require_process};
+use common::cli::require_process;
 use common::functions::attach::{kernel_has_cookies, missed_counter, Attached, Attacher, Cookies};
 use common::functions::targets::{resolve, Kind, Target};
 use common::output::stdout::Output;
@@ -43,9 +43,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "funcslower", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Show calls that take at least this many milliseconds (fractions allowed; the default is 1)
     #[arg(short = 'm', long = "min-ms", value_name = "MIN_MS", value_parser = parse_threshold, conflicts_with = "min_us")]
     min_ms: Option<f64>,
@@ -107,10 +106,10 @@ struct Traced {
 }
 
 fn funcslower(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
-    let targets: Vec<Target> = args.functions.iter().map(|p| resolve(p, false, args.pid)).collect::<Result<_>>()?;
+    let targets: Vec<Target> = args.functions.iter().map(|p| resolve(p, false, args.pid.pid)).collect::<Result<_>>()?;
     for (pattern, target) in args.functions.iter().zip(&targets) {
         if matches!(target.kind, Kind::Tracepoint | Kind::Usdt { .. }) {
             bail!("'{pattern}' names {}: funcslower times functions (func, lib:func)", target.kind.noun());
@@ -126,7 +125,7 @@ fn funcslower(args: Args) -> Result<()> {
     let user_frames = args.user_stack
         || targets.iter().any(|t| matches!(t.kind, Kind::User { .. }) && !cookies && t.matches.len() > 1);
     let mut symbolizer = Symbolizer::new();
-    if let (true, Some(pid)) = (user_frames, args.pid) {
+    if let (true, Some(pid)) = (user_frames, args.pid.pid) {
         symbolizer.remember_process(pid);
     }
     let threshold = match (args.min_us, args.min_ms) {
@@ -144,12 +143,12 @@ fn funcslower(args: Args) -> Result<()> {
             _ => String::new(),
         };
         let options = object::Options {
-            pid: args.pid,
+            pid: args.pid.pid,
             min_ns: threshold.min_ns(),
             args: args.arguments.unwrap_or(0),
             user_stacks: args.user_stack,
             kernel_stacks: args.kernel_stack,
-            notice_processes: user_frames && args.pid.is_none(),
+            notice_processes: user_frames && args.pid.pid.is_none(),
             func_base: funcs.len() as u32,
             cookies,
             target,
@@ -158,7 +157,7 @@ fn funcslower(args: Args) -> Result<()> {
         let attacher = Attacher {
             objects: &options,
             target,
-            pid: args.pid,
+            pid: args.pid.pid,
             cookies: if cookies { Cookies::Index } else { Cookies::Zero },
             btf: Some(&btf),
         };

@@ -22,7 +22,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton_core_free, rodata};
 use common::attach::maps::DropCounter;
-use common::cli::{parse_pid, IntervalCount};
+use common::cli::IntervalCount;
 use common::domain::container_names::ContainerLabelArgs;
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
@@ -39,12 +39,10 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Only the threads of this process (PID)
-    #[arg(short = 'p', long, value_name = "PID", value_parser = parse_pid)]
-    pid: Option<u32>,
-    /// Only this thread (TID)
-    #[arg(short = 't', long, value_name = "TID", value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Only the futex at this user address (hexadecimal, with or without 0x)
     #[arg(short = 'l', long, value_name = "LOCK", value_parser = parse_lock)]
     lock: Option<u64>,
@@ -97,8 +95,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn futexctn(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
-    args.tid.map(common::cli::require_thread).transpose()?;
+    args.pid.filter().check()?;
+    args.tid.tid.map(common::cli::require_thread).transpose()?;
     let signals = Signals::install()?;
     let endpoint = args.metrics.endpoint("futexctn", args.every.interval.is_some())?;
     let containers = args.containers.open_by_cgroup(endpoint.is_some());
@@ -165,8 +163,8 @@ fn futexctn(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton_core_free::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
-    ro.target_tid = args.tid.unwrap_or(0);
+    ro.target_tgid = args.pid.pid.unwrap_or(0);
+    ro.target_tid = args.tid.tid.unwrap_or(0);
     ro.target_lock = args.lock.unwrap_or(0);
     ro.summary = args.summary;
     ro.milliseconds = args.milliseconds;

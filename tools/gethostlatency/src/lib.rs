@@ -39,9 +39,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "gethostlatency", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only lookups made by this process (PID)
-    #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// The C library to probe: a path (absolute, or relative to the current directory) or a name the loader can
     /// find; any library or program that defines the lookup functions works
     #[arg(short = 'l', long, value_name = "LIBC")]
@@ -61,14 +60,14 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn gethostlatency(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let libc = libc_path(&args)?;
     let funcs = resolver_functions(&libc)?;
     let signals = Signals::install()?;
 
     let ((skel, links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let skel = load(&args, mech)?;
-        let links = attach(&skel, mech, args.pid, &libc, &funcs)?;
+        let links = attach(&skel, mech, args.pid.pid, &libc, &funcs)?;
         Ok((skel, links))
     })?;
     if args.verbose.on() {
@@ -94,7 +93,7 @@ fn gethostlatency(args: Args) -> Result<()> {
 /// The file to probe: `-l`, else the C library of the `-p` process, else the system's; checked readable here so
 /// that a bad path is one clear error.
 fn libc_path(args: &Args) -> Result<PathBuf> {
-    let path = match (&args.libc, args.pid) {
+    let path = match (&args.libc, args.pid.pid) {
         (Some(path), _) => procmaps::user_library_path(path).context("-l")?,
         (None, Some(pid)) => procmaps::process_libc(pid)?,
         (None, None) => procmaps::system_libc()?,
@@ -127,7 +126,7 @@ fn resolver_functions(libc: &Path) -> Result<Vec<(usize, u64)>> {
 fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     autoload_by_section(open.open_object_mut(), mech);
     open.load().with_context(|| format!("loading the BPF programs ({mech})"))
 }

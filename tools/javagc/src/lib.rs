@@ -40,10 +40,11 @@ const END: &str = "gc__end";
 /// Show how long each garbage collection of a Java process takes
 #[derive(Debug, Parser)]
 #[command(name = "javagc", version, after_help = EXAMPLES)]
+// The shared pid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("pid", |a| a.help("The Java process to trace")))]
 struct Args {
-    /// The Java process to trace
-    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid, required = true)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::RequiredPidArg,
     /// Show only collections longer than this many microseconds
     #[arg(short = 't', long = "time", value_name = "TIME", default_value_t = 1000)]
     time: u64,
@@ -72,7 +73,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn javagc(args: Args) -> Result<()> {
-    let pid = args.pid.context("no PID")?;
+    let pid = args.pid.pid.context("no PID")?;
     common::cli::require_process(pid)?;
     let found = runtime::find_probes(pid, Language::Java)?;
     found.require(&[BEGIN, END])?;

@@ -19,7 +19,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{load_first_working, open_skeleton_core_free, rodata};
-use common::cli::parse_pid;
 use common::domain::killcalls::{self, SignalEvent, SignalSet};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -33,13 +32,14 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// One line per kill(), tkill() or tgkill() call: who signals whom with what, and the call's result
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+// The shared pid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("pid", |a| a.help("Only calls made by this process (the sender's PID)")))]
 struct Args {
     /// Only calls that failed (a negative result)
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Only calls made by this process (the sender's PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only calls whose target argument is this number, as given (negative for a process group)
     #[arg(short = 'T', long, value_name = "TPID", allow_negative_numbers = true, value_parser = parse_tpid)]
     tpid: Option<i32>,
@@ -74,7 +74,7 @@ fn parse_tpid(s: &str) -> Result<i32, String> {
 }
 
 fn killsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -93,7 +93,7 @@ fn killsnoop(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let mut open = open_skeleton_core_free::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
+    ro.target_tgid = args.pid.pid.unwrap_or(0);
     ro.failed_only = args.failed;
     ro.filter_tpid = args.tpid.is_some();
     ro.target_tpid = args.tpid.unwrap_or(0);

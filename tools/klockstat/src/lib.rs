@@ -37,12 +37,10 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Only the threads of this process (PID)
-    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
-    /// Only this thread (TID)
-    #[arg(short = 't', long, value_name = "TID", value_parser = common::cli::parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Only callers whose function name starts with FUNC
     #[arg(short = 'c', long, value_name = "FUNC")]
     caller: Option<String>,
@@ -119,7 +117,7 @@ fn schedule(args: &Args) -> (Option<Duration>, Option<u64>) {
 }
 
 fn klockstat(args: Args) -> Result<()> {
-    args.pid.or(args.tid).map(common::cli::require_process).transpose()?;
+    args.pid.pid.or(args.tid.tid).map(common::cli::require_process).transpose()?;
     let lock = args.lock.as_deref().map(report::resolve_lock).transpose()?;
     let signals = Signals::install()?;
     let timed = args.duration.is_some() || args.interval.is_some();
@@ -189,8 +187,8 @@ fn klockstat(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, lock: Option<u64>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
-    ro.target_tid = args.tid.unwrap_or(0);
+    ro.target_tgid = args.pid.pid.unwrap_or(0);
+    ro.target_tid = args.tid.tid.unwrap_or(0);
     ro.target_lock = lock.unwrap_or(0);
     ro.per_thread = args.per_thread;
     if args.per_thread {

@@ -49,9 +49,8 @@ struct Args {
     /// Print on stderr how each value was resolved (argument, member offset, size, comparison)
     #[arg(short = 'd', long)]
     debug: bool,
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Size the ring buffer to this many pages per CPU (default 16)
     #[arg(short = 'P', long, value_name = "PAGES", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pages: Option<u32>,
@@ -138,7 +137,7 @@ fn info(specs: &[String]) -> Result<()> {
 fn trace(args: &Args, specs: &[String]) -> Result<()> {
     let types = Types::load()?;
     let funcs = resolve(&types, specs, args.debug);
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         common::cli::require_process(pid)?;
     }
     let layouts: Vec<(Layout, Layout)> = funcs.iter().map(layout).collect();
@@ -209,7 +208,7 @@ fn load_and_attach(
     open.maps.events.set_max_entries(ring_bytes(args.pages.unwrap_or(PAGES_DEFAULT)))?;
     {
         let ro = rodata(&mut open.maps.rodata_data)?;
-        ro.target_tgid = args.pid.unwrap_or(0);
+        ro.target_tgid = args.pid.pid.unwrap_or(0);
         ro.nr_funcs = funcs.len() as u32;
         ro.stack_mode = args.stack;
         ro.track = args.stack || funcs.iter().any(Function::hold);

@@ -38,13 +38,14 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// Count KVM's VM exits by exit reason, for every VM or one process, thread or vCPU, and print them at the end.
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+// The shared pid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("pid", |a| a.help("Only the exits of this process (the VMM, QEMU's PID)")))]
 struct Args {
     /// Count for this many seconds, then print (default: until Ctrl-C)
     #[arg(value_name = "DURATION", value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
-    /// Only the exits of this process (the VMM, QEMU's PID)
-    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only the exits of this thread (a vCPU thread)
     #[arg(short = 't', long, value_name = "TID", value_parser = common::cli::parse_pid,
           conflicts_with_all = ["tids", "vcpu", "alltids"])]
@@ -151,12 +152,12 @@ fn vcpu_thread(pid: u32, vcpu: u32) -> Result<u32> {
 }
 
 fn kvmexit(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         common::cli::require_process(pid)?;
     }
     let mut tids: Vec<u32> = args.tids.as_ref().map(|l| l.0.clone()).unwrap_or_default();
     tids.extend(args.tid);
-    if let (Some(pid), Some(vcpu)) = (args.pid, args.vcpu) {
+    if let (Some(pid), Some(vcpu)) = (args.pid.pid, args.vcpu) {
         tids.push(vcpu_thread(pid, vcpu)?);
     }
     for &tid in &tids {
@@ -174,7 +175,7 @@ fn kvmexit(args: Args) -> Result<()> {
     let signals = Signals::install()?;
     let endpoint = args.metrics.endpoint("kvmexit", args.duration.is_some())?;
     let ((skel, _link), mech) =
-        load_first_working(TOOL.attach, args.verbose, |mech| load_and_attach(args.pid, &tids, mech))?;
+        load_first_working(TOOL.attach, args.verbose, |mech| load_and_attach(args.pid.pid, &tids, mech))?;
     if Path::new("/sys/module/kvm_pvm").exists() {
         eprintln!(
             "{}: this host's KVM is PVM (kvm_pvm), which does not report VM exits to kvm:kvm_exit, so no exits will \
@@ -192,7 +193,7 @@ fn kvmexit(args: Args) -> Result<()> {
         });
     }
     // The layout, and the run's description for the first line (BCC's words).
-    let (layout, context) = match (args.pid, args.tid, &args.tids, args.vcpu, args.alltids) {
+    let (layout, context) = match (args.pid.pid, args.tid, &args.tids, args.vcpu, args.alltids) {
         (_, Some(tid), ..) => (Layout::Thread(tid), format!("TID {tid}")),
         (_, _, Some(list), ..) => {
             let quoted: Vec<String> = list.0.iter().map(|t| format!("'{t}'")).collect();

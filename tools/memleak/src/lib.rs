@@ -41,10 +41,12 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// Show outstanding allocations (made and not yet freed) by call stack, in one process or in the kernel
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+// The shared pid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("pid", |a| a.help("The process to trace; without it (and without -c), the kernel's allocations are traced")))]
 struct Args {
     /// The process to trace; without it (and without -c), the kernel's allocations are traced
-    #[arg(short = 'p', long, value_parser = common::cli::parse_pid, conflicts_with = "command")]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print a line for every allocator call and free as it happens
     #[arg(short = 't', long, conflicts_with = "prometheus")]
     trace: bool,
@@ -55,7 +57,7 @@ struct Args {
     #[arg(short = 'o', long, value_name = "OLDER", default_value_t = 500)]
     older: u64,
     /// Start this command (split at spaces) and trace its allocations
-    #[arg(short = 'c', long, value_name = "COMMAND")]
+    #[arg(short = 'c', long, value_name = "COMMAND", conflicts_with = "pid")]
     command: Option<String>,
     /// Print only the per-stack totals kept in the kernel (no per-allocation ages, no -a)
     #[arg(long)]
@@ -131,7 +133,7 @@ enum Target {
 fn memleak(args: Args) -> Result<()> {
     let endpoint = args.export.endpoint("memleak", args.interval.is_some() || args.count.is_some())?;
     let mut out = Output::new();
-    let mut target = match (&args.command, args.pid) {
+    let mut target = match (&args.command, args.pid.pid) {
         (Some(command), _) => {
             use std::io::Write;
             let held = child::Held::fork(command)?;

@@ -18,8 +18,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
-use common::cli::parse_pid;
+use common::attach::loader::{attach_tracepoint, load_first_working, open_filtered};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -33,9 +32,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 't', long)]
     timestamp: bool,
@@ -57,7 +55,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn mountsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -86,8 +84,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
     if let Some(missing) = REQUIRED.iter().find(|c| !present.contains(c)) {
         bail!("this kernel has no tracepoint syscalls:sys_enter_{missing} (CONFIG_FTRACE_SYSCALLS is off?)");
     }
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
-    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     {
         let p = &mut open.progs;
         for (call, prog) in CALLS.iter().zip([

@@ -17,11 +17,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered};
 use common::attach::maps::{percpu_counters, CounterDeltas, DropCounter};
-use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, IntervalClock, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -38,10 +36,11 @@ const FUNCTIONS: [&str; 2] = ["migrate_misplaced_folio", "migrate_misplaced_page
 /// Count the pages NUMA balancing moves to the node of the task that uses them, and the time spent moving them.
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+// The shared pid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("pid", |a| a.help("Only migrations made for this process (PID): NUMA balancing moves a page in the task that touched it")))]
 struct Args {
-    /// Only migrations made for this process (PID): NUMA balancing moves a page in the task that touched it
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per report, with the exact count and nanoseconds
     #[arg(short = 'j', long)]
     json: bool,
@@ -68,7 +67,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn numamove(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("numamove", args.interval.is_some())?;
     let btf = KernelBtf::load()?;
@@ -124,8 +123,7 @@ fn load_and_attach(args: &Args, btf: &KernelBtf, mech: Attach) -> Result<(BpfSke
         }
         None
     };
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
-    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     autoload_by_section(open.open_object_mut(), mech);
     if let (Attach::Fentry, Some(f)) = (mech, function) {
         open.progs.misplaced_fentry.set_attach_target(0, Some(f.to_string()))?;

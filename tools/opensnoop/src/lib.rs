@@ -20,7 +20,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, open_skeleton_core_free, rodata};
-use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -43,12 +42,10 @@ struct Args {
     /// Show only the calls that failed
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
-    /// Only calls made by this thread (TID)
-    #[arg(short = 't', long, value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Only calls made by this user (UID)
     #[arg(short = 'u', long, value_parser = clap::value_parser!(u32).range(0..u32::MAX as i64))]
     uid: Option<u32>,
@@ -108,8 +105,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn opensnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
-    args.tid.map(common::cli::require_thread).transpose()?;
+    args.pid.filter().check()?;
+    args.tid.tid.map(common::cli::require_thread).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
     let verbose = args.verbose.on();
@@ -121,7 +118,7 @@ fn opensnoop(args: Args) -> Result<()> {
         json: args.json,
         timestamp: args.timestamp,
         uid: args.print_uid,
-        tid: args.tid.is_some(),
+        tid: args.tid.tid.is_some(),
         extended: args.extended_fields,
         full_path: args.full_path,
     });
@@ -156,9 +153,9 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
         if args.full_path { open_skeleton::<BpfSkelBuilder>()? } else { open_skeleton_core_free::<BpfSkelBuilder>()? };
     open.maps.events.set_max_entries((u64::from(args.buffer_pages) * page_size()) as u32)?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     rodata.self_tgid = std::process::id();
-    rodata.target_tid = args.tid.unwrap_or(0);
+    rodata.target_tid = args.tid.tid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_cgroup = cgroup.is_some();

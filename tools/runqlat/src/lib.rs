@@ -55,9 +55,8 @@ struct Args {
     /// With -P, -L or --pidnss: name the command after the ID in each histogram's heading (pid = 1234 nginx)
     #[arg(long)]
     comm: bool,
-    /// Only this process (PID)
-    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per histogram per report
     #[arg(short = 'j', long)]
     json: bool,
@@ -82,7 +81,7 @@ fn per(args: &Args) -> Per {
 }
 
 fn runqlat(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         common::cli::require_process(pid)?;
     }
     let btf = KernelBtf::load()?;
@@ -127,7 +126,7 @@ fn load_and_attach(args: &Args, btf: &KernelBtf, mech: Attach) -> Result<(BpfSke
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.per = per(args) as u32;
-    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     rodata.millis = args.milliseconds;
     // 5.18 added prev_state as sched_switch's fourth argument.
     rodata.switch_has_state = btf.tracepoint_arity("sched_switch") == Some(4);

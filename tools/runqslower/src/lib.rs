@@ -19,9 +19,8 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
-use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -42,12 +41,10 @@ struct Args {
     /// Add the name and TID of the task that had the CPU before (PREV COMM, PREV TID)
     #[arg(short = 'P', long)]
     previous: bool,
-    /// Only the threads of this process (PID)
-    #[arg(short = 'p', long, value_name = "PID", value_parser = parse_pid, conflicts_with = "tid")]
-    pid: Option<u32>,
-    /// Only this thread (TID)
-    #[arg(short = 't', long, value_name = "TID", value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Only tasks whose name begins with COMM
     #[arg(short = 'c', long, value_name = "COMM", value_parser = parse_comm)]
     comm: Option<String>,
@@ -80,8 +77,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn runqslower(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
-    args.tid.map(common::cli::require_thread).transpose()?;
+    args.pid.filter().tid(args.tid).exclusive().check()?;
     let btf = KernelBtf::load()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
@@ -100,11 +96,9 @@ fn runqslower(args: Args) -> Result<()> {
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them
 /// (the wakeups first, so that no switch waits for a wakeup that was never timed).
 fn load_and_attach(args: &Args, btf: &KernelBtf, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter().tid(args.tid))?;
     let ro = rodata(&mut open.maps.rodata_data)?;
     ro.min_us = args.min_us;
-    ro.target_tgid = args.pid.unwrap_or(0);
-    ro.target_tid = args.tid.unwrap_or(0);
     if let Some(comm) = &args.comm {
         ro.filter_comm = true;
         for (dst, src) in ro.target_comm.iter_mut().zip(comm.bytes()) {

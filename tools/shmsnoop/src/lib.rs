@@ -19,7 +19,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton_core_free, rodata};
-use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -32,6 +31,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 /// One line per System V shared memory call (shmget, shmat, shmdt, shmctl): caller, result and arguments.
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
+// The shared tid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("tid", |a| a.help("Only calls made by this thread (TID); the first column then shows thread IDs (a TID filter takes the place of -p)")))]
 struct Args {
     /// Start each line with the seconds since the first call seen
     #[arg(short = 'T', long)]
@@ -39,13 +40,10 @@ struct Args {
     /// Show only the calls that failed (a negative return value)
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
-    /// Only calls made by this thread (TID); the first column then shows thread IDs (a TID filter takes the
-    /// place of -p)
-    #[arg(short = 't', long, value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = common::cli::parse_interval_secs)]
     duration: Option<u64>,
@@ -67,7 +65,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn shmsnoop(args: Args) -> Result<()> {
-    match (args.tid, args.pid) {
+    match (args.tid.tid, args.pid.pid) {
         (Some(tid), _) => common::cli::require_thread(tid)?,
         (None, Some(pid)) => common::cli::require_process(pid)?,
         (None, None) => {}
@@ -77,7 +75,7 @@ fn shmsnoop(args: Args) -> Result<()> {
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let mut out = Output::new();
-    let mut printer = Printer::new(Style { json: args.json, timestamp: args.timestamp, tid: args.tid.is_some() });
+    let mut printer = Printer::new(Style { json: args.json, timestamp: args.timestamp, tid: args.tid.tid.is_some() });
     printer.write_header(&mut out)?;
     // A duration too large for the clock is as good as none (it is range-checked at parsing, too).
     let deadline = args.duration.and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
@@ -115,8 +113,8 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
     let mut open = open_skeleton_core_free::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
     // As BCC, a thread filter replaces the process filter.
-    ro.target_tid = args.tid.unwrap_or(0);
-    ro.target_tgid = if args.tid.is_some() { 0 } else { args.pid.unwrap_or(0) };
+    ro.target_tid = args.tid.tid.unwrap_or(0);
+    ro.target_tgid = if args.tid.tid.is_some() { 0 } else { args.pid.pid.unwrap_or(0) };
     ro.failed_only = args.failed;
     {
         let p = &mut open.progs;

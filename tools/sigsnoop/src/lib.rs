@@ -21,9 +21,8 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
-use common::cli::parse_pid;
 use common::domain::killcalls::{self, SignalEvent, SignalSet};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -48,9 +47,8 @@ struct Args {
     /// Print signal names (SIGKILL) rather than numbers
     #[arg(short = 'n', long)]
     name: bool,
-    /// Only signals sent by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only these signals: numbers or names separated by commas (9,TERM,SIGUSR1)
     #[arg(short = 's', long, value_name = "SIGNAL", value_parser = |s: &str| SignalSet::parse(s, false))]
     signal: Option<SignalSet>,
@@ -69,7 +67,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn sigsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -87,9 +85,8 @@ fn sigsnoop(args: Args) -> Result<()> {
 /// Opens the BPF object, sets its filters, keeps the signal_generate program of one attach mechanism (and the
 /// syscall tracepoints with -k), loads and attaches them.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.kill_only = args.kill;
     ro.failed_only = args.failed;
     ro.filter_sig = args.signal.is_some();

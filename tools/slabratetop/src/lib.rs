@@ -19,10 +19,10 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
-use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use common::run::{self, run_intervals, Signals};
@@ -53,6 +53,8 @@ pub enum Sort {
 /// Kernel slab cache allocations, refreshed like top: allocations and bytes per cache.
 #[derive(Debug, Parser)]
 #[command(name = "slabratetop", version, after_help = EXAMPLES)]
+// The shared pid filter (common::cli::filter), with what it means for this tool.
+#[command(mut_arg("pid", |a| a.help("Only allocations made while this process (PID) runs")))]
 struct Args {
     /// Print each report below the previous one instead of clearing the screen
     #[arg(short = 'C', long)]
@@ -63,9 +65,8 @@ struct Args {
     /// Order rows by bytes (size), by allocations (count) or by cache name (name)
     #[arg(short = 's', long, value_enum, default_value = "size")]
     sort: Sort,
-    /// Only allocations made while this process (PID) runs
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per cache per report, counts and bytes exact
     #[arg(short = 'j', long)]
     json: bool,
@@ -90,7 +91,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn slabratetop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let btf = KernelBtf::load()?;
     // 6.1 made kmem_cache_alloc pass the cache and folded kmem_cache_alloc_node into it: the second tracepoint
     // exists exactly on the kernels whose first one does not name the cache.
@@ -176,9 +177,8 @@ impl Functions {
 /// Opens the BPF object, sets its filter and the tracepoint's form, keeps the programs of one attach mechanism,
 /// loads and attaches them.
 fn load_and_attach(args: &Args, has_cache: bool, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.has_cache = has_cache;
     autoload_by_section(open.open_object_mut(), mech);
     let mut tracepoints = vec!["kmem_cache_alloc"];

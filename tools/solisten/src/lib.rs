@@ -18,8 +18,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
-use common::cli::parse_pid;
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
 use common::output::sockevents;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -38,9 +37,8 @@ struct Args {
     /// Add a NETNS column: the socket's network namespace (its inode number)
     #[arg(long = "show-netns")]
     show_netns: bool,
-    /// Only listens made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only sockets of this network namespace (the inode number of /proc/PID/ns/net)
     #[arg(short = 'n', long, value_name = "NETNS", value_parser = parse_netns)]
     netns: Option<u64>,
@@ -72,7 +70,7 @@ fn parse_netns(s: &str) -> Result<u64, String> {
 }
 
 fn solisten(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -93,9 +91,8 @@ fn solisten(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.target_netns = args.netns.unwrap_or(0);
 
     autoload_by_section(open.open_object_mut(), mech);

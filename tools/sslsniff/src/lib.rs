@@ -48,9 +48,8 @@ const MAX_BUFFER: u32 = MAX_BUF_LIMIT as u32;
 #[derive(Debug, Parser)]
 #[command(name = "sslsniff", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only calls made by this user (UID or user name)
     #[arg(short = 'u', long, value_parser = common::cli::parse_uid)]
     uid: Option<u32>,
@@ -188,12 +187,12 @@ struct Target {
 }
 
 fn sslsniff(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let targets = targets(&args)?;
     let signals = Signals::install()?;
     let ((skel, links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let skel = load(&args, mech)?;
-        let links = attach(&skel, mech, args.pid, &targets)?;
+        let links = attach(&skel, mech, args.pid.pid, &targets)?;
         Ok((skel, links))
     })?;
     if args.verbose.on() {
@@ -224,7 +223,7 @@ fn targets(args: &Args) -> Result<Vec<Target>> {
             continue;
         }
         let (sonames, name) = kind.sonames();
-        let mapped = match args.pid {
+        let mapped = match args.pid.pid {
             Some(pid) => procmaps::mapped_library(pid, |f| procmaps::is_library_file(f, name))?,
             None => None,
         };
@@ -274,7 +273,7 @@ fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
     open.maps.events.set_max_entries(ring).context("sizing the ring buffer")?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.max_buf = args.max_buffer_size;
-    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     if let Some(uid) = args.uid {
         rodata.filter_uid = true;
         rodata.target_uid = uid;

@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::maps::DropCounter;
-use common::cli::{parse_interval_secs, parse_pid, require_process};
+use common::cli::{parse_interval_secs, require_process};
 use common::functions::attach::{missed_counter, write_plan, Attacher, Cookies};
 use common::functions::targets::{resolve, Target};
 use common::output::stdout::Output;
@@ -39,9 +39,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "stackcount", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only events in this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only events on this CPU
     #[arg(short = 'c', long, value_parser = clap::value_parser!(u32).range(0..4096))]
     cpu: Option<u32>,
@@ -113,16 +112,16 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn stackcount(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
-    let target = resolve(&args.pattern, args.regexp, args.pid)?;
+    let target = resolve(&args.pattern, args.regexp, args.pid.pid)?;
     let endpoint = args.export.endpoint("stackcount", args.interval.is_some() || args.duration.is_some())?;
     let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.clone());
     let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
     let options = object::Options {
-        pid: args.pid,
+        pid: args.pid.pid,
         cpu: args.cpu,
         user_stacks: collected.user,
         kernel_stacks: collected.kernel,
@@ -132,7 +131,8 @@ fn stackcount(args: Args) -> Result<()> {
     if args.debug {
         print_debug(&target, &options)?;
     }
-    let attacher = Attacher { objects: &options, target: &target, pid: args.pid, cookies: Cookies::Zero, btf: None };
+    let attacher =
+        Attacher { objects: &options, target: &target, pid: args.pid.pid, cookies: Cookies::Zero, btf: None };
     let (mut attached, mech) = attacher.attach_first_working(TOOL.attach, args.verbose > 0)?;
     if args.debug {
         eprintln!("attached with {mech}");
@@ -154,8 +154,8 @@ fn stackcount(args: Args) -> Result<()> {
     let mut out = Output::new();
     let layout = Layout {
         // -p implies per-process counting, as in BCC (but the process line is left out: it is the one asked for).
-        per_pid: args.per_pid || args.pid.is_some(),
-        show_process: args.per_pid && args.pid.is_none(),
+        per_pid: args.per_pid || args.pid.pid.is_some(),
+        show_process: args.per_pid && args.pid.pid.is_none(),
         timestamp: args.timestamp,
         raw_addresses: args.verbose > 0,
         folded: args.folded,

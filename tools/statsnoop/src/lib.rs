@@ -18,7 +18,6 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton_core_free, rodata};
-use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::OpenSkel;
@@ -41,9 +40,8 @@ struct Args {
     /// Show only the calls that failed
     #[arg(short = 'x', long)]
     failed: bool,
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per call, with the error's name when it failed
     #[arg(short = 'j', long)]
     json: bool,
@@ -59,7 +57,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn statsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -89,7 +87,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
     }
     let mut open = open_skeleton_core_free::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     rodata.self_tgid = std::process::id();
     rodata.failed_only = args.failed;
     {

@@ -21,7 +21,6 @@ use common::attach::loader::{
     attach_loaded_tracepoints, load_first_working, open_skeleton_core_free, rodata, skip_tracepoint,
 };
 use common::attach::maps::c_string;
-use common::cli::parse_pid;
 use common::output::stdout::{clock_rfc3339, Output};
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -40,9 +39,8 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print JSON lines: an object per call, with its file descriptor
     #[arg(short = 'j', long)]
     json: bool,
@@ -79,7 +77,7 @@ struct Call<'a> {
 }
 
 fn syncsnoop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -128,7 +126,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
         bail!("this kernel has none of the sync syscall tracepoints (syscalls:sys_enter_{{{}}})", CALLS.join(","));
     }
     let mut open = open_skeleton_core_free::<BpfSkelBuilder>()?;
-    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
+    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.pid.unwrap_or(0);
     // Each program's section names its tracepoint: the loader keeps those of the calls this kernel has.
     for call in CALLS.into_iter().filter(|c| !present.contains(c)) {
         skip_tracepoint(open.open_object_mut(), &format!("sys_enter_{call}"));

@@ -24,7 +24,7 @@ use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
 };
 use common::attach::maps::DropCounter;
-use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64, require_process};
+use common::cli::{parse_interval_secs, parse_positive_u64, require_process};
 use common::domain::container_names::ContainerLabelArgs;
 use common::domain::syscalls;
 use common::output::stdout::Output;
@@ -41,14 +41,12 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "syscount", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only calls made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid, conflicts_with = "exec")]
-    pid: Option<u32>,
-    /// Only calls made by this thread (TID)
-    #[arg(short = 't', long, value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Only calls made by the children of this process (their parent's PID)
-    #[arg(short = 'c', long, value_parser = parse_pid)]
+    #[arg(short = 'c', long, value_parser = common::cli::parse_pid)]
     ppid: Option<u32>,
     /// Only calls made by tasks of this cgroup (a cgroup v2 directory)
     #[arg(long, value_name = "CGROUP_PATH")]
@@ -85,7 +83,8 @@ struct Args {
     syscall: Option<u32>,
     /// Run this command (everything after --exec is its command line, e.g. --exec ls -l /tmp) and count its
     /// system calls until it exits
-    #[arg(long, value_name = "CMD", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
+    #[arg(long, value_name = "CMD", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true,
+          conflicts_with = "pid")]
     exec: Option<Vec<OsString>>,
     /// JSON output: one object per interval, the top entries with exact counts and nanoseconds
     #[arg(short = 'j', long)]
@@ -133,13 +132,13 @@ fn list() -> Result<()> {
 }
 
 fn syscount(mut args: Args) -> Result<()> {
-    for pid in [args.pid, args.tid, args.ppid].into_iter().flatten() {
+    for pid in [args.pid.pid, args.tid.tid, args.ppid].into_iter().flatten() {
         require_process(pid)?;
     }
     // Forked before anything else (no thread exists yet), traced by its PID, run once attached.
     let mut command = args.exec.as_deref().map(exec::Command::fork).transpose()?;
     if let Some(command) = &command {
-        args.pid = Some(command.pid());
+        args.pid.pid = Some(command.pid());
     }
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
@@ -215,8 +214,8 @@ fn check_drops(skel: &BpfSkel<'_>, drops: &mut [DropCounter; 4]) {
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
-    rodata.target_tid = args.tid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
+    rodata.target_tid = args.tid.tid.unwrap_or(0);
     rodata.target_ppid = args.ppid.unwrap_or(0);
     rodata.filter_cgroup = cgroup.is_some();
     rodata.filter_syscall = args.syscall.is_some();

@@ -17,8 +17,8 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
-use common::cli::{parse_pid, parse_port_list};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
+use common::cli::parse_port_list;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -43,9 +43,8 @@ struct Args {
     /// Start each line with the seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Only connections accepted by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only connections accepted on these local ports (separated by commas)
     #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
     port: Option<Ports>,
@@ -66,7 +65,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn tcpaccept(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
@@ -87,9 +86,8 @@ fn tcpaccept(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
     rodata.filter_port = args.port.is_some();
 

@@ -23,7 +23,7 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
-use common::cli::{parse_pid, parse_port_list};
+use common::cli::parse_port_list;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -46,9 +46,8 @@ struct Args {
     /// Start each line with the seconds since tracing began
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Only connections made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only connections to these remote ports (separated by commas)
     #[arg(short = 'P', long = "port", value_name = "PORT", value_parser = parse_port_list)]
     port: Option<Ports>,
@@ -89,12 +88,12 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn tcpconnect(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     // -d: the C library and its getaddrinfo(), found before anything is loaded.
     let resolver = if args.dns {
-        let libc = dns::libc(args.pid)?;
+        let libc = dns::libc(args.pid.pid)?;
         let offset = dns::getaddrinfo_offset(&libc)?;
         Some((libc, offset))
     } else {
@@ -156,7 +155,7 @@ fn load_and_attach(
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
+    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
     rodata.target_family = args.family.af();

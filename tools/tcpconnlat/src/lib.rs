@@ -18,9 +18,8 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
-use common::cli::parse_pid;
 use common::output::sockevents::FamilyArgs;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -40,9 +39,8 @@ struct Args {
     /// Start each line with the seconds since the first connect printed
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Only connects made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Add a column with the local port (LPORT)
     #[arg(short = 'L', long)]
     lport: bool,
@@ -75,7 +73,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn tcpconnlat(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let signals = Signals::install()?;
     let ((skel, _link), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -99,9 +97,8 @@ fn tcpconnlat(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
     // BCC keeps whole microseconds of the threshold: int(ms * 1000).
     rodata.min_us = (args.min_ms.unwrap_or(0.0) * 1000.0) as u64;

@@ -19,9 +19,8 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
-use common::cli::parse_pid;
 use common::output::sockevents::{FamilyArgs, Layout, PortArgs, Style};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -52,9 +51,8 @@ struct Args {
     /// Print comma-separated values instead of aligned columns
     #[arg(short = 's', long)]
     csv: bool,
-    /// Only connections of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     #[command(flatten)]
     ports: PortArgs,
     #[command(flatten)]
@@ -76,7 +74,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn tcplife(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     args.ports.check(MAX_PORTS)?;
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("tcplife", false)?;
@@ -112,9 +110,8 @@ fn tcplife(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Link)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = args.family.af();
     rodata.histograms_only = args.export.prometheus.is_some();
     (rodata.filter_lport, rodata.filter_rport) = args.ports.switches();

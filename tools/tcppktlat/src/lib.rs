@@ -20,7 +20,6 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
-use common::cli::parse_pid;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -37,12 +36,10 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 #[derive(Debug, Parser)]
 #[command(name = "tcppktlat", version, after_help = EXAMPLES)]
 struct Args {
-    /// Only reads made by this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
-    /// Only reads made by this thread (TID)
-    #[arg(short = 't', long, value_name = "TID", value_parser = parse_pid)]
-    tid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    #[command(flatten)]
+    tid: common::cli::filter::TidArg,
     /// Start each line with the time of day (HH:MM:SS)
     #[arg(short = 'T', long)]
     timestamp: bool,
@@ -83,8 +80,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn tcppktlat(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
-    args.tid.map(common::cli::require_thread).transpose()?;
+    args.pid.filter().check()?;
+    args.tid.tid.map(common::cli::require_thread).transpose()?;
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
@@ -111,8 +108,8 @@ fn tcppktlat(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
-    ro.target_tid = args.tid.unwrap_or(0);
+    ro.target_tgid = args.pid.pid.unwrap_or(0);
+    ro.target_tid = args.tid.tid.unwrap_or(0);
     ro.target_lport = args.lport.unwrap_or(0);
     ro.target_rport = args.rport.unwrap_or(0);
     ro.min_us = args.min_us.unwrap_or(0);

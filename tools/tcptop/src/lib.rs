@@ -22,10 +22,10 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
 use common::attach::maps::DropCounter;
-use common::cli::{parse_interval_secs, parse_pid, parse_positive_u64};
+use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::domain::net::{AF_INET, AF_INET6};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
@@ -55,9 +55,8 @@ struct Args {
     /// Leave out the first line (the load averages)
     #[arg(short = 'S', long)]
     nosummary: bool,
-    /// Only connections of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only connections of tasks in this cgroup (a cgroup v2 directory)
     #[arg(short = 'c', long = "cgroup", value_name = "CGROUP_PATH")]
     cgroup: Option<PathBuf>,
@@ -111,7 +110,7 @@ fn parse_max_connections(s: &str) -> Result<u32, String> {
 }
 
 fn tcptop(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("tcptop", args.interval.is_some() || args.count.is_some())?;
@@ -170,9 +169,8 @@ fn tcptop(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.unwrap_or(0);
     rodata.target_family = match (args.ipv4, args.ipv6) {
         (true, _) => AF_INET,
         (_, true) => AF_INET6,

@@ -19,9 +19,9 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{
-    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
-use common::cli::{parse_pid, parse_uid};
+use common::cli::parse_uid;
 use common::domain::containers::{ContainerArgs, ContainerMaps};
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
@@ -42,9 +42,8 @@ struct Args {
     /// Start each line with the seconds since the first event shown (nanoseconds with -v)
     #[arg(short = 't', long)]
     timestamp: bool,
-    /// Only events of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only connections in this network namespace (its inode number, as `ls -Li /proc/PID/ns/net` shows)
     #[arg(short = 'N', long, value_name = "NETNS", value_parser = parse_netns)]
     netns: Option<u32>,
@@ -90,7 +89,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn tcptracer(args: Args) -> Result<()> {
-    args.pid.map(common::cli::require_process).transpose()?;
+    args.pid.filter().check()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let containers = args.containers.open()?;
     let signals = Signals::install()?;
@@ -127,9 +126,8 @@ fn load_and_attach(
     containers: &ContainerMaps,
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Links)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.unwrap_or(0);
     ro.filter_uid = args.uid.is_some();
     ro.target_uid = args.uid.unwrap_or(0);
     ro.target_family = args.family.af();

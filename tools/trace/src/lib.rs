@@ -45,11 +45,10 @@ struct Args {
     #[arg(short = 'b', long = "buffer-pages", default_value_t = 64,
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     buffer_pages: u32,
-    /// Only events of this process (PID)
-    #[arg(short = 'p', long, value_parser = parse_pid, conflicts_with = "tid")]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Only events of this thread (TID)
-    #[arg(short = 'L', long, value_parser = parse_pid)]
+    #[arg(short = 'L', long, value_parser = parse_pid, conflicts_with = "pid")]
     tid: Option<u32>,
     /// Only events of this user (UID)
     #[arg(long, value_parser = clap::value_parser!(u32))]
@@ -161,7 +160,7 @@ fn resolve_all(args: &Args) -> Vec<Probe> {
             if strings > MAX_STRS {
                 return Err(SpecError(format!("in '{raw}': at most {MAX_STRS} %s arguments")));
             }
-            let site = site(&trace.spec, args.pid)?;
+            let site = site(&trace.spec, args.pid.pid)?;
             Ok(Probe { trace, plan, site })
         });
         match resolved {
@@ -191,7 +190,7 @@ fn load(
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     {
         let ro = rodata(&mut open.maps.rodata_data)?;
-        common::probe_rodata!(&mut *ro, &probe.plan, &probe.site, args.pid, args.tid);
+        common::probe_rodata!(&mut *ro, &probe.plan, &probe.site, args.pid.pid, args.tid);
         ro.probe_index = index;
         ro.exclude_tgid = if args.include_self { 0 } else { std::process::id() };
         ro.filter_uid = args.uid.is_some();
@@ -217,12 +216,12 @@ fn load(
     if let Some(cgroup) = cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;
     }
-    let links = probe_attach(skel.object(), &probe.site, &probe.trace.spec, latency, args.pid, how)?;
+    let links = probe_attach(skel.object(), &probe.site, &probe.trace.spec, latency, args.pid.pid, how)?;
     Ok((skel, links))
 }
 
 fn trace(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid.or(args.tid) {
+    if let Some(pid) = args.pid.pid.or(args.tid) {
         require_process(pid)?;
     }
     let tool = common::tool::invoked_name();
@@ -249,7 +248,7 @@ fn trace(args: Args) -> Result<()> {
     }
     let mut out = Output::new();
     let printer = std::cell::RefCell::new(report::Printer::new(args_view(&args), &probes));
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.pid.pid {
         printer.borrow_mut().remember(pid);
     }
     if !args.json {

@@ -39,9 +39,8 @@ const LANGUAGES: [Language; 6] =
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// The process to trace
-    #[arg(value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: u32,
+    #[command(flatten)]
+    pid: common::cli::filter::TargetPid,
     /// Seconds between reports (default: one report at Ctrl-C)
     #[arg(value_name = "INTERVAL", value_parser = common::cli::parse_interval_secs)]
     interval: Option<u64>,
@@ -78,18 +77,18 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn ucalls(args: Args) -> Result<()> {
-    common::cli::require_process(args.pid)?;
+    common::cli::require_process(args.pid.pid)?;
     let language = match args.language.as_deref() {
         Some("none") => None,
         Some(name) => Some(name.parse::<Language>().map_err(|e| anyhow!(e))?),
-        None => runtime::detect(args.pid, &LANGUAGES),
+        None => runtime::detect(args.pid.pid, &LANGUAGES),
     };
     let found = match language {
-        Some(language) => Some(runtime::find_probes(args.pid, language)?),
+        Some(language) => Some(runtime::find_probes(args.pid.pid, language)?),
         None if args.syscalls => None,
         None => bail!(
             "nothing to trace in process {}: no language's call probes; use -S to count its system calls",
-            args.pid
+            args.pid.pid
         ),
     };
     if let Some(found) = &found {
@@ -97,7 +96,7 @@ fn ucalls(args: Args) -> Result<()> {
         found.require(&[probes.entry, probes.ret])?;
         runtime::require_call_probes_fire(found, "method calls")?;
         if args.verbose.on() {
-            eprintln!("{} probes of process {} in {}", found.language, args.pid, found.file.display());
+            eprintln!("{} probes of process {} in {}", found.language, args.pid.pid, found.file.display());
         }
     }
     let signals = Signals::install()?;
@@ -122,7 +121,7 @@ fn ucalls(args: Args) -> Result<()> {
         if args.syscalls {
             writeln!(out, "Attached kernel tracepoints for syscall tracing.")?;
         }
-        writeln!(out, "Tracing calls in process {} (language: {label})... Ctrl-C to quit.", args.pid)?;
+        writeln!(out, "Tracing calls in process {} (language: {label})... Ctrl-C to quit.", args.pid.pid)?;
         out.flush()?;
     }
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
@@ -142,7 +141,7 @@ fn ucalls(args: Args) -> Result<()> {
 fn load_and_attach(args: &Args, found: Option<&RuntimeProbes>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid;
+    ro.target_tgid = args.pid.pid;
     ro.latency = args.latency;
     if !args.syscalls {
         open.progs.ucalls_sys_enter.set_autoload(false);

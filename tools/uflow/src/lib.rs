@@ -45,9 +45,8 @@ struct Args {
     /// The process's language (default: guessed from the process)
     #[arg(short = 'l', long, value_name = "LANGUAGE", value_parser = ["java", "perl", "php", "python", "ruby", "tcl"])]
     language: Option<String>,
-    /// The process to trace
-    #[arg(value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: u32,
+    #[command(flatten)]
+    pid: common::cli::filter::TargetPid,
     /// Show only methods whose name starts with this
     #[arg(short = 'M', long, value_name = "METHOD")]
     method: Option<String>,
@@ -83,7 +82,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn uflow(args: Args) -> Result<()> {
-    common::cli::require_process(args.pid)?;
+    common::cli::require_process(args.pid.pid)?;
     for (flag, prefix, size) in [("-C", &args.clazz, consts::CLASS_LEN), ("-M", &args.method, consts::METHOD_LEN)] {
         if prefix.as_ref().is_some_and(|p| p.len() >= size) {
             common::cli::usage_error(&format!("{flag}: a prefix of at most {} bytes", size - 1));
@@ -91,15 +90,15 @@ fn uflow(args: Args) -> Result<()> {
     }
     let language = match &args.language {
         Some(name) => name.parse::<Language>().map_err(|e| anyhow!(e))?,
-        None => runtime::detect(args.pid, &LANGUAGES)
-            .ok_or_else(|| anyhow!("cannot tell the language of process {}: name it with -l", args.pid))?,
+        None => runtime::detect(args.pid.pid, &LANGUAGES)
+            .ok_or_else(|| anyhow!("cannot tell the language of process {}: name it with -l", args.pid.pid))?,
     };
-    let found = runtime::find_probes(args.pid, language)?;
+    let found = runtime::find_probes(args.pid.pid, language)?;
     let probes = language.call_probes().context("no call probes")?;
     found.require(&[probes.entry, probes.ret])?;
     runtime::require_call_probes_fire(&found, "method calls")?;
     if args.verbose.on() {
-        eprintln!("{language} probes of process {} in {}", args.pid, found.file.display());
+        eprintln!("{language} probes of process {} in {}", args.pid.pid, found.file.display());
     }
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
@@ -108,7 +107,7 @@ fn uflow(args: Args) -> Result<()> {
     let mut out = Output::new();
     let start_ns = monotonic_ns();
     if !args.json {
-        writeln!(out, "Tracing method calls in {language} process {}... Ctrl-C to quit.", args.pid)?;
+        writeln!(out, "Tracing method calls in {language} process {}... Ctrl-C to quit.", args.pid.pid)?;
         writeln!(out, "{:<3} {:<6} {:<6} {:<8} METHOD", "CPU", "PID", "TID", "TIME(us)")?;
         out.flush()?;
     }

@@ -40,9 +40,8 @@ struct Args {
     /// The process's language (default: guessed from its executable and libraries)
     #[arg(short = 'l', long, value_name = "LANGUAGE", value_parser = ["java", "node", "python", "ruby"])]
     language: Option<String>,
-    /// The process to trace
-    #[arg(value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: u32,
+    #[command(flatten)]
+    pid: common::cli::filter::TargetPid,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// Durations in milliseconds (default: microseconds)
@@ -67,26 +66,26 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn ugc(args: Args) -> Result<()> {
-    common::cli::require_process(args.pid)?;
+    common::cli::require_process(args.pid.pid)?;
     let language = match &args.language {
         Some(name) => name.parse::<Language>().map_err(|e| anyhow!(e))?,
-        None => runtime::detect(args.pid, &LANGUAGES)
-            .ok_or_else(|| anyhow!("cannot tell the language of process {}: name it with -l", args.pid))?,
+        None => runtime::detect(args.pid.pid, &LANGUAGES)
+            .ok_or_else(|| anyhow!("cannot tell the language of process {}: name it with -l", args.pid.pid))?,
     };
-    let found = runtime::find_probes(args.pid, language)?;
+    let found = runtime::find_probes(args.pid.pid, language)?;
     let pairs = language.gc_probes();
     for pair in pairs {
         found.require(&[pair.begin, pair.end])?;
     }
     if args.verbose.on() {
-        eprintln!("{language} probes of process {} in {}", args.pid, found.file.display());
+        eprintln!("{language} probes of process {} in {}", args.pid.pid, found.file.display());
     }
     let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &found, mech))?;
 
     let mut out = Output::new();
-    let mut report = Report::new(language, args.pid, args.milliseconds, args.filter.clone(), args.json);
+    let mut report = Report::new(language, args.pid.pid, args.milliseconds, args.filter.clone(), args.json);
     report.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     EventStream::new(&skel.maps.events, &bss.lost, "collections")

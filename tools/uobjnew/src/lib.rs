@@ -49,9 +49,8 @@ struct Args {
     /// The process's language (default: guessed from the process)
     #[arg(short = 'l', long, value_name = "LANGUAGE", value_parser = ["c", "java", "ruby", "tcl"])]
     language: Option<String>,
-    /// The process to trace
-    #[arg(value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: u32,
+    #[command(flatten)]
+    pid: common::cli::filter::TargetPid,
     /// Seconds between reports (default: one report at Ctrl-C)
     #[arg(value_name = "INTERVAL", value_parser = common::cli::parse_interval_secs)]
     interval: Option<u64>,
@@ -99,17 +98,17 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 }
 
 fn uobjnew(args: Args) -> Result<()> {
-    common::cli::require_process(args.pid)?;
+    common::cli::require_process(args.pid.pid)?;
     let language = match &args.language {
         Some(name) => name.parse::<Language>().map_err(|e| anyhow!(e))?,
-        None => runtime::detect(args.pid, &LANGUAGES)
-            .ok_or_else(|| anyhow!("cannot tell the language of process {}: name it with -l", args.pid))?,
+        None => runtime::detect(args.pid.pid, &LANGUAGES)
+            .ok_or_else(|| anyhow!("cannot tell the language of process {}: name it with -l", args.pid.pid))?,
     };
-    let hook = hook(args.pid, language)?;
+    let hook = hook(args.pid.pid, language)?;
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("uobjnew", args.interval.is_some())?;
     let ((skel, _links), mech) =
-        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(args.pid, &hook, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(args.pid.pid, &hook, mech))?;
     if let Some(mut endpoint) = endpoint {
         endpoint.attached(mech, skel.object());
         return endpoint.serve(&signals, |s| {
@@ -121,7 +120,7 @@ fn uobjnew(args: Args) -> Result<()> {
 
     let mut out = Output::new();
     if !args.json {
-        writeln!(out, "Tracing allocations in process {} (language: {language})... Ctrl-C to quit.", args.pid)?;
+        writeln!(out, "Tracing allocations in process {} (language: {language})... Ctrl-C to quit.", args.pid.pid)?;
         out.flush()?;
     }
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;

@@ -38,9 +38,8 @@ struct Args {
     /// The process's language; none: only its C library's pthread starts (default: guessed from the process)
     #[arg(short = 'l', long, value_name = "LANGUAGE", value_parser = ["c", "java", "none"])]
     language: Option<String>,
-    /// The process to trace
-    #[arg(value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: u32,
+    #[command(flatten)]
+    pid: common::cli::filter::TargetPid,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// JSON output: one object per thread event, with exact times and IDs
@@ -63,12 +62,12 @@ struct Targets {
 }
 
 fn uthreads(args: Args) -> Result<()> {
-    common::cli::require_process(args.pid)?;
+    common::cli::require_process(args.pid.pid)?;
     let targets = targets(&args)?;
     if args.verbose.on() {
         for (found, probes) in &targets.sets {
             let names: Vec<&str> = probes.iter().map(|p| p.name).collect();
-            eprintln!("{} of process {} in {}", names.join(", "), args.pid, found.file.display());
+            eprintln!("{} of process {} in {}", names.join(", "), args.pid.pid, found.file.display());
         }
     }
     let signals = Signals::install()?;
@@ -76,7 +75,7 @@ fn uthreads(args: Args) -> Result<()> {
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&targets, mech))?;
 
     let mut out = Output::new();
-    let mut report = Report::new(args.pid, args.json);
+    let mut report = Report::new(args.pid.pid, args.json);
     report.write_header(&mut out, targets.label)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     EventStream::new(&skel.maps.events, &bss.lost, "thread events")
@@ -89,27 +88,30 @@ fn targets(args: &Args) -> Result<Targets> {
     let language = match args.language.as_deref() {
         Some("none") => None,
         Some(name) => Some(name.parse::<Language>().map_err(|e| anyhow!(e))?),
-        None => runtime::detect(args.pid, &[Language::Java, Language::C]),
+        None => runtime::detect(args.pid.pid, &[Language::Java, Language::C]),
     };
     let mut sets = Vec::new();
     if language == Some(Language::Java) {
-        let found = runtime::find_probes(args.pid, Language::Java)?;
+        let found = runtime::find_probes(args.pid.pid, Language::Java)?;
         let probes = Language::Java.thread_probes();
         found.require(&probes.iter().map(|p| p.name).collect::<Vec<_>>())?;
         sets.push((found, probes.to_vec()));
     }
     let pthread = Language::C.thread_probes();
-    match runtime::find_probes(args.pid, Language::C) {
+    match runtime::find_probes(args.pid.pid, Language::C) {
         Ok(found) if found.has(pthread[0].name) => sets.push((found, pthread.to_vec())),
         _ if !sets.is_empty() => {
             if args.verbose.on() {
-                eprintln!("the C library of process {} has no libc:pthread_start probe: pthreads not traced", args.pid);
+                eprintln!(
+                    "the C library of process {} has no libc:pthread_start probe: pthreads not traced",
+                    args.pid.pid
+                );
             }
         }
         _ => bail!(
             "process {} has no libc:pthread_start USDT probe (its C library was built without SystemTap probes, as \
              Debian's glibc is): its pthread starts cannot be traced",
-            args.pid
+            args.pid.pid
         ),
     }
     let label = language.map_or("none", Language::name);

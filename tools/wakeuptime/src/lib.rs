@@ -37,9 +37,8 @@ struct Args {
     /// Leave out kernel threads
     #[arg(short = 'u', long = "useronly", conflicts_with = "pid")]
     useronly: bool,
-    /// Only threads of this process (PID)
-    #[arg(short = 'p', long, value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Print each frame's address and offset and say which attach path was taken (repeat for libbpf's debug messages)
     #[arg(short = 'v', long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -70,8 +69,11 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach:
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
     // The filters apply to the threads that block.
-    let threads =
-        ThreadFilters { pids: args.pid.map(|pid| vec![pid]), user_threads_only: args.useronly, ..Default::default() };
+    let threads = ThreadFilters {
+        pids: args.pid.pid.map(|pid| vec![pid]),
+        user_threads_only: args.useronly,
+        ..Default::default()
+    };
     let filters = args.block_time.filters(threads);
     match filters.check_usage(false) {
         Ok(()) => run::bpf_main(common::cli::Verbose { level: args.verbose }, || wakeuptime(args, filters)),
