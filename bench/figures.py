@@ -60,9 +60,11 @@ class Contender:
         self.missing = missing
         self.resend_int = resend_int
         self.env = None
+        self.ready_on_stderr = False
 
     def start(self):
-        return Tracer(self.argv, self.ready, use_pty=self.use_pty, resend_int=self.resend_int, env=self.env)
+        return Tracer(self.argv, self.ready, use_pty=self.use_pty, resend_int=self.resend_int, env=self.env,
+                      ready_on_stderr=self.ready_on_stderr)
 
 
 def our(name, args=(), ready="^Tracing"):
@@ -111,7 +113,9 @@ def contenders_of(row):
     """Ours and the anchor of one start-up row of a tool's bench entry."""
     anchor = row.anchor
     theirs = c_tool(anchor.binary, tool_bench.with_targets(anchor.args), anchor.ready) if anchor.binary else bt(anchor.program)
-    return our(row.tool, tool_bench.with_targets(row.args), ready=row.ready), theirs
+    ours = our(row.tool, tool_bench.with_targets(row.args), ready=row.ready)
+    ours.ready_on_stderr = row.ready_on_stderr
+    return ours, theirs
 
 
 def startup_specs():

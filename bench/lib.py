@@ -30,8 +30,9 @@ class BenchError(Exception):
 class Tracer:
     """One tracing tool run: start, wait for its readiness line, read status, stop, collect rusage."""
 
-    def __init__(self, argv, ready, use_pty=False, resend_int=False, env=None):
+    def __init__(self, argv, ready, use_pty=False, resend_int=False, env=None, ready_on_stderr=False):
         self.argv = argv
+        self.ready_on_stderr = ready_on_stderr
         self.ready_re = re.compile(ready.encode(), re.M)
         self.resend_int = resend_int
         self.buf = bytearray()
@@ -44,6 +45,10 @@ class Tracer:
         self.t_stop = None
         self.peak_kib = None
         self.err = tempfile.TemporaryFile()
+        if ready_on_stderr:
+            # The readiness line comes on stderr (a tool that prints nothing on stdout until its first report, run
+            # with -v): stderr is a pipe, copied to self.err by a reader of its own that watches for the line.
+            err_r, err_w = os.pipe()
         if use_pty:
             rfd, wfd = pty.openpty()
         else:
@@ -52,15 +57,36 @@ class Tracer:
         full_env.update(env or {})
         self.t0 = time.perf_counter()
         try:
-            self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=wfd, stderr=self.err,
+            self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=wfd,
+                                      stderr=err_w if ready_on_stderr else self.err,
                                       start_new_session=True, env=full_env)
         finally:
             os.close(wfd)
+            if ready_on_stderr:
+                os.close(err_w)
         self.pid = self.p.pid
         LIVE.add(self)
         self.fd = rfd
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        if ready_on_stderr:
+            threading.Thread(target=self._read_stderr, args=(err_r,), daemon=True).start()
+
+    def _read_stderr(self, fd):
+        seen = bytearray()
+        while True:
+            chunk = os.read(fd, 65536)
+            now = time.perf_counter()
+            if not chunk:
+                break
+            self.err.write(chunk)
+            self.err.flush()
+            seen += chunk
+            with self.cond:
+                if self.t_ready is None and self.ready_re.search(seen):
+                    self.t_ready = now
+                    self.cond.notify_all()
+        os.close(fd)
 
     def _read(self):
         while True:
@@ -75,7 +101,7 @@ class Tracer:
                     self.cond.notify_all()
                     break
                 self.buf += chunk
-                if self.t_ready is None and self.ready_re.search(self.buf):
+                if self.t_ready is None and not self.ready_on_stderr and self.ready_re.search(self.buf):
                     self.t_ready = now
                 self.cond.notify_all()
         os.close(self.fd)

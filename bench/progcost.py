@@ -57,7 +57,7 @@ PROG_KINDS = {2: "uprobe", 5: "tracepoint", 7: "perf_event", 17: "raw_tp", 26: "
 
 
 def workloads(cfg):
-    """name -> (events per run, what one event is, the workload)."""
+    """name -> (events per run, what one event is, the workload); the names are tool_bench.COST_WORKLOADS."""
     return {
         "direct-writes": (cfg.cost_ios, "write", lambda: dd_direct(DIRECT_FILE, cfg.cost_ios)),
         "pipe-pingpong": (cfg.cost_pingpongs, "round trip", lambda: pipe_pingpong(cfg.cost_pingpongs)),

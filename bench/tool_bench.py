@@ -9,6 +9,8 @@ without one.
 
     args = ["-C"]                 # the tool's arguments (default none)
     ready = "^Tracing"            # a regular expression for the line printed once it traces (default ^Tracing)
+    ready-on = "stderr"           # optional: that line comes on stderr (`-v`'s "attached with ..."), for a tool
+                                  # that, as BCC's, prints nothing on stdout until its first report
     memory = "direct-writes"      # optional: the workload of the memory figure (WORKLOADS in figures.py)
 
     [anchor]                      # either a libbpf-tools binary ...
@@ -119,6 +121,7 @@ class Row:
     ready: str
     anchor: Anchor
     memory: str = None
+    ready_on_stderr: bool = False
 
 
 def _anchor(table, tool, src, ready="^Tracing"):
@@ -137,7 +140,22 @@ def _row(tool, table, src, default_label, main=None):
     anchor_ready = main.anchor.ready if main and main.anchor.binary else "^Tracing"
     return Row(tool=tool, label=table.get("label", default_label), args=[_expand(a) for a in table.get("args", [])],
                ready=ready, anchor=_anchor(table.get("anchor"), tool, src, anchor_ready),
-               memory=table.get("memory"))
+               memory=table.get("memory"), ready_on_stderr=table.get("ready-on", "stdout") == "stderr")
+
+
+# The workloads a bench entry's `cost` can name (figure 24, bench/progcost.py).
+COST_WORKLOADS = ("direct-writes", "pipe-pingpong", "execs", "syscalls", "opens", "tcp-connections", "getaddrinfo")
+
+
+def cost_problem(entry):
+    """What is wrong with a bench entry's `cost` (figure 24's workload), or None."""
+    cost = entry.get("cost")
+    if cost is None:
+        return None
+    name = cost.get("workload") if isinstance(cost, dict) else cost
+    if name not in COST_WORKLOADS:
+        return f"cost: no workload {name!r} (known: {', '.join(COST_WORKLOADS)})"
+    return None
 
 
 def entry(tool):

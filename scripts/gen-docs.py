@@ -197,9 +197,10 @@ def bench_problem(tool):
     import tool_bench  # noqa: E402 (bench/ is not a package)
     try:
         tool_bench.rows_of(tool)
+        problem = tool_bench.cost_problem(tool_bench.entry(tool))
     except (ValueError, KeyError, TypeError) as e:  # tomllib.TOMLDecodeError is a ValueError
         return f"not a bench entry: {e}"
-    return None
+    return problem
 
 
 def toolset_manifest():
