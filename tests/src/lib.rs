@@ -87,6 +87,44 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// A copy of tool `name`'s binary that any user can execute, for a test that runs it without privileges (as user
+/// nobody): [`bin`]'s path may be in a checkout other users cannot reach (under `/root`, mode 0700), where their
+/// exec is refused with EACCES. The copy is in a folder of its own (mode 0755) under `/tmp`, as a file of the
+/// tool's name (the multicall binary picks the tool from it), and is removed when dropped.
+pub struct BinForOthers {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl BinForOthers {
+    pub fn new(name: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let original = bin(name);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        // /tmp itself, not $TMPDIR, which may be a private folder too.
+        let dir = Path::new("/tmp").join(format!("corebpf-bin-for-others-{}-{n}", std::process::id()));
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.join(name);
+        fs::copy(&original, &path)
+            .unwrap_or_else(|e| panic!("copying {} to {}: {e}", original.display(), path.display()));
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        BinForOthers { dir, path }
+    }
+
+    /// The copy's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for BinForOthers {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A unique scratch path on the root file system (not tmpfs), removed when dropped.
 pub struct ScratchFile(pub PathBuf);
 

@@ -299,6 +299,61 @@ fn the_help_parser_finds_options_and_arguments() {
     assert!(cli.required_positional, "{cli:?}");
 }
 
+/// Issue 53 item 9: a tool run without an argument it requires (a pattern, a PID, a device; `javagc`'s
+/// `--pid`) names what is missing, in one line, exit 2 (it said "the following required arguments were not
+/// provided:" with the list left out). Every tool whose usage line has a required argument, read from its `--help`.
+#[test]
+fn a_missing_required_argument_is_named() {
+    let mut checked = Vec::new();
+    let tools = tool_names();
+    for tool in tools.iter().cloned() {
+        let out = Command::new(bin(&tool)).arg("--help").env("COLUMNS", "300").output().unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        let usage = help.lines().find(|l| l.starts_with("Usage: ")).unwrap_or_default();
+        // The usage line without its optional parts: `[OPTIONS] <PID> [INTERVAL]` keeps `<PID>`.
+        let mut required = String::new();
+        let mut depth = 0;
+        for c in usage.chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                _ if depth == 0 => required.push(c),
+                _ => {}
+            }
+        }
+        let Some(start) = required.find('<') else { continue };
+        let end = start + required[start..].find('>').unwrap() + 1;
+        let missing = &required[start..end];
+        let done = corebpf_tests::run_tool(&tool, &[]);
+        let line = done.stderr.trim_end();
+        assert_eq!(done.status.code(), Some(2), "{tool}: {line}");
+        assert_eq!(line.lines().count(), 1, "{tool}: {line}");
+        assert!(line.starts_with(&format!("{tool}: ")), "{tool}: {line}");
+        assert!(line.contains(missing), "{tool}: {missing} is not named: {line}");
+        assert!(done.prog_ids.is_empty(), "{tool}: programs were loaded");
+        checked.push(tool);
+    }
+    for tool in [
+        "ucalls",
+        "ttysnoop",
+        "uflow",
+        "ugc",
+        "uobjnew",
+        "uthreads",
+        "javagc",
+        "funclatency",
+        "funccount",
+        "funcslower",
+        "funcinterval",
+        "trace",
+    ]
+    .into_iter()
+    .filter(|t| tools.iter().any(|o| o == t))
+    {
+        assert!(checked.iter().any(|t| t == tool), "{tool} has no required argument in its usage line: {checked:?}");
+    }
+}
+
 /// Issue 31 item 16: a number out of its range, or not a whole number, is refused as a usage error in one line
 /// that names the flag, repeats the value and says what is allowed.
 #[test]

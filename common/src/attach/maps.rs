@@ -73,8 +73,13 @@ where
 
 /// The text of a NUL-terminated C `char` array from a BPF record (`comm`, a path), lossy for invalid UTF-8.
 pub fn c_string<T: Copy + Into<i16>>(chars: &[T]) -> String {
-    let bytes: Vec<u8> = chars.iter().map(|&c| c.into() as u8).take_while(|&b| b != 0).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+    String::from_utf8_lossy(&c_bytes(chars)).into_owned()
+}
+
+/// The bytes of a NUL-terminated C `char` array from a BPF record, up to the NUL (for
+/// [`crate::output::stdout::printable`], which shows bytes that are not UTF-8 as they are).
+pub fn c_bytes<T: Copy + Into<i16>>(chars: &[T]) -> Vec<u8> {
+    chars.iter().map(|&c| c.into() as u8).take_while(|&b| b != 0).collect()
 }
 
 /// A counter the BPF side increments in its memory-mapped `.bss` when it has to drop something (an entry a full

@@ -100,9 +100,22 @@ fn exit_usage(name: &str, err: clap::Error) -> ! {
     {
         err.exit();
     }
-    let rendered = err.render().to_string();
-    let first = rendered.lines().next().unwrap_or("invalid arguments");
-    exit_usage_with(name, first.strip_prefix("error: ").unwrap_or(first))
+    exit_usage_with(name, &one_line(&err.render().to_string()))
+}
+
+/// Clap's message in one line: its first paragraph (before the usage line) with a list under a heading such as
+/// "the following required arguments were not provided:" brought up after it, comma-separated, so that the
+/// missing `<PATTERN>` is named.
+fn one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim).take_while(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    let listed: Vec<&str> = lines.collect();
+    if !listed.is_empty() {
+        message.push(' ');
+        message.push_str(&listed.join(", "));
+    }
+    message
 }
 
 /// A usage error found after parsing: `tool: MESSAGE (see --help)` on stderr, exit status 2.
@@ -373,6 +386,22 @@ mod tests {
             with_invoked_name("    ./biolatency -Q\n    biolatency", "biolatency", "biolatency"),
             "    biolatency -Q\n    biolatency"
         );
+    }
+
+    #[test]
+    fn clap_messages_fit_one_line_with_their_list() {
+        let cmd = || {
+            clap::Command::new("t")
+                .arg(clap::Arg::new("pattern").value_name("PATTERN").required(true))
+                .arg(clap::Arg::new("pid").long("pid").value_name("PID").required(true))
+        };
+        let err = cmd().try_get_matches_from(["t"]).unwrap_err();
+        assert_eq!(
+            one_line(&err.render().to_string()),
+            "the following required arguments were not provided: --pid <PID>, <PATTERN>"
+        );
+        let err = cmd().try_get_matches_from(["t", "x", "--pid", "1", "--no"]).unwrap_err();
+        assert_eq!(one_line(&err.render().to_string()), "unexpected argument '--no' found");
     }
 
     #[test]

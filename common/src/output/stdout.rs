@@ -61,9 +61,59 @@ pub fn clock_rfc3339() -> String {
     Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
 }
 
+/// A name from the traced system (a file name, a comm, a command line) as a text column shows it, escaped the way
+/// `ls -b` does so that no byte of it can split a row or reach the terminal as a control sequence: `\n`, `\t`,
+/// `\r` (and `\a`, `\b`, `\v`, `\f`) by name, other control characters in octal (`\033`, `\177`), a backslash
+/// doubled, bytes that are not UTF-8 and C1 control characters (U+0080 to U+009F) as `\xHH` per byte. Printable
+/// text, non-ASCII included, is left as it is. JSON output escapes on its own: give it the plain text.
+pub fn printable(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\x07' => out.push_str("\\a"),
+                '\x08' => out.push_str("\\b"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\x0b' => out.push_str("\\v"),
+                '\x0c' => out.push_str("\\f"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_ascii_control() => {
+                    let _ = write!(out, "\\{:03o}", c as u32);
+                }
+                c if c.is_control() => {
+                    for b in c.encode_utf8(&mut [0; 4]).bytes() {
+                        let _ = write!(out, "\\x{b:02x}");
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_print_as_ls_b_shows_them() {
+        assert_eq!(printable(b"plain name.txt"), "plain name.txt");
+        assert_eq!(printable("caf\u{e9} \u{65e5}".as_bytes()), "caf\u{e9} \u{65e5}");
+        assert_eq!(printable(b"a\nb\tc\rd"), "a\\nb\\tc\\rd");
+        assert_eq!(printable(b"\x1b[31mred\x1b[0m"), "\\033[31mred\\033[0m");
+        assert_eq!(printable(b"del\x7f\x01"), "del\\177\\001");
+        assert_eq!(printable(b"back\\slash"), "back\\\\slash");
+        assert_eq!(printable(b"bad\xff\xfe utf8 \xe6\x97"), "bad\\xff\\xfe utf8 \\xe6\\x97");
+        // C1 controls (U+009B is a CSI to some terminals).
+        assert_eq!(printable("x\u{9b}2J".as_bytes()), "x\\xc2\\x9b2J");
+    }
 
     #[test]
     fn closed_pipe_is_found_through_context() {

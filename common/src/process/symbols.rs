@@ -78,7 +78,7 @@ impl Default for Symbolizer {
 impl Symbolizer {
     pub fn new() -> Self {
         let inner =
-            blazesym::symbolize::Symbolizer::builder().enable_demangling(true).enable_inlined_fns(false).build();
+            blazesym::symbolize::Symbolizer::builder().enable_demangling(false).enable_inlined_fns(false).build();
         Symbolizer { inner, remembered: HashSet::new(), order: std::collections::VecDeque::new() }
     }
 
@@ -282,13 +282,29 @@ fn place_unplaced(
 fn symbol_of(result: Symbolized<'_>) -> Option<Symbol> {
     match result {
         Symbolized::Sym(sym) => Some(Symbol {
-            name: sym.name.into_owned(),
+            name: demangle(&sym.name).unwrap_or_else(|| sym.name.into_owned()),
             offset: sym.offset as u64,
             module: sym.module.map(|m| m.to_string_lossy().into_owned()),
             unplaced: sym.addr == 0,
         }),
         Symbolized::Unknown(_) => None,
     }
+}
+
+/// The readable form of `name` if it is in a mangling scheme: Rust's v0 (`_R...`), Rust's legacy one (`_ZN...E`
+/// with a hash, shown without it) or C++'s Itanium ABI (`_Z...`); None for any other name. A plain C name is never
+/// demangled: taken as an Itanium encoding, `f` would read as the type code "float" and `d` as "double".
+pub fn demangle(name: &str) -> Option<String> {
+    if name.starts_with("_R") || name.starts_with("_ZN") {
+        if let Ok(rust) = rustc_demangle::try_demangle(name) {
+            return Some(format!("{rust:#}"));
+        }
+    }
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    let symbol = cpp_demangle::Symbol::new(name).ok()?;
+    symbol.demangle().ok()
 }
 
 /// True if process `pid` runs and has its memory mapped: a zombie (exited, not yet reaped by its parent) still has
@@ -404,6 +420,55 @@ mod tests {
         // Not in the ELF tables either: the DWARF name stays, without its meaningless offset.
         let kept = place_unplaced(found, &[0x1139, 0x77980, 9], |_| vec![Err("no symbol".into())]);
         assert_eq!(kept[1], Ok(sym("__GI__IO_puts", 0, true)));
+    }
+
+    #[test]
+    fn only_mangled_names_are_demangled() {
+        // One-letter C names are Itanium type codes when read as an encoding: they must stay as they are.
+        for c_name in ["f", "d", "i", "v", "main", "Z", "_start", "__libc_start_main", "R", "_Rust_is_not_mangled"] {
+            assert_eq!(demangle(c_name), None, "{c_name}");
+        }
+        assert_eq!(demangle("_ZN3foo3barEv").as_deref(), Some("foo::bar()"));
+        assert_eq!(demangle("_Z3addii").as_deref(), Some("add(int, int)"));
+        // Rust, legacy (the hash is left out) and v0.
+        assert_eq!(
+            demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE").as_deref(),
+            Some("core::ptr::drop_in_place")
+        );
+        assert_eq!(demangle("_RNvCs15kBYyAo9fc_7mycrate7example").as_deref(), Some("mycrate::example"));
+    }
+
+    #[test]
+    fn a_one_letter_c_function_keeps_its_name() {
+        // An ELF file with a function named `f`, as a C compiler leaves it: resolved through the symbolizer, it
+        // must not read as "float".
+        let dir = std::env::temp_dir().join(format!("symbols-c-name-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, obj) = (dir.join("f.c"), dir.join("f.so"));
+        std::fs::write(&src, "int f(int x) { return x * 3 + 1; }\nint d(int x) { return x - 7; }\n").unwrap();
+        let built =
+            std::process::Command::new("cc").args(["-shared", "-fPIC", "-O1", "-o"]).arg(&obj).arg(&src).status();
+        if !built.is_ok_and(|s| s.success()) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return; // no C compiler
+        }
+        let offsets: Vec<u64> = ["f", "d"]
+            .iter()
+            .map(|name| {
+                let mut elf = blazesym::inspect::source::Elf::new(&obj);
+                elf.debug_syms = false;
+                let inspector = blazesym::inspect::Inspector::new();
+                let found = inspector.lookup(&blazesym::inspect::source::Source::Elf(elf), &[name]).unwrap();
+                found[0][0].file_offset.unwrap()
+            })
+            .collect();
+        let names: Vec<String> = Symbolizer::new()
+            .file_offsets_each(&obj, &offsets)
+            .into_iter()
+            .map(|s| s.map(|s| s.name).unwrap_or_else(|e| e))
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(names, ["f", "d"]);
     }
 
     #[test]

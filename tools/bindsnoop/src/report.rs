@@ -211,14 +211,36 @@ impl Printer {
         out.flush()
     }
 
-    /// BCC's `%3s ` RC column, `%-25s ` when wide.
+    /// BCC's `%3s ` RC column; when wide, as wide as the longest error text a bind on an IP socket can give
+    /// (BCC's 25 columns put the rest of a row with EADDRNOTAVAIL's 31 characters six to the right).
     fn rc_column(&self, text: &str) -> String {
         if self.style.wide {
-            format!("{text:<25} ")
+            format!("{text:<width$} ", width = wide_rc_width())
         } else {
             format!("{text:>3} ")
         }
     }
+}
+
+/// The errors bind(2) can give on an IPv4 or IPv6 socket.
+const BIND_ERRORS: [i32; 12] = [
+    libc::EACCES,
+    libc::EADDRINUSE,
+    libc::EADDRNOTAVAIL,
+    libc::EAFNOSUPPORT,
+    libc::EBADF,
+    libc::EFAULT,
+    libc::EINVAL,
+    libc::ENOMEM,
+    libc::ENOTSOCK,
+    libc::EOPNOTSUPP,
+    libc::EPERM,
+    libc::ENOBUFS,
+];
+
+/// The wide RC column's width: the longest of [`BIND_ERRORS`]' texts, at least BCC's 25.
+fn wide_rc_width() -> usize {
+    BIND_ERRORS.iter().map(|&e| error_text(e).chars().count()).max().unwrap_or(0).max(25)
 }
 
 /// BCC's `%8s %-12.12s %-4s %-15s %-5s %5s %2s` header (`%10s ... %-39s` wide).
@@ -231,14 +253,16 @@ fn header_columns(wide: bool) -> String {
     }
 }
 
-/// BCC's `%8d %-12.12s %-4.4s %-15.15s %5d %-5s %2d` row (`%10d %-12.12s %-4s %-39s %5d %-5s %2d` wide).
+/// BCC's `%8d %-12.12s %-4.4s %-15s %5d %-5s %2d` row (`%10d %-12.12s %-4s %-39s %5d %-5s %2d` wide), with the
+/// address whole: one longer than its column (IPv6) pushes the rest of the row right, as tcplife's does, where
+/// BCC cuts it to 15 characters with no mark.
 fn row_columns(wide: bool, b: &Bind) -> String {
     let (pid, comm, prot, addr) = (b.pid, &b.comm, protocol_name(b.protocol), b.addr.to_string());
     let (port, opts, ifx) = (b.port, opts_string(b.opts), b.bound_dev_if);
     if wide {
         format!("{pid:>10} {comm:<12.12} {prot:<4} {addr:<39} {port:>5} {opts:<5} {ifx:>2}")
     } else {
-        format!("{pid:>8} {comm:<12.12} {prot:<4.4} {addr:<15.15} {port:>5} {opts:<5} {ifx:>2}")
+        format!("{pid:>8} {comm:<12.12} {prot:<4.4} {addr:<15} {port:>5} {opts:<5} {ifx:>2}")
     }
 }
 
@@ -302,6 +326,26 @@ mod tests {
         assert_eq!(opts_string(OPT_REUSEADDR as u8), "...R.");
         assert_eq!(opts_string(0x1f), "FTNRr");
         assert!(header_columns(true).starts_with("       PID COMM         PROT ADDR "));
+    }
+
+    #[test]
+    fn narrow_rows_keep_ipv6_addresses_whole() {
+        let mut b = bind("::1", 8080, 0, 0);
+        b.family = Family::V6;
+        b.addr = "fd00:1234:5678:9abc:def0:1234:5678:9abc".parse().unwrap();
+        let row = row_columns(false, &b);
+        assert!(row.contains(" fd00:1234:5678:9abc:def0:1234:5678:9abc  8080 "), "{row}");
+    }
+
+    #[test]
+    fn wide_error_texts_fit_their_column() {
+        let printer = Printer::new(Style { json: false, timestamp: false, wide: true, errors: true, uid: false });
+        let heading = printer.rc_column("RC");
+        assert_eq!(heading.len(), "Address family not supported by protocol ".len());
+        for errno in BIND_ERRORS {
+            let rc = printer.rc_column(&error_text(errno));
+            assert_eq!(rc.chars().count(), heading.len(), "{rc:?}");
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@
  *     PROTO ADDR PORT OPTS IF RET
  * (the port the socket got, or asked for when the bind failed), then "done", and waits for its stdin to close so
  * that every socket stays open (and its port taken) while the test reads. An argument is the port of the first
- * (TCP, IPv4) bind and of the failing one after it, for -P. */
+ * (TCP, IPv4) bind and of the failing one after it, for -P. A second argument "v6long" adds two binds to an IPv6
+ * address longer than 15 characters that the machine does not have: without IP_FREEBIND (EADDRNOTAVAIL, whose
+ * text is the longest of a bind's errors but one), then with it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -109,6 +111,10 @@ int main(int argc, char **argv)
 	p = do_bind(AF_INET6, SOCK_STREAM, "::1", 0, T, 0);
 	do_bind(AF_INET6, SOCK_STREAM, "::1", p, 0, 0); /* EADDRINUSE */
 	do_bind(AF_INET6, SOCK_DGRAM, "::", 0, R | r, 0);
+	if (argc > 2 && !strcmp(argv[2], "v6long")) {
+		do_bind(AF_INET6, SOCK_STREAM, "fd00:5ee:1234:5678:9abc:def0:4321:8765", 0, 0, 0); /* EADDRNOTAVAIL */
+		do_bind(AF_INET6, SOCK_STREAM, "fd00:5ee:1234:5678:9abc:def0:4321:8765", 0, F, 0);
+	}
 
 	/* Not IPv4/IPv6: never shown. */
 	ufd = socket(AF_UNIX, SOCK_STREAM, 0);

@@ -224,7 +224,40 @@ fn wide_shows_error_text_and_whole_addresses() {
     let ok = done.stdout.lines().filter(|l| l.contains(" Success ")).count();
     assert_eq!(ok, binds.len() - 2, "output:\n{}", done.stdout);
     let header = done.stdout.lines().nth(1).unwrap();
-    assert!(header.starts_with("TIME(s)   RC                               PID COMM "), "{header}");
+    // RC as wide as the longest text of a bind's errors (EAFNOSUPPORT's, 40 characters).
+    let rc = format!("{:<41}", "RC");
+    assert!(header.starts_with(&format!("TIME(s)   {rc}       PID COMM ")), "{header}");
+}
+
+/// Issue 53 item 12: an IPv6 address longer than ADDR's 15 columns is printed whole without -w (it was cut to 15
+/// characters with no mark), pushing the rest of its row right.
+#[test]
+fn long_ipv6_addresses_are_whole_without_w() {
+    let (done, binds, comm) = trace_binder(&["0", "v6long"], &["-E"]);
+    let long: Vec<&Expected> = binds.iter().filter(|b| b.addr.len() > 15).collect();
+    assert_eq!(long.len(), 2, "the helper's binds: {binds:?}");
+    assert_eq!([long[0].ret, long[1].ret], [-99, 0], "EADDRNOTAVAIL, then bound with IP_FREEBIND: {binds:?}");
+    assert_eq!(rows_with_rc(&done.stdout, &comm), binds, "output:\n{}", done.stdout);
+}
+
+/// Issue 53 item 12: with -w -E, every row's columns start where the header's do, whatever the error's text
+/// (EADDRNOTAVAIL's "Cannot assign requested address" overran BCC's 25-column RC and shifted its row by six).
+#[test]
+fn wide_error_texts_keep_the_columns_in_line() {
+    let (done, binds, _) = trace_binder(&["0", "v6long"], &["-E", "-w"]);
+    let mut lines = done.stdout.lines().skip(1);
+    let header = lines.next().unwrap();
+    let pid_end = header.find(" COMM").unwrap();
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), binds.len(), "output:\n{}", done.stdout);
+    assert!(rows.iter().any(|r| r.starts_with("Cannot assign requested address ")), "output:\n{}", done.stdout);
+    for row in &rows {
+        let pid_start = row[..pid_end].trim_end().rfind(' ').map_or(0, |i| i + 1);
+        assert!(
+            row[pid_start..pid_end].parse::<u32>().is_ok() && row.as_bytes()[pid_end] == b' ',
+            "the PID column does not end under the header's:\n{header}\n{row}"
+        );
+    }
 }
 
 #[test]

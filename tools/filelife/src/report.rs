@@ -4,8 +4,8 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::c_string;
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::attach::maps::{c_bytes, c_string};
+use common::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -32,6 +32,12 @@ pub struct Death {
     /// -F: its path from the root (`...` first when the directories were too deep to read them all).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The text columns' COMM and FILE (the path with -F), their bytes escaped as `ls -b` does: a name may hold
+    /// a newline or a terminal's control sequence.
+    #[serde(skip)]
+    pub shown_comm: String,
+    #[serde(skip)]
+    pub shown_file: String,
 }
 
 impl Death {
@@ -42,10 +48,13 @@ impl Death {
         let n = data.len().min(bytes.len());
         bytes[..n].copy_from_slice(&data[..n]);
         let file = c_string(&e.name);
-        let path = full_path.then(|| {
-            let depth = (e.depth as usize).min(e.dirs.len());
-            common::domain::paths::from_walk(e.dirs[..depth].iter().map(|d| c_string(d)), e.dirs_complete != 0, &file)
-        });
+        let depth = (e.depth as usize).min(e.dirs.len());
+        let walk = |component: fn(&[i8]) -> String, name: &str| {
+            common::domain::paths::from_walk(e.dirs[..depth].iter().map(|d| component(d)), e.dirs_complete != 0, name)
+        };
+        let path = full_path.then(|| walk(c_string, &file));
+        let shown_name = printable(&c_bytes(&e.name));
+        let shown_file = if full_path { walk(|d| printable(&c_bytes(d)), &shown_name) } else { shown_name };
         Death {
             pid: e.pid,
             tid: e.tid,
@@ -56,6 +65,8 @@ impl Death {
             dev: format!("{}:{}", e.dev >> 20, e.dev & 0xfffff),
             creator_pid: e.creator,
             path,
+            shown_comm: printable(&c_bytes(&e.comm)),
+            shown_file,
         }
     }
 }
@@ -90,15 +101,7 @@ impl Printer {
         if self.json {
             return out.json_line(&JsonDeath { time: clock_rfc3339(), age, death: d });
         }
-        writeln!(
-            out,
-            "{:<8} {:<7} {:<16} {:<7.2} {}",
-            clock_hms(),
-            d.pid,
-            d.comm,
-            age,
-            d.path.as_ref().unwrap_or(&d.file)
-        )?;
+        writeln!(out, "{:<8} {:<7} {:<16} {:<7.2} {}", clock_hms(), d.pid, d.shown_comm, age, d.shown_file)?;
         out.flush()
     }
 }

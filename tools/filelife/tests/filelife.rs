@@ -178,3 +178,78 @@ fn sigterm_and_closed_pipe_end_cleanly() {
         std::fs::remove_file(&file).unwrap();
     });
 }
+
+/// A workload that renames itself (its comm) to one with an escape sequence and a newline, then creates and
+/// deletes files whose names hold a newline, an ANSI escape sequence and a byte that is not UTF-8: the text
+/// columns show them as `ls -b` does, one row each (issue 53 item 8), and JSON keeps the names themselves.
+const HOSTILE: &str = r#"
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(15, b"fl\x1b[1m\nx", 0, 0, 0)
+d = os.fsencode(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+names = [b"nl\nname", b"esc\x1b[31mred", b"bad\xffbyte"]
+for n in names:
+    open(os.path.join(d, n), "wb").close()
+for n in names:
+    os.unlink(os.path.join(d, n))
+print("done", flush=True)
+"#;
+
+fn hostile_run(args: &[&str]) -> (u32, Finished) {
+    let dir = workdir();
+    let mut child = KillOnDrop(
+        Command::new("/usr/bin/python3")
+            .args(["-c", HOSTILE])
+            .arg(&dir.0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n", "the workload failed");
+    let pid_arg = pid.to_string();
+    let mut all = args.to_vec();
+    all.extend(["-p", &pid_arg]);
+    let mut run = Running::start(TOOL, &all);
+    run.wait_attached(Duration::from_secs(20));
+    child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "done\n", "the workload failed");
+    assert!(child.0.wait().unwrap().success());
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    (pid, done)
+}
+
+#[test]
+fn control_characters_in_names_are_escaped() {
+    let (pid, done) = hostile_run(&[]);
+    assert!(!done.stdout.contains('\x1b'), "an escape sequence reached the terminal:\n{}", done.stdout);
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "one header and three rows:\n{}", done.stdout);
+    let mut shown = Vec::new();
+    for row in &lines[1..] {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols.len(), 5, "{row}");
+        assert_eq!(cols[1], pid.to_string(), "{row}");
+        shown.push((cols[2], cols[4]));
+    }
+    let comm = r"fl\033[1m\nx";
+    assert_eq!(shown, [(comm, r"nl\nname"), (comm, r"esc\033[31mred"), (comm, r"bad\xffbyte")], "{}", done.stdout);
+}
+
+#[test]
+fn control_characters_in_names_stay_in_json() {
+    let (_, done) = hostile_run(&["--json"]);
+    let recs = json_lines(&done.stdout);
+    let files: Vec<&str> = recs.iter().map(|r| r["file"].as_str().unwrap()).collect();
+    assert_eq!(files, ["nl\nname", "esc\x1b[31mred", "bad\u{fffd}byte"], "{}", done.stdout);
+    assert!(recs.iter().all(|r| r["comm"] == "fl\x1b[1m\nx"), "{}", done.stdout);
+}

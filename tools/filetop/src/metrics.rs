@@ -49,7 +49,11 @@ impl Totals {
                 b'S' => "socket",
                 _ => "other",
             };
-            let file = crate::report::shown_name(&c_string(&stat.name), stat.name_len);
+            let file = crate::report::shown_name(
+                &common::attach::maps::c_bytes(&stat.name),
+                stat.name_len,
+                crate::report::lossy,
+            );
             let counts = Io([stat.reads, stat.read_bytes, stat.writes, stat.write_bytes]);
             Row { task: key.tid, labels: (c_string(&key.comm), file, kind), counts }
         })?;

@@ -2,7 +2,8 @@
 //! filetop's output: BCC's screen (the top of common::output::topscreen, then `TID COMM READS WRITES R_Kb W_Kb T
 //! FILE`, sorted, at most -r rows) or one JSON object per row per interval.
 
-use common::attach::maps::c_string;
+use common::attach::maps::{c_bytes, c_string};
+use common::output::stdout::printable;
 use common::output::topscreen;
 use serde::Serialize;
 
@@ -29,19 +30,33 @@ pub struct Row {
     pub dev_major: u32,
     pub dev_minor: u32,
     pub inode: u64,
+    /// The text columns' COMM and FILE, their bytes escaped as `ls -b` does: a name may hold a newline or a
+    /// terminal's control sequence.
+    #[serde(skip)]
+    pub shown_comm: String,
+    #[serde(skip)]
+    pub shown_file: String,
 }
 
-/// BCC's FILE column: a name longer than the bytes kept loses its last three of them to "...".
-pub fn shown_name(kept: &str, len: u32) -> String {
+/// BCC's FILE column: a name longer than the bytes kept loses its last three of them to "..." (at a character's
+/// boundary), each part shown by `show` (plain text, or escaped for a text column).
+pub fn shown_name(kept: &[u8], len: u32, show: impl Fn(&[u8]) -> String) -> String {
     if len as usize > NAME_LEN {
-        let mut cut: String = kept.chars().collect();
-        while cut.len() > NAME_LEN - 3 {
-            cut.pop();
+        let mut end = kept.len().min(NAME_LEN - 3);
+        if let Err(e) = std::str::from_utf8(&kept[..end]) {
+            if e.error_len().is_none() {
+                end = e.valid_up_to();
+            }
         }
-        cut + "..."
+        show(&kept[..end]) + "..."
     } else {
-        kept.to_string()
+        show(kept)
     }
+}
+
+/// The plain text of a name's bytes (invalid UTF-8 replaced), as JSON and the metrics' labels carry it.
+pub fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 impl Row {
@@ -60,11 +75,13 @@ impl Row {
                 b'S' => 'S',
                 _ => 'O',
             },
-            file: shown_name(&c_string(&now.name), now.name_len),
+            file: shown_name(&c_bytes(&now.name), now.name_len, lossy),
             // The kernel's encoding of a device number: 12 bits of major above 20 bits of minor.
             dev_major: key.dev >> 20,
             dev_minor: key.dev & 0xfffff,
             inode: key.inode,
+            shown_comm: printable(&c_bytes(&key.comm)),
+            shown_file: shown_name(&c_bytes(&now.name), now.name_len, printable),
         }
     }
 
@@ -94,13 +111,13 @@ impl topscreen::TopRow for Row {
         format!(
             "{:<7} {:<16} {:<6} {:<6} {:<7} {:<7} {:1} {}",
             r.tid,
-            r.comm,
+            r.shown_comm,
             r.reads,
             r.writes,
             r.read_bytes / 1024,
             r.write_bytes / 1024,
             r.kind,
-            r.file
+            r.shown_file
         )
     }
 
@@ -133,6 +150,8 @@ mod tests {
             dev_major: 254,
             dev_minor: 0,
             inode: 12,
+            shown_comm: "cksum".into(),
+            shown_file: file.into(),
         }
     }
 
@@ -168,9 +187,13 @@ TID     COMM             READS  WRITES R_Kb    W_Kb    T FILE
 
     #[test]
     fn long_names_end_in_dots() {
-        let kept = "abcdefghijklmnopqrstuvwxyz012345";
-        assert_eq!(shown_name(kept, 32), kept);
-        assert_eq!(shown_name(kept, 40), "abcdefghijklmnopqrstuvwxyz012...");
-        assert_eq!(shown_name("null", 4), "null");
+        let kept = b"abcdefghijklmnopqrstuvwxyz012345";
+        assert_eq!(shown_name(kept, 32, lossy), "abcdefghijklmnopqrstuvwxyz012345");
+        assert_eq!(shown_name(kept, 40, lossy), "abcdefghijklmnopqrstuvwxyz012...");
+        assert_eq!(shown_name(b"null", 4, lossy), "null");
+        // Cut at a character's boundary: the 29 bytes kept would end inside the last two-byte character.
+        let accents = "\u{e9}".repeat(16);
+        assert_eq!(shown_name(accents.as_bytes(), 40, lossy), "\u{e9}".repeat(14) + "...");
+        assert_eq!(shown_name(b"a\nb\x1b[2J", 7, printable), "a\\nb\\033[2J");
     }
 }

@@ -413,3 +413,20 @@ fn prometheus_counts_every_call_and_byte() {
     done.assert_no_programs_left();
     assert_refused(TOOL, &["--prometheus", "127.0.0.1:0", "1"], 2, "takes no interval");
 }
+
+/// A file name with a newline and an ANSI escape sequence shows as `ls -b` shows it, in one row, and nothing of
+/// it reaches the terminal raw (issue 53 item 8); JSON keeps the name itself.
+#[test]
+fn control_characters_in_names_are_escaped() {
+    let name = "ft-nl\nline\x1b[31mred";
+    let t = trace_helper(name, &["-C"], &[]);
+    t.done.assert_success();
+    assert!(!t.done.stdout.contains('\x1b'), "an escape sequence reached the terminal:\n{}", t.done.stdout);
+    let want = TextRow { file: r"ft-nl\nline\033[31mred".into(), ..file_row(&t) };
+    assert_eq!(rows_of(&t.done.stdout, t.pid), [want], "{}", t.done.stdout);
+
+    let t = trace_helper(name, &["-j"], &[]);
+    t.done.assert_success();
+    let files: Vec<serde_json::Value> = json_lines(&t.done.stdout).iter().map(|l| l["file"].clone()).collect();
+    assert_eq!(files, [name], "{}", t.done.stdout);
+}

@@ -4,8 +4,8 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::c_string;
-use common::output::stdout::{clock_rfc3339, Output};
+use common::attach::maps::{c_bytes, c_string};
+use common::output::stdout::{clock_rfc3339, printable, Output};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -89,6 +89,14 @@ pub struct Open {
     #[serde(skip)]
     pub dirs_complete: bool,
     pub syscall: &'static str,
+    /// The text columns' COMM, and the bytes of the path and of -F's directories, which text output escapes as
+    /// `ls -b` does: a name may hold a newline or a terminal's control sequence.
+    #[serde(skip)]
+    pub shown_comm: String,
+    #[serde(skip)]
+    pub path_bytes: Vec<u8>,
+    #[serde(skip)]
+    pub dir_bytes: Vec<Vec<u8>>,
 }
 
 impl Open {
@@ -116,16 +124,33 @@ impl Open {
             dirs: e.dirs[..depth].iter().map(|d| c_string(d)).collect(),
             dirs_complete: e.dirs_complete != 0,
             syscall: ["open", "openat", "openat2"].get(e.call as usize).copied().unwrap_or("open"),
+            shown_comm: printable(&c_bytes(&e.comm)),
+            path_bytes: c_bytes(&e.path),
+            dir_bytes: e.dirs[..depth].iter().map(|d| c_bytes(d)).collect(),
         }
     }
 
     /// -F: the path from the root for a relative path whose directories were read (as BCC: `/` + the directory
     /// names outermost first + the path as given, less the `/` of stacked mount roots); an absolute path as given.
     pub fn full_path(&self) -> String {
-        if self.path.starts_with('/') || (self.dirs.is_empty() && !self.dirs_complete) {
+        if !self.walked() {
             return self.path.clone();
         }
         common::domain::paths::from_walk(self.dirs.iter().cloned(), self.dirs_complete, &self.path)
+    }
+
+    /// Whether -F's path is built from the directories above a relative path.
+    fn walked(&self) -> bool {
+        !(self.path.starts_with('/') || (self.dirs.is_empty() && !self.dirs_complete))
+    }
+
+    /// The text column's PATH (with `full`, -F's [`Open::full_path`]), escaped as `ls -b` does.
+    pub fn shown_path(&self, full: bool) -> String {
+        let path = printable(&self.path_bytes);
+        if !(full && self.walked()) {
+            return path;
+        }
+        common::domain::paths::from_walk(self.dir_bytes.iter().map(|d| printable(d)), self.dirs_complete, &path)
     }
 }
 
@@ -199,7 +224,7 @@ impl Printer {
             line += &format!("{:<6}", o.uid);
         }
         let id = if s.tid { o.tid } else { o.pid };
-        line += &format!("{id:<6} {:<16} {:>4} {:>3} ", o.comm, o.fd, o.err);
+        line += &format!("{id:<6} {:<16} {:>4} {:>3} ", o.shown_comm, o.fd, o.err);
         if s.extended {
             let tmpfile = libc::O_TMPFILE as u64;
             if o.mode == 0 && o.flags & libc::O_CREAT as u64 == 0 && o.flags & tmpfile != tmpfile {
@@ -208,7 +233,7 @@ impl Printer {
                 line += &format!("{:08o} {:04o} ", o.flags, o.mode);
             }
         }
-        line += &if s.full_path { o.full_path() } else { o.path.clone() };
+        line += &o.shown_path(s.full_path);
         writeln!(out, "{line}")?;
         out.flush()
     }

@@ -244,3 +244,80 @@ fn buffer_pages_size_the_ring_buffer() {
         assert_eq!(done.stderr.trim().lines().count(), 1, "-b {bad}: {}", done.stderr);
     }
 }
+
+/// A workload that renames itself (its comm) to one with an escape sequence and a newline, then opens files
+/// whose names hold a newline, an ANSI escape sequence and a byte that is not UTF-8, in a directory of its own.
+const HOSTILE: &str = r#"
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(15, b"os\x1b[1m\nx", 0, 0, 0)
+d = os.fsencode(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+for n in [b"nl\nname", b"esc\x1b[31mred", b"bad\xffbyte"]:
+    os.close(os.open(os.path.join(d, n), os.O_WRONLY | os.O_CREAT, 0o600))
+print("done", flush=True)
+"#;
+
+/// Issue 53 item 8: COMM and PATH show control characters and bytes that are not UTF-8 as `ls -b` does, one row
+/// per open, and nothing of them reaches the terminal raw; JSON keeps the names.
+#[test]
+fn control_characters_in_names_are_escaped() {
+    use std::io::BufRead;
+    let dir = workdir();
+    for json in [false, true] {
+        let mut child = KillOnDrop(
+            Command::new("/usr/bin/python3")
+                .args(["-c", HOSTILE])
+                .arg(&dir.0)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let pid = child.0.id().to_string();
+        let mut stdout = std::io::BufReader::new(child.0.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n", "the workload failed");
+        let args: &[&str] = if json { &["--json", "-p", &pid] } else { &["-p", &pid] };
+        let mut run = Running::start("opensnoop", args);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !has_links(run.pid()) {
+            assert!(Instant::now() < deadline, "opensnoop did not attach within 20 s");
+            thread::sleep(Duration::from_millis(20));
+        }
+        run.note_programs();
+        child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "done\n", "the workload failed");
+        assert!(child.0.wait().unwrap().success());
+        run.signal(libc::SIGINT);
+        let done = run.finish(Duration::from_secs(20));
+        done.assert_success();
+        let dir_text = dir.0.to_str().unwrap();
+        if json {
+            let recs = json_lines(&done.stdout);
+            let paths: Vec<&str> = recs.iter().filter_map(|r| r["path"].as_str()).collect();
+            for name in ["nl\nname", "esc\x1b[31mred", "bad\u{fffd}byte"] {
+                assert!(paths.contains(&format!("{dir_text}/{name}").as_str()), "{name:?}: {}", done.stdout);
+            }
+            assert!(recs.iter().all(|r| r["comm"] == "os\x1b[1m\nx"), "{}", done.stdout);
+            continue;
+        }
+        assert!(!done.stdout.contains('\x1b'), "an escape sequence reached the terminal:\n{}", done.stdout);
+        let rows: Vec<Vec<&str>> = done
+            .stdout
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .filter(|f: &Vec<&str>| f.len() == 5)
+            .collect();
+        assert!(rows.iter().all(|f| f[0] == pid && f[1] == r"os\033[1m\nx"), "{}", done.stdout);
+        let paths: Vec<&str> = rows.iter().map(|f| f[4]).collect();
+        for name in [r"nl\nname", r"esc\033[31mred", r"bad\xffbyte"] {
+            assert!(paths.contains(&format!("{dir_text}/{name}").as_str()), "{name}: {}", done.stdout);
+        }
+        assert_eq!(done.stdout.lines().count(), rows.len() + 1, "a row was split:\n{}", done.stdout);
+    }
+}

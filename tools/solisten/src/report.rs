@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! solisten's output: BCC's columns (`PID COMM [NETNS] PROTO BACKLOG PORT ADDR`, with libbpf-tools' `TIME(s)`
-//! first under -t) or JSON lines.
+//! solisten's output: BCC's columns (`PID COMM [NETNS] PROTO BACKLOG PORT ADDR`, with libbpf-tools' time of day
+//! (`TIME`) first under -t) or JSON lines.
 
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -101,7 +101,8 @@ impl Printer {
         }
         let mut line = String::new();
         if self.style.timestamp {
-            line += &format!("{:<8} ", "TIME(s)");
+            // The time of day, so not BCC's TIME(s), which heads seconds (libbpf-tools' solisten has TIME(s) here).
+            line += &format!("{:<8} ", "TIME");
         }
         line +=
             &columns(self.style.netns, ["PID", "COMM", "NETNS", "PROTO", "BACKLOG", "PORT", "ADDR"].map(String::from));

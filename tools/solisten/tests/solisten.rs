@@ -152,7 +152,13 @@ fn netns_filter_keeps_only_that_namespace() {
     let (done, listens, _, _, _) = trace(&["-n", &helper_ns, "-t"]);
     let rows: Vec<&str> = done.stdout.lines().skip(1).collect();
     assert_eq!(rows.len(), listens.len(), "output:\n{}", done.stdout);
-    assert!(done.stdout.starts_with("TIME(s)  PID     COMM"), "{}", done.stdout);
+    // -t: the time of day under TIME (issue 53 item 12: it was headed TIME(s), which heads seconds elsewhere).
+    assert!(done.stdout.starts_with("TIME     PID     COMM"), "{}", done.stdout);
+    for row in &rows {
+        let time = row.split_whitespace().next().unwrap();
+        let parts: Vec<&str> = time.split(':').collect();
+        assert!(parts.len() == 3 && parts.iter().all(|p| p.len() == 2 && p.parse::<u8>().is_ok()), "{row}");
+    }
     let other = (std::fs::metadata("/proc/self/ns/net").unwrap().ino() + 1).to_string();
     let (done, listens, _, _, _) = trace(&["-n", &other]);
     assert_eq!(listens.len(), 5);

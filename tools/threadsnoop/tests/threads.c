@@ -3,8 +3,10 @@
  * BETA threads running corebpf_beta_worker with pthread_create (named, global, not inlined: symbols the test
  * expects by name), and then:
  *   join: joins them, prints "done", and waits for stdin to close;
- *   exit: exits at once (exit_group ends the threads), without joining.
- * Usage: threads join|exit ALPHA BETA */
+ *   exit: exits at once (exit_group ends the threads), without joining;
+ *   letters: as join, with the routines named f and d instead (one-letter C names, which are Itanium type codes if
+ *   taken for a mangled name).
+ * Usage: threads join|exit|letters ALPHA BETA */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +25,24 @@ __attribute__((noinline)) void *corebpf_beta_worker(void *arg)
 	return (char *)arg + 1;
 }
 
+__attribute__((noinline)) void *f(void *arg)
+{
+	__asm__ volatile("" ::: "memory");
+	return (char *)arg + 2;
+}
+
+__attribute__((noinline)) void *d(void *arg)
+{
+	__asm__ volatile("" ::: "memory");
+	return (char *)arg + 3;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t threads[64];
 	int alpha, beta, n = 0;
 	char line[16];
+	int letters = argc == 4 && strcmp(argv[1], "letters") == 0;
 
 	if (argc != 4)
 		return 2;
@@ -38,10 +53,10 @@ int main(int argc, char **argv)
 	if (!fgets(line, sizeof(line), stdin))
 		return 1;
 	for (int i = 0; i < alpha; i++)
-		if (pthread_create(&threads[n++], NULL, corebpf_alpha_worker, NULL))
+		if (pthread_create(&threads[n++], NULL, letters ? f : corebpf_alpha_worker, NULL))
 			return 1;
 	for (int i = 0; i < beta; i++)
-		if (pthread_create(&threads[n++], NULL, corebpf_beta_worker, NULL))
+		if (pthread_create(&threads[n++], NULL, letters ? d : corebpf_beta_worker, NULL))
 			return 1;
 	if (strcmp(argv[1], "exit") == 0)
 		exit(0);

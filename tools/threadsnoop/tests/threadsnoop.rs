@@ -132,6 +132,30 @@ fn names_routines_of_a_process_that_exited_before_they_were_read() {
 }
 
 #[test]
+fn one_letter_c_routines_keep_their_names() {
+    // C functions named `f` and `d` once printed as "float" and "double": the symbolizer took them for Itanium
+    // type codes.
+    let exe = helper();
+    let comm = comm_of(&exe);
+    let child = Command::new(&exe)
+        .args(["letters", "2", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the helper");
+    let mut helper = KillOnDrop(child);
+    let pid = helper.0.id();
+    let mut run = Running::start(TOOL, &[]);
+    run.wait_attached(Duration::from_secs(20));
+    run_joining(&mut helper);
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    let want = BTreeMap::from([("f".to_string(), 2), ("d".to_string(), 1)]);
+    assert_eq!(text_counts(&done.stdout, pid, &comm), want, "output:\n{}", done.stdout);
+}
+
+#[test]
 fn json_lines_carry_the_live_process_and_its_routines() {
     let exe = helper();
     let mut helper = spawn_helper(&exe, "join");

@@ -12,6 +12,7 @@ mod report;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -28,6 +29,7 @@ use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
+use bpf::consts::{WQ_SEARCH_ABSENT, WQ_SEARCH_PENDING, WQ_SEARCH_UNKNOWN};
 use bpf::types::{hist, wq_key};
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Report, Unit};
@@ -103,6 +105,17 @@ fn wqlat(args: Args) -> Result<()> {
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
+    if let Some(name) = args.wqname.as_ref().filter(|_| mech != Attach::Tracepoint) {
+        // The BPF side looks for the name among the kernel's workqueues at the first work item queued anywhere
+        // (there is one every few milliseconds on a running system); the classic tracepoint gives it no
+        // workqueue to start from.
+        let deadline = Instant::now() + SEARCH_WAIT;
+        while searched(&skel) == WQ_SEARCH_PENDING && Instant::now() < deadline && !signals.stopped() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        refuse_if_absent(&skel, name)?;
+    }
+
     let mut start_full = DropCounter::new("work items", "too many queued at once for the start map");
     let mut hists_full = DropCounter::new("work items", "too many workqueues");
     let mut read = || -> Result<Vec<(String, Log2Hist)>> {
@@ -133,6 +146,9 @@ fn wqlat(args: Args) -> Result<()> {
     report.write_banner(&mut out, args.json)?;
     let mut heat = HeatmapFile::open(args.export.heatmap.as_deref(), "Workqueue latency", unit(&args).label())?;
     run_intervals(&signals, args.every.interval(), args.every.count, |_| {
+        if let Some(name) = &args.wqname {
+            refuse_if_absent(&skel, name)?;
+        }
         let hists = read()?;
         if let Some(heat) = heat.as_mut() {
             heat.push(&sum_slots(hists.iter().map(|(_, h)| &h.slots[..])));
@@ -140,6 +156,26 @@ fn wqlat(args: Args) -> Result<()> {
         report.write_interval(&mut out, hists, args.json, args.timestamp)
     })?;
     heat.map(|h| h.finish()).transpose()?;
+    Ok(())
+}
+
+/// How long -w waits at start-up for the BPF side's search of the workqueues (it runs when a work item is queued);
+/// if none came, the search's result is checked again at each report.
+const SEARCH_WAIT: Duration = Duration::from_secs(1);
+
+/// What the BPF side's search for -w's workqueue found so far (`WQ_SEARCH_*`).
+fn searched(skel: &BpfSkel<'_>) -> usize {
+    skel.maps.bss_data.as_ref().map_or(WQ_SEARCH_UNKNOWN, |bss| {
+        // SAFETY: a u32 of the memory-mapped .bss, written by the BPF side; read whole.
+        unsafe { std::ptr::read_volatile(&bss.wq_search) as usize }
+    })
+}
+
+/// -w NAME when the kernel has no workqueue of that name: an error, rather than an empty histogram.
+fn refuse_if_absent(skel: &BpfSkel<'_>, name: &str) -> Result<()> {
+    if searched(skel) == WQ_SEARCH_ABSENT {
+        anyhow::bail!("no workqueue is named '{name}' (-W lists the workqueues that queue work)");
+    }
     Ok(())
 }
 

@@ -27,6 +27,9 @@ const volatile char target_wq[WQ_NAME_LEN] = {};
 /* Work items not timed because the start map was full; not counted because the hists map was full. */
 __u64 start_map_full = 0;
 __u64 hists_full = 0;
+/* -w: whether a workqueue has the name (WQ_SEARCH_*), from one walk of the kernel's list of workqueues. */
+__u32 wq_search = WQ_SEARCH_PENDING;
+__u32 wq_walk_started = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -96,12 +99,50 @@ static __always_inline void started(__u64 work)
 	bpf_map_delete_elem(&start, &work);
 }
 
+/* -w, on the first work item queued: walks the kernel's list of workqueues (the `list` member links them all, and
+ * the list's head, a static variable that is no workqueue, whose "name" is whatever lies before it) from `first`
+ * round to it again, looking for target_wq, so that user space can say at once that no workqueue has that name
+ * instead of printing an empty histogram. Names are compared 8 bytes at a time, zero-padded (workqueues are
+ * allocated zeroed, and target_wq is padded). The list is read without its lock: a workqueue created or
+ * destroyed meanwhile can make the walk miss its way round, which it then reports as unknown. */
+static __always_inline void search_wq(struct workqueue_struct *first)
+{
+	struct list_head *start = &first->list, *pos = start, *next;
+	const volatile __u64 *target = (const volatile __u64 *)target_wq;
+	int i, w;
+
+	wq_walk_started = 1;
+	for (i = 0; i < MAX_WALK; i++) {
+		struct workqueue_struct *wq = container_of(pos, struct workqueue_struct, list);
+		__u64 name[WQ_NAME_LEN / 8] = {}, diff = 0;
+
+		bpf_probe_read_kernel_str(name, sizeof(name), wq->name);
+		/* Without a branch per word: the verifier follows each iteration, and its jumps are limited. */
+		for (w = 0; w < WQ_NAME_LEN / 8; w++)
+			diff |= name[w] ^ target[w];
+		if (!diff) {
+			wq_search = WQ_SEARCH_FOUND;
+			return;
+		}
+		if (bpf_probe_read_kernel(&next, sizeof(next), &pos->next) || !next)
+			break;
+		if (next == start) {
+			wq_search = WQ_SEARCH_ABSENT;
+			return;
+		}
+		pos = next;
+	}
+	wq_search = WQ_SEARCH_UNKNOWN;
+}
+
 TP_BTF_RAW(workqueue_queue_work, workqueue_queue_work, int req_cpu, struct pool_workqueue *pwq,
 	   struct work_struct *work)
 {
 	struct queued q = {};
 	struct workqueue_struct *wq = BPF_CORE_READ(pwq, wq);
 
+	if (filter_wq && !wq_walk_started)
+		search_wq(wq);
 	bpf_probe_read_kernel_str(q.wq.name, sizeof(q.wq.name), wq->name);
 	queued((__u64)work, &q);
 	return 0;

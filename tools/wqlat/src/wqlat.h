@@ -11,6 +11,16 @@
 #define MAX_QUEUED 16384
 /* Histograms at most with -W (one per workqueue name). */
 #define MAX_WQS 1024
+/* -w: workqueues looked at, at most, for one of that name (the kernel's list of them, walked once). */
+#define MAX_WALK 1024
+
+/* -w: what the walk of the kernel's workqueues found (wq_search): not walked yet (no work item queued since the
+ * programs were attached), found, absent (the whole list was walked and no workqueue has the name), or unknown
+ * (the walk did not come round: more than MAX_WALK, or the list changed under it). */
+#define WQ_SEARCH_PENDING 0
+#define WQ_SEARCH_FOUND 1
+#define WQ_SEARCH_ABSENT 2
+#define WQ_SEARCH_UNKNOWN 3
 
 /* The histogram's key: the workqueue's name with -W, else all zeros (one histogram). */
 struct wq_key {

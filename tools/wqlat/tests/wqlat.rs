@@ -115,7 +115,7 @@ fn per_workqueue_sections_and_a_filter_that_excludes() {
     let mut rings = Rings::start(RINGS);
     let sections = start(&["-W", "-w", WQ], &[]);
     let every = start(&["-j", "-W", "-N"], &[]);
-    let other = start(&["-j", "-W", "-w", "no_such_wq"], &[]);
+    let other = start(&["-j", "-W", "-w", "events"], &[]);
     rings.run();
     let sections = stop(sections);
     let every = json_lines(&stop(every).stdout);
@@ -128,7 +128,25 @@ fn per_workqueue_sections_and_a_filter_that_excludes() {
     assert_eq!(json_count(&every, Some(WQ)), RINGS, "{every:?}");
     assert!(every.iter().all(|r| r["unit"] == "nsecs" && r["wqname"].as_str().is_some_and(|n| !n.is_empty())));
     assert!(every.iter().any(|r| r["wqname"] != WQ), "only {WQ} in the whole system: {every:?}");
-    assert_eq!(other, Vec::<Value>::new(), "-w no_such_wq counted work items");
+    assert_eq!(json_count(&other, Some(WQ)), 0, "-w events counted {WQ}'s work items: {other:?}");
+    assert!(other.iter().all(|r| r["wqname"] == "events"), "-w events counted others: {other:?}");
+}
+
+/// Issue 53 item 12: `-w` with a name no workqueue has is refused in one line that names it, exit status 1,
+/// nothing on stdout (it printed an empty header and histogram and exited 0), through
+/// tp_btf and raw_tp, which find the kernel's workqueues from the first work item queued.
+#[test]
+fn a_workqueue_name_that_does_not_exist_is_refused() {
+    for attach in ["tp_btf", "raw_tp"] {
+        let run = Running::start_with_env(TOOL, &["-w", "no_such_wq_53"], &[("COREBPF_ATTACH", attach)]);
+        // A system queues work all the time; a sync queues some more (writeback), in case this one is idle.
+        let _ = Command::new("sync").status();
+        let done = run.finish(Duration::from_secs(20));
+        let stderr = done.stderr.trim_end();
+        assert_eq!(done.status.code(), Some(1), "{attach}: {stderr}");
+        assert_eq!(stderr, "wqlat: no workqueue is named 'no_such_wq_53' (-W lists the workqueues that queue work)");
+        assert!(done.stdout.is_empty(), "{attach}: {}", done.stdout);
+    }
 }
 
 #[test]
