@@ -140,18 +140,7 @@ class Tracer:
 
     def map_memlock(self):
         """Bytes of BPF map memory (memlock) held through this process's map file descriptors."""
-        total = 0
-        fd_dir = f"/proc/{self.pid}/fdinfo"
-        for fd in os.listdir(fd_dir):
-            try:
-                with open(f"{fd_dir}/{fd}") as f:
-                    info = f.read()
-            except OSError:
-                continue
-            if "map_type:" in info:
-                m = re.search(r"^memlock:\s+(\d+)", info, re.M)
-                total += int(m.group(1)) if m else 0
-        return total
+        return sum(int(info.get("memlock", 0)) for info in fd_infos(self.pid) if "map_type" in info)
 
     def stop(self, sig=signal.SIGINT, timeout=20):
         """Signal, wait for exit (SIGKILL to the group after `timeout`); returns seconds from signal to exit."""
@@ -212,6 +201,18 @@ class Tracer:
 
     def __exit__(self, *exc):
         self.stop(timeout=5)
+
+
+def fd_infos(pid):
+    """The fields of /proc/PID/fdinfo/FD of each file descriptor of `pid` ({name: value}, both strings); a
+    descriptor closed meanwhile is left out."""
+    fd_dir = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fd_dir):
+        try:
+            with open(f"{fd_dir}/{fd}") as f:
+                yield dict(re.findall(r"^(\w+):\s+(\S+)", f.read(), re.M))
+        except OSError:
+            continue
 
 
 def cleanup():

@@ -14,7 +14,6 @@ over its programs, of runs per event times the floor of that program's kind.
 """
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from pathlib import Path
 import figures
 import tool_bench
 from figures import DIRECT_FILE, Contender, contenders_of
-from lib import BenchError, dd_direct, dd_syscalls, getaddrinfo_calls, median, prepare_direct, spread, \
+from lib import BenchError, dd_direct, dd_syscalls, fd_infos, getaddrinfo_calls, median, prepare_direct, spread, \
     tcp_connections
 import report
 
@@ -108,18 +107,10 @@ def programs(pid):
     """{prog_id: (prog_type, run_time_ns, run_cnt)} of the program fds `pid` holds (link fds name a prog_id too,
     but carry no prog_type)."""
     out = {}
-    fd_dir = f"/proc/{pid}/fdinfo"
-    for fd in os.listdir(fd_dir):
-        try:
-            with open(f"{fd_dir}/{fd}") as f:
-                info = f.read()
-        except OSError:
-            continue
-        if "prog_type:" not in info:
-            continue
-        fields = dict(re.findall(r"^(\w+):\s+(\S+)", info, re.M))
-        out[int(fields["prog_id"])] = (int(fields["prog_type"]), int(fields.get("run_time_ns", 0)),
-                                       int(fields.get("run_cnt", 0)))
+    for fields in fd_infos(pid):
+        if "prog_type" in fields:
+            out[int(fields["prog_id"])] = (int(fields["prog_type"]), int(fields.get("run_time_ns", 0)),
+                                           int(fields.get("run_cnt", 0)))
     return out
 
 

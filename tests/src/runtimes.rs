@@ -71,6 +71,14 @@ impl Workload {
         Self::start(cmd, None)
     }
 
+    /// A Python script of the test's own (`python3 -c SCRIPT ARGS...`) that prints "ready", waits for "go" on its
+    /// stdin, does its work and prints "done".
+    pub fn python_script(script: &str, args: &[&str]) -> Workload {
+        let mut cmd = Command::new(PYTHON);
+        cmd.arg("-c").arg(script).args(args);
+        Self::start(cmd, None)
+    }
+
     fn start(mut cmd: Command, source: Option<PathBuf>) -> Workload {
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
         let mut child = KillOnDrop(cmd.spawn().expect("start the workload"));

@@ -94,15 +94,30 @@ pub fn rodata<'a, T>(data: &'a mut Option<&mut T>) -> Result<&'a mut T> {
 }
 
 /// Routes libbpf's messages to stderr with `-v` (debug detail with `-vv`), and silences them otherwise.
+///
+/// With one `-v`, libbpf's advice after a refused load ("permission error while running as root; try raising
+/// 'ulimit -l'?") is left out: it is printed for any EPERM, and on a kernel that denies fentry it points the
+/// wrong way, where the tool's own line says which mechanism the kernel refused. `-vv` keeps every message.
 pub fn init_libbpf_log(verbosity: u8) {
     fn print(_level: PrintLevel, msg: String) {
         eprint!("libbpf: {}", msg.strip_prefix("libbpf: ").unwrap_or(&msg));
     }
+    fn print_info(level: PrintLevel, msg: String) {
+        if !is_memlock_advice(&msg) {
+            print(level, msg);
+        }
+    }
     match verbosity {
         0 => libbpf_rs::set_print(None),
-        1 => libbpf_rs::set_print(Some((PrintLevel::Info, print))),
+        1 => libbpf_rs::set_print(Some((PrintLevel::Info, print_info))),
         _ => libbpf_rs::set_print(Some((PrintLevel::Debug, print))),
     };
+}
+
+/// libbpf's guess at the cause of an EPERM load (its `pr_perm_msg`), misleading where the kernel refused the
+/// program's kind (fentry here) rather than its memory.
+fn is_memlock_advice(msg: &str) -> bool {
+    msg.contains("try raising 'ulimit -l'")
 }
 
 /// The mechanisms of `preferred` that `COREBPF_ATTACH` allows, in order. Unset or empty, it allows them all.

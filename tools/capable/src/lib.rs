@@ -18,7 +18,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
 use common::domain::capabilities::{function_ranges, CALLERS};
 use common::domain::containers::{ContainerArgs, ContainerMaps};
@@ -126,10 +126,9 @@ fn load_and_attach(
     callers: &[(String, u64, u64)],
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
     ro.verbose = args.verbose > 0;
-    ro.target_tgid = args.pid.pid.unwrap_or(0);
     ro.self_tgid = std::process::id();
     ro.kernel_stack = args.kernel_stack;
     ro.user_stack = args.user_stack;

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoints, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoints, autoload_by_section, load_first_working, open_filtered, rodata,
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
@@ -131,10 +131,9 @@ fn cpudist(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its options, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.per = per(args) as u32;
-    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     rodata.millis = args.milliseconds;
     rodata.offcpu = args.offcpu;
     rodata.include_idle = args.include_idle;

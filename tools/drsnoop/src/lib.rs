@@ -18,7 +18,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
 };
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -114,10 +114,8 @@ fn drsnoop(args: Args) -> Result<()> {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter().tid(args.tid))?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.pid.unwrap_or(0);
-    ro.target_tid = args.tid.tid.unwrap_or(0);
     ro.filter_uid = args.uid.is_some();
     ro.target_uid = args.uid.unwrap_or(0);
     autoload_by_section(open.open_object_mut(), mech);

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use corebpf_tests::runtimes::Workload;
 use corebpf_tests::*;
 use serde_json::Value;
 
@@ -198,30 +199,14 @@ print("done", flush=True)
 
 fn hostile_run(args: &[&str]) -> (u32, Finished) {
     let dir = workdir();
-    let mut child = KillOnDrop(
-        Command::new("/usr/bin/python3")
-            .args(["-c", HOSTILE])
-            .arg(&dir.0)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let pid = child.0.id();
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n", "the workload failed");
+    let mut workload = Workload::python_script(HOSTILE, &[dir.0.to_str().unwrap()]);
+    let pid = workload.pid();
     let pid_arg = pid.to_string();
     let mut all = args.to_vec();
     all.extend(["-p", &pid_arg]);
     let mut run = Running::start(TOOL, &all);
     run.wait_attached(Duration::from_secs(20));
-    child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    line.clear();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "done\n", "the workload failed");
-    assert!(child.0.wait().unwrap().success());
+    workload.go();
     run.signal(libc::SIGINT);
     let done = run.finish(Duration::from_secs(20));
     done.assert_success();

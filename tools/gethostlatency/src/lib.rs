@@ -22,7 +22,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{autoload_by_section, load_first_working, open_filtered};
 use common::output::stdout::Output;
 use common::process::elf::ElfSymbols;
 use common::process::procmaps;
@@ -124,9 +124,7 @@ fn resolver_functions(libc: &Path) -> Result<Vec<(usize, u64)>> {
 
 /// Opens the BPF object, sets its options, keeps the programs of mechanism `mech` and loads it.
 fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
-    let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.pid.unwrap_or(0);
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     autoload_by_section(open.open_object_mut(), mech);
     open.load().with_context(|| format!("loading the BPF programs ({mech})"))
 }

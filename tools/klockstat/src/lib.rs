@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
 use common::attach::maps::DropCounter;
 use common::output::stdout::Output;
@@ -185,10 +185,8 @@ fn klockstat(args: Args) -> Result<()> {
 /// kernel has), loads and attaches them: returns and unlocks first, so that no lock is followed from a start whose
 /// end nobody sees.
 fn load_and_attach(args: &Args, lock: Option<u64>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter().tid(args.tid))?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.pid.unwrap_or(0);
-    ro.target_tid = args.tid.tid.unwrap_or(0);
     ro.target_lock = lock.unwrap_or(0);
     ro.per_thread = args.per_thread;
     if args.per_thread {

@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser};
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{load_first_working, open_skeleton, rodata};
+use common::attach::loader::{load_first_working, open_filtered, rodata};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -204,11 +204,10 @@ fn load_and_attach(
         }
         _ => {}
     }
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     open.maps.events.set_max_entries(ring_bytes(args.pages.unwrap_or(PAGES_DEFAULT)))?;
     {
         let ro = rodata(&mut open.maps.rodata_data)?;
-        ro.target_tgid = args.pid.pid.unwrap_or(0);
         ro.nr_funcs = funcs.len() as u32;
         ro.stack_mode = args.stack;
         ro.track = args.stack || funcs.iter().any(Function::hold);

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::runtimes::Workload;
 use corebpf_tests::*;
 use serde_json::Value;
 
@@ -262,36 +263,14 @@ print("done", flush=True)
 /// per open, and nothing of them reaches the terminal raw; JSON keeps the names.
 #[test]
 fn control_characters_in_names_are_escaped() {
-    use std::io::BufRead;
     let dir = workdir();
     for json in [false, true] {
-        let mut child = KillOnDrop(
-            Command::new("/usr/bin/python3")
-                .args(["-c", HOSTILE])
-                .arg(&dir.0)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        );
-        let pid = child.0.id().to_string();
-        let mut stdout = std::io::BufReader::new(child.0.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert_eq!(line, "ready\n", "the workload failed");
+        let mut workload = Workload::python_script(HOSTILE, &[dir.0.to_str().unwrap()]);
+        let pid = workload.pid().to_string();
         let args: &[&str] = if json { &["--json", "-p", &pid] } else { &["-p", &pid] };
         let mut run = Running::start("opensnoop", args);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !has_links(run.pid()) {
-            assert!(Instant::now() < deadline, "opensnoop did not attach within 20 s");
-            thread::sleep(Duration::from_millis(20));
-        }
-        run.note_programs();
-        child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        assert_eq!(line, "done\n", "the workload failed");
-        assert!(child.0.wait().unwrap().success());
+        run.wait_attached(Duration::from_secs(20));
+        workload.go();
         run.signal(libc::SIGINT);
         let done = run.finish(Duration::from_secs(20));
         done.assert_success();

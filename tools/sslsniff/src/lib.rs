@@ -24,7 +24,7 @@ use clap::{Parser, ValueEnum};
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{autoload_by_section, load_first_working, open_filtered, rodata};
 use common::attach::uprobe;
 use common::output::stdout::Output;
 use common::process::procmaps;
@@ -263,7 +263,7 @@ fn targets(args: &Args) -> Result<Vec<Target>> {
 /// Opens the BPF object, sizes its scratch slots and ring buffer for the buffer size, sets the filters, keeps
 /// the programs of mechanism `mech` and loads it.
 fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let record = (std::mem::size_of::<ssl_event>() as u32) + args.max_buffer_size;
     let cpus = libbpf_rs::num_possible_cpus().context("counting the possible CPUs")? as u32;
     open.maps.scratch.set_value_size(record).context("sizing the scratch map")?;
@@ -273,7 +273,6 @@ fn load(args: &Args, mech: Attach) -> Result<BpfSkel<'static>> {
     open.maps.events.set_max_entries(ring).context("sizing the ring buffer")?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
     rodata.max_buf = args.max_buffer_size;
-    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     if let Some(uid) = args.uid {
         rodata.filter_uid = true;
         rodata.target_uid = uid;

@@ -21,7 +21,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
 };
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, parse_positive_u64, require_process};
@@ -212,10 +212,8 @@ fn check_drops(skel: &BpfSkel<'_>, drops: &mut [DropCounter; 4]) {
 
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads and attaches them.
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter().tid(args.tid))?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.pid.unwrap_or(0);
-    rodata.target_tid = args.tid.tid.unwrap_or(0);
     rodata.target_ppid = args.ppid.unwrap_or(0);
     rodata.filter_cgroup = cgroup.is_some();
     rodata.filter_syscall = args.syscall.is_some();

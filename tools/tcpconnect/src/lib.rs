@@ -21,7 +21,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
 use common::cli::parse_port_list;
 use common::output::sockevents::{self, FamilyArgs};
@@ -153,9 +153,8 @@ fn load_and_attach(
     resolver: Option<&(PathBuf, u64)>,
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
-    rodata.target_tgid = args.pid.pid.unwrap_or(0);
     rodata.target_uid = args.uid.unwrap_or(0);
     rodata.filter_uid = args.uid.is_some();
     rodata.target_family = args.family.af();

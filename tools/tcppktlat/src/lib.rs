@@ -18,7 +18,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
 use common::output::stdout::Output;
 use common::run::{self, Signals};
@@ -106,10 +106,8 @@ fn tcppktlat(args: Args) -> Result<()> {
 /// Opens the BPF object, sets its filters, keeps the programs of one attach mechanism, loads them and attaches
 /// them: the cleanup and the read first, so that no arrival is stored before its read can be seen.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter().tid(args.tid))?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.pid.unwrap_or(0);
-    ro.target_tid = args.tid.tid.unwrap_or(0);
     ro.target_lport = args.lport.unwrap_or(0);
     ro.target_rport = args.rport.unwrap_or(0);
     ro.min_us = args.min_us.unwrap_or(0);

@@ -186,3 +186,24 @@ fn prometheus_histogram_of_one_limit() {
     assert_eq!(buckets, vec![Some(2.0), Some(4.0), Some(5.0)], "{text}");
     filler.finish();
 }
+
+/// One -v says which mechanisms the kernel refused, without libbpf's guess that the memory limit is to blame
+/// ("try raising 'ulimit -l'"), which it prints for any refused load: here fentry is refused outright. Where the
+/// tool attaches (the matrix's guests), it is stopped and checked the same way.
+#[test]
+fn one_v_leaves_out_libbpfs_memlock_advice() {
+    let probe = Running::start(TOOL, &["-v"]);
+    let deadline = std::time::Instant::now() + WAIT;
+    while links_of(probe.pid()) == 0 && std::time::Instant::now() < deadline {
+        if std::fs::read_to_string(format!("/proc/{}/stat", probe.pid())).map_or(true, |s| s.contains(") Z ")) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    probe.signal(libc::SIGINT);
+    let done = probe.finish(WAIT);
+    assert!(!done.stderr.contains("ulimit"), "{}", done.stderr);
+    if std::env::var_os(HELPER_DIR_ENV).is_none() && done.status.code() == Some(1) {
+        assert!(done.stderr.contains("fentry"), "{}", done.stderr);
+    }
+}

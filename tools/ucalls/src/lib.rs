@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_filtered, rodata};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use common::runtime::{self, Language, RuntimeProbes};
@@ -139,9 +139,8 @@ fn ucalls(args: Args) -> Result<()> {
 /// Loads the BPF object for the process and attaches the runtime's call probes and, with -S, the system-call
 /// tracepoints.
 fn load_and_attach(args: &Args, found: Option<&RuntimeProbes>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
+    let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;
-    ro.target_tgid = args.pid.pid;
     ro.latency = args.latency;
     if !args.syscalls {
         open.progs.ucalls_sys_enter.set_autoload(false);
