@@ -112,11 +112,12 @@ the change of `ctxt` in `/proc/stat` over the run (the whole machine's, so sligh
 MISSED = {
     "progcost": """
 **Where a tool's programs cost more per event than its anchor's, why.** Figure 24 lists each program's time per
-run. The misses that remain do more per event than the anchor: bitesize names each request's submitter (noted at
-block_io_start, looked up at issue, forgotten at completion: three programs where libbpf-tools' one names whoever
-issues the request, often another process on a busy disk), and biolatency, hardirqs and softirqs keep an exact
-count and sum beside the log2 slots (two more atomic adds per event, for `-e`, JSON and the Prometheus `_count`
-and `_sum`). A ratio within the spread of its row decides nothing.
+run. bitesize names each request's submitter (noted at block_io_start, looked up at issue, forgotten at
+completion: three programs where libbpf-tools' one names whoever issues the request, often another process on a
+busy disk); biolatency, hardirqs and softirqs keep an exact count and sum beside the log2 slots (two more atomic
+adds per event, for `-e`, JSON and the Prometheus `_count` and `_sum`). offwaketime and fsslower against their
+bpftrace programs, and runqslower, are not analysed yet. A ratio within the spread of its row decides nothing
+(sigsnoop's and tcprtt's spreads are above 80%).
 """,
     "startup": """
 **Where start-up is slower than libbpf-tools, why.** Both spend most of it in libbpf's `bpf_object__load`
