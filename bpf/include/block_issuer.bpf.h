@@ -15,8 +15,8 @@
  * after its last completion. The map is a preallocated hash, not an LRU (an LRU update costs the submitter about
  * twice as much, bench figure 24): a note left by a request that never completes here (merged into another)
  * is replaced when block_io_start sees its pointer again, since blk-mq reuses a fixed set of request structs per
- * queue; where the map is full, a request is named after the task that issues it, as BCC does. BLOCK_ISSUER_PROGRAMS declares the two noting programs (tp_btf and
- * raw_tp each); user space loads block_io_start's where the kernel has it, else block_rq_insert's. */
+ * queue; where the map is full, a request is named after the task that issues it, as BCC does.
+ * BLOCK_ISSUER_PROGRAMS declares the two noting programs (tp_btf and raw_tp each); user space loads block_io_start's where the kernel has it, else block_rq_insert's. */
 #ifndef __COREBPF_BLOCK_ISSUER_BPF_H
 #define __COREBPF_BLOCK_ISSUER_BPF_H
 

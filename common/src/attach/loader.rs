@@ -30,7 +30,7 @@ pub fn open_skeleton<B: SkelBuilder<'static> + Default>() -> Result<B::Output> {
     B::default().open(object_storage()).context("opening the BPF object")
 }
 
-/// Opens a tool's skeleton with its task filter already written in ([`TaskFilter::apply`]): the `-p`, `-t`, `-u`
+/// Opens a tool's skeleton with its task filter already written in ([`TaskFilter::apply`]): the `-p` and `-t`
 /// of the command line, as the tool's BPF side reads them through filter.bpf.h.
 pub fn open_filtered<B>(filter: TaskFilter) -> Result<B::Output>
 where

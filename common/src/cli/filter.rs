@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The task filter: which process, thread, parent or user a tool traces, from the command line to the kernel.
+//! The task filter: which process or thread a tool traces, from the command line to the kernel.
 //!
 //! A tool flattens the argument groups it has, as BCC's tool of its name has them: [`PidArg`] (`-p PID`),
-//! [`TidArg`] (`-t TID`), [`UidArg`] (`-u UID`), or [`TargetPid`] (a positional PID, the runtime tools'). Each
+//! [`RequiredPidArg`], [`TidArg`] (`-t TID`), or [`TargetPid`] (a positional PID, the runtime tools'). Each
 //! gives its part of one [`TaskFilter`], which checks itself ([`TaskFilter::check`]: the process exists, and
 //! the tool sees the host's PIDs) and writes itself into the BPF object ([`TaskFilter::apply`]): the settings of
-//! `bpf/include/filter.bpf.h` (`target_tgid`, `target_tid`, `target_ppid`, `filter_uid`, `target_uid`), found by
-//! name in the object's `.rodata` before it is loaded. They are read-only settings, so a filter left off is a
+//! `bpf/include/filter.bpf.h` (`target_tgid`, `target_tid`), found by name in the object's `.rodata` before it is
+//! loaded. They are read-only settings, so a filter left off is a
 //! constant the verifier prunes: it costs nothing per event. What `-p` means is decided here, once for every
 //! tool.
 
@@ -41,14 +41,6 @@ pub struct TidArg {
     pub tid: Option<u32>,
 }
 
-/// `-u UID`: only this user's tasks.
-#[derive(Debug, Clone, Copy, Default, Args)]
-pub struct UidArg {
-    /// Only tasks of this user (UID)
-    #[arg(short = 'u', long, value_name = "UID")]
-    pub uid: Option<u32>,
-}
-
 /// A required positional PID: the process a runtime tool (ucalls, uflow, ugc, ...) reads.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct TargetPid {
@@ -58,41 +50,25 @@ pub struct TargetPid {
 }
 
 /// The tasks a tool traces. `None` is no filter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct TaskFilter {
     /// A process (thread group ID).
     pub pid: Option<u32>,
     /// A thread.
     pub tid: Option<u32>,
-    /// The children of a process (their parent's thread group ID).
-    pub ppid: Option<u32>,
-    /// A user.
-    pub uid: Option<u32>,
-}
-
-impl From<PidArg> for TaskFilter {
-    fn from(a: PidArg) -> Self {
-        TaskFilter { pid: a.pid, ..Default::default() }
-    }
-}
-
-impl From<TargetPid> for TaskFilter {
-    fn from(a: TargetPid) -> Self {
-        TaskFilter { pid: Some(a.pid), ..Default::default() }
-    }
 }
 
 impl PidArg {
     /// The filter of `-p` alone.
     pub fn filter(self) -> TaskFilter {
-        self.into()
+        TaskFilter { pid: self.pid, tid: None }
     }
 }
 
 impl TargetPid {
     /// The filter of the positional PID.
     pub fn filter(self) -> TaskFilter {
-        self.into()
+        TaskFilter { pid: Some(self.pid), tid: None }
     }
 }
 
@@ -100,18 +76,6 @@ impl TaskFilter {
     /// With `-t` too.
     pub fn tid(mut self, a: TidArg) -> Self {
         self.tid = a.tid;
-        self
-    }
-
-    /// With `-u` too.
-    pub fn uid(mut self, a: UidArg) -> Self {
-        self.uid = a.uid;
-        self
-    }
-
-    /// With a parent process (`--ppid`) too.
-    pub fn ppid(mut self, ppid: Option<u32>) -> Self {
-        self.ppid = ppid;
         self
     }
 
@@ -124,15 +88,10 @@ impl TaskFilter {
         self
     }
 
-    /// True if no filter is set.
-    pub fn is_empty(&self) -> bool {
-        *self == TaskFilter::default()
-    }
-
     /// Fails, with one line, unless every process or thread named exists and this tool sees the host's PIDs
     /// ([`require_process`]). Call it before loading anything.
     pub fn check(&self) -> Result<()> {
-        [self.pid, self.ppid].into_iter().flatten().try_for_each(require_process)?;
+        self.pid.map(require_process).transpose()?;
         self.tid.map(require_thread).transpose()?;
         Ok(())
     }
@@ -140,17 +99,10 @@ impl TaskFilter {
     /// Writes the filter into the BPF object's `.rodata` (filter.bpf.h's settings) before it is loaded. A filter
     /// that is set but has no setting in the object is an error: the tool's BPF side would not apply it.
     pub fn apply(&self, object: &mut OpenObject) -> Result<()> {
-        let settings: [(&str, Option<u32>); 3] =
-            [("target_tgid", self.pid), ("target_tid", self.tid), ("target_ppid", self.ppid)];
-        for (name, value) in settings {
+        for (name, value) in [("target_tgid", self.pid), ("target_tid", self.tid)] {
             if !set_rodata(object, name, &value.unwrap_or(0).to_ne_bytes()) && value.is_some() {
                 bail!("the BPF object has no {name} setting (filter.bpf.h)");
             }
-        }
-        let uid_set = set_rodata(object, "filter_uid", &[u8::from(self.uid.is_some())]);
-        let uid_value = set_rodata(object, "target_uid", &self.uid.unwrap_or(0).to_ne_bytes());
-        if self.uid.is_some() && !(uid_set && uid_value) {
-            bail!("the BPF object has no filter_uid and target_uid settings (filter.bpf.h)");
         }
         Ok(())
     }

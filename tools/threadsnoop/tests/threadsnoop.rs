@@ -39,6 +39,18 @@ fn spawn_helper(exe: &std::path::Path, mode: &str) -> KillOnDrop {
 }
 
 /// Lets a `join` helper create its threads, waits for its "done", and ends it.
+/// Runs threadsnoop with `args` while the helper creates and joins its threads, then stops it with `signal`; its
+/// output, having exited successfully.
+fn trace_while_joining(args: &[&str], helper: &mut KillOnDrop, signal: i32) -> Finished {
+    let mut run = Running::start(TOOL, args);
+    run.wait_attached(Duration::from_secs(20));
+    run_joining(helper);
+    run.signal(signal);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    done
+}
+
 fn run_joining(helper: &mut KillOnDrop) {
     let mut stdin = helper.0.stdin.take().unwrap();
     stdin.write_all(b"go\n").unwrap();
@@ -83,12 +95,7 @@ fn names_each_start_routine_with_exact_counts_beside_bpftrace() {
     );
     let bpftrace = Bpftrace::start(&program);
 
-    let mut run = Running::start(TOOL, &[]);
-    run.wait_attached(Duration::from_secs(20));
-    run_joining(&mut helper);
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
+    let done = trace_while_joining(&[], &mut helper, libc::SIGINT);
     assert_eq!(text_counts(&done.stdout, pid, &comm), expected(), "output:\n{}", done.stdout);
     done.assert_no_programs_left();
 
@@ -145,12 +152,7 @@ fn one_letter_c_routines_keep_their_names() {
         .expect("start the helper");
     let mut helper = KillOnDrop(child);
     let pid = helper.0.id();
-    let mut run = Running::start(TOOL, &[]);
-    run.wait_attached(Duration::from_secs(20));
-    run_joining(&mut helper);
-    run.signal(libc::SIGINT);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
+    let done = trace_while_joining(&[], &mut helper, libc::SIGINT);
     let want = BTreeMap::from([("f".to_string(), 2), ("d".to_string(), 1)]);
     assert_eq!(text_counts(&done.stdout, pid, &comm), want, "output:\n{}", done.stdout);
 }
@@ -160,12 +162,7 @@ fn json_lines_carry_the_live_process_and_its_routines() {
     let exe = helper();
     let mut helper = spawn_helper(&exe, "join");
     let pid = helper.0.id();
-    let mut run = Running::start(TOOL, &["--json"]);
-    run.wait_attached(Duration::from_secs(20));
-    run_joining(&mut helper);
-    run.signal(libc::SIGTERM);
-    let done = run.finish(Duration::from_secs(20));
-    done.assert_success();
+    let done = trace_while_joining(&["--json"], &mut helper, libc::SIGTERM);
     let mine: Vec<serde_json::Value> = json_lines(&done.stdout).into_iter().filter(|l| l["pid"] == pid).collect();
     let funcs: Vec<&str> = mine.iter().map(|l| l["func"].as_str().unwrap()).collect();
     // One thread creates them in order: three alpha, then two beta.
