@@ -76,6 +76,70 @@ fn refuse_new_atomics(object: &Path, tool: &str) {
     }
 }
 
+/// Fails the build if a program has a loop closed by falling through into its head rather than by a jump: kernels
+/// before the fallthrough rule was relaxed (5.10 and 6.1 of the matrix) refuse it at load ("back-edge from insn X
+/// to Y"), and clang makes it from an ordinary bounded loop whose latch it places just above the head (wqlat -w's
+/// walk did). The walk is the kernel's own check_cfg(): a depth-first search from the first instruction, each
+/// conditional jump's fallthrough edge before its branch; an edge to an instruction still on the search's path is a
+/// back-edge, allowed only from a jump. Calls to subprograms are not followed (they are linked in at load).
+fn refuse_fallthrough_back_edges(object: &Path, tool: &str) {
+    const BPF_JMP: u8 = 0x05;
+    const BPF_JMP32: u8 = 0x06;
+    const BPF_JA: u8 = 0x00;
+    const BPF_CALL: u8 = 0x80;
+    const BPF_EXIT: u8 = 0x90;
+    let open = libbpf_rs::ObjectBuilder::default()
+        .open_file(object)
+        .unwrap_or_else(|err| panic!("opening {}: {err:#}", object.display()));
+    for prog in open.progs() {
+        let insns = prog.insns();
+        // The edges out of instruction t: (target, whether a back-edge there is allowed).
+        let edges = |t: usize| -> Vec<(usize, bool)> {
+            let code = insns[t].code;
+            let (class, op) = (code & 0x07, code & 0xf0);
+            if class != BPF_JMP && class != BPF_JMP32 {
+                return vec![(t + 1, false)];
+            }
+            let target = (t as i64 + 1 + i64::from(insns[t].off)) as usize;
+            match op {
+                BPF_EXIT => vec![],
+                BPF_CALL => vec![(t + 1, false)],
+                BPF_JA if class == BPF_JMP => vec![(target, true)],
+                _ => vec![(t + 1, true), (target, true)],
+            }
+        };
+        // 0: not seen; 1: on the path; 2: done.
+        let mut state = vec![0u8; insns.len()];
+        let mut path: Vec<(usize, usize)> = vec![(0, 0)];
+        state[0] = 1;
+        while let Some((t, next)) = path.last_mut() {
+            let (t, out) = (*t, edges(*t));
+            let Some(&(w, loop_ok)) = out.get(*next) else {
+                state[t] = 2;
+                path.pop();
+                continue;
+            };
+            *next += 1;
+            if w >= insns.len() {
+                continue;
+            }
+            match state[w] {
+                0 => {
+                    state[w] = 1;
+                    path.push((w, 0));
+                }
+                1 if !loop_ok => panic!(
+                    "{tool}: program {:?}: instruction {t} falls through into {w}, the head of a loop, a back-edge \
+                     that older kernels (5.10, 6.1) refuse; make the loop's body smaller (a __noinline step function) so \
+                     that it ends in a jump back",
+                    prog.name()
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
 /// Compiles `src/<crate name>.bpf.c` of the calling crate into `$OUT_DIR/<crate name>.skel.rs`.
 ///
 /// Panics (failing the build with clang's message) if the source does not compile: a build script has no better
@@ -115,6 +179,7 @@ pub fn build_skeleton() {
         .build_and_generate(&skeleton)
         .unwrap_or_else(|err| panic!("building the BPF skeleton from {}: {err:#}", source.display()));
     refuse_new_atomics(&object, &name);
+    refuse_fallthrough_back_edges(&object, &name);
 
     write_consts(&manifest.join("src"), &out_dir.join("consts.rs"));
     write_main(&name, &out_dir.join("main.rs"));

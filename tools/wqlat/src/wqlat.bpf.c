@@ -99,40 +99,48 @@ static __always_inline void started(__u64 work)
 	bpf_map_delete_elem(&start, &work);
 }
 
+/* One step of the walk of search_wq(): compares the name of the workqueue whose `list` member *pos is with
+ * target_wq, 8 bytes at a time, zero-padded (workqueues are allocated zeroed, and target_wq is padded), then moves
+ * *pos on. A function of its own (not inlined), so that the walk's loop is one call and one conditional jump back:
+ * when clang lays out a larger loop body, its latch can fall through into the loop's head, a back-edge that
+ * older kernels refuse ("back-edge from insn X to Y": 5.10 and 6.1 do). */
+static __noinline __u32 search_wq_step(struct list_head **pos, struct list_head *start)
+{
+	struct workqueue_struct *wq = container_of(*pos, struct workqueue_struct, list);
+	const volatile __u64 *target = (const volatile __u64 *)target_wq;
+	__u64 name[WQ_NAME_LEN / 8] = {}, diff = 0;
+	struct list_head *next = NULL;
+	int w;
+
+	bpf_probe_read_kernel_str(name, sizeof(name), wq->name);
+	/* Without a branch per word: the verifier follows each iteration, and its jumps are limited. */
+	for (w = 0; w < WQ_NAME_LEN / 8; w++)
+		diff |= name[w] ^ target[w];
+	if (!diff)
+		return WQ_SEARCH_FOUND;
+	if (bpf_probe_read_kernel(&next, sizeof(next), &(*pos)->next) || !next)
+		return WQ_SEARCH_UNKNOWN;
+	if (next == start)
+		return WQ_SEARCH_ABSENT;
+	*pos = next;
+	return WQ_SEARCH_PENDING;
+}
+
 /* -w, on the first work item queued: walks the kernel's list of workqueues (the `list` member links them all, and
  * the list's head, a static variable that is no workqueue, whose "name" is whatever lies before it) from `first`
  * round to it again, looking for target_wq, so that user space can say at once that no workqueue has that name
- * instead of printing an empty histogram. Names are compared 8 bytes at a time, zero-padded (workqueues are
- * allocated zeroed, and target_wq is padded). The list is read without its lock: a workqueue created or
- * destroyed meanwhile can make the walk miss its way round, which it then reports as unknown. */
+ * instead of printing an empty histogram. The list is read without its lock: a workqueue created or destroyed
+ * meanwhile can make the walk miss its way round, which it then reports as unknown. */
 static __always_inline void search_wq(struct workqueue_struct *first)
 {
-	struct list_head *start = &first->list, *pos = start, *next;
-	const volatile __u64 *target = (const volatile __u64 *)target_wq;
-	int i, w;
+	struct list_head *start = &first->list, *pos = start;
+	__u32 result = WQ_SEARCH_PENDING;
+	int i;
 
 	wq_walk_started = 1;
-	for (i = 0; i < MAX_WALK; i++) {
-		struct workqueue_struct *wq = container_of(pos, struct workqueue_struct, list);
-		__u64 name[WQ_NAME_LEN / 8] = {}, diff = 0;
-
-		bpf_probe_read_kernel_str(name, sizeof(name), wq->name);
-		/* Without a branch per word: the verifier follows each iteration, and its jumps are limited. */
-		for (w = 0; w < WQ_NAME_LEN / 8; w++)
-			diff |= name[w] ^ target[w];
-		if (!diff) {
-			wq_search = WQ_SEARCH_FOUND;
-			return;
-		}
-		if (bpf_probe_read_kernel(&next, sizeof(next), &pos->next) || !next)
-			break;
-		if (next == start) {
-			wq_search = WQ_SEARCH_ABSENT;
-			return;
-		}
-		pos = next;
-	}
-	wq_search = WQ_SEARCH_UNKNOWN;
+	for (i = 0; i < MAX_WALK && result == WQ_SEARCH_PENDING; i++)
+		result = search_wq_step(&pos, start);
+	wq_search = result == WQ_SEARCH_PENDING ? WQ_SEARCH_UNKNOWN : result;
 }
 
 TP_BTF_RAW(workqueue_queue_work, workqueue_queue_work, int req_cpu, struct pool_workqueue *pwq,
