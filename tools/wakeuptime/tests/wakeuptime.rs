@@ -49,15 +49,20 @@ fn writer_woken_by_timer(lines: &[(String, Vec<String>, String, u64)]) -> u64 {
 #[test]
 fn folded_waker_stack_and_names_with_the_blocked_time() {
     let mut helper = Helper::start(10, 20);
+    let started = std::time::Instant::now();
     let done = offwake::trace("wakeuptime", &["-p", &helper.pid(), "-f"], &mut helper, false);
+    let wall_us = started.elapsed().as_micros() as u64;
     let lines = folded(&done.stdout);
     // Ten reads, each blocked until the writer's write 20 ms after the previous one: about 10 x 20 ms, less the
     // reader's own time between reads, which a busy machine stretches (a preempted reader is not blocked).
     let reader = reader_woken_by_writer(&lines);
     assert!(reader >= 10 * 20_000 / 2, "{reader} us:\n{}", done.stdout);
-    // Ten 20 ms sleeps of the writer, each ended by its timer.
+    // Ten 20 ms sleeps of the writer, each ended by its timer. A writer preempted between arming its timer and
+    // blocking (a busy machine) is woken while still runnable, or blocks for less: that sleep is no block, or a
+    // shorter one, so the floor is half, as for the reader; every sleep is under the timer's stack all the same.
     let writer = writer_woken_by_timer(&lines);
-    assert!(writer >= 10 * 20_000 * 99 / 100, "{writer} us:\n{}", done.stdout);
+    assert!(writer >= 10 * 20_000 / 2, "{writer} us:\n{}", done.stdout);
+    assert!(writer <= wall_us, "{writer} us of {wall_us}:\n{}", done.stdout);
     // -p: only the helper's threads are targets (the main thread is "reader"; before it is renamed it waits for
     // the "go" byte under the executable's name).
     let exe = offwake::helper_exe();
@@ -199,7 +204,8 @@ fn prometheus_blocked_seconds_per_waker_stack() {
     // The waker's stack ends where its code woke the thread, as in the other forms (try_to_wake_up left out).
     let writer = us(&|target, _, frames| target == "writer" && frames.last() == Some(&"hrtimer_wakeup"));
     assert!(reader >= 10.0 * 20_000.0 / 2.0 && reader <= wall_us, "{reader} us of {wall_us}:\n{text}");
-    assert!(writer >= 10.0 * 20_000.0 * 0.99 && writer <= wall_us, "{writer} us of {wall_us}:\n{text}");
+    // Half, as in folded_waker_stack_and_names_with_the_blocked_time: a preempted writer may not block at all.
+    assert!(writer >= 10.0 * 20_000.0 / 2.0 && writer <= wall_us, "{writer} us of {wall_us}:\n{text}");
     tool.signal(libc::SIGTERM);
     let done = tool.finish(Duration::from_secs(30));
     done.assert_success();
