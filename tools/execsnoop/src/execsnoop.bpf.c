@@ -7,7 +7,9 @@
  * kernel rewrites for a script's interpreter, "/bin/sh -e ./s.sh ..."). At sys_exit of the same thread the return
  * value and the comm (the new program's, after a successful exec) are added and the record goes out through a
  * ring buffer, cut after the last argument. The exit of an exec always runs in the calling thread, so a process
- * that exits at once is never missed. UID, parent PID and cgroup filters run at entry; failed execs are dropped
+ * that exits at once is never missed. A thread other than the main one that execs takes the main thread's ID on
+ * the way (de_thread()): sched_process_exec, which says both IDs, moves its entry to the new one, so its exit
+ * finds it (BCC and libbpf-tools miss such execs). UID, parent PID and cgroup filters run at entry; failed execs are dropped
  * at exit unless -x. Failed reservations are counted in `lost`, execs not tracked because the in-flight map was
  * full in `inflight_full`. */
 #include <vmlinux.h>
@@ -163,6 +165,25 @@ static __always_inline int leave(long ret)
 	ringbuf_output(&events, e, len, &lost);
 out:
 	bpf_map_delete_elem(&execs, &tid);
+	return 0;
+}
+
+/* A successful exec by thread old_pid, which is now the process's only thread, under the process's ID (pid):
+ * its entry moves with it. Each exec runs this once; an exec by the main thread has nothing to move. */
+SEC("tracepoint/sched/sched_process_exec")
+int exec_rekey(struct trace_event_raw_sched_process_exec *ctx)
+{
+	__u32 pid = ctx->pid, old = ctx->old_pid;
+	struct event *e;
+
+	if (pid == old)
+		return 0;
+	e = bpf_map_lookup_elem(&execs, &old);
+	if (!e)
+		return 0;
+	if (bpf_map_update_elem(&execs, &pid, e, BPF_ANY))
+		__sync_fetch_and_add(&inflight_full, 1);
+	bpf_map_delete_elem(&execs, &old);
 	return 0;
 }
 

@@ -134,7 +134,8 @@ fn execsnoop(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Opens the BPF object, sets its filters, loads it and attaches the four syscall tracepoints.
+/// Opens the BPF object, sets its filters, loads it and attaches the four syscall tracepoints and
+/// sched_process_exec (which follows an exec from a thread other than the main one).
 fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let mut open = open_skeleton::<BpfSkelBuilder>()?;
     let rodata = rodata(&mut open.maps.rodata_data)?;
@@ -153,11 +154,15 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     let links = [
         (&p.execve_exit, "sys_exit_execve"),
         (&p.execveat_exit, "sys_exit_execveat"),
+        (&p.exec_rekey, "sched_process_exec"),
         (&p.execve_enter, "sys_enter_execve"),
         (&p.execveat_enter, "sys_enter_execveat"),
     ]
     .into_iter()
-    .map(|(prog, name)| attach_tracepoint(prog, "syscalls", name, mech))
+    .map(|(prog, name)| {
+        let category = if name.starts_with("sched_") { "sched" } else { "syscalls" };
+        attach_tracepoint(prog, category, name, mech)
+    })
     .collect::<Result<Links>>()?;
     Ok((skel, links))
 }

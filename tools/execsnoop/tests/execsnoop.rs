@@ -49,9 +49,9 @@ fn rand_suffix() -> u64 {
     h.finish() % 1_000_000
 }
 
-/// True once process `pid` holds its four BPF links (its programs are attached).
+/// True once process `pid` holds its five BPF links (its programs are attached).
 fn has_link(pid: u32) -> bool {
-    links_of(pid) >= 4
+    links_of(pid) >= 5
 }
 
 fn start(args: &[&str]) -> Running {
@@ -116,6 +116,26 @@ fn every_exec_once_with_parent_args_and_result() {
     assert_eq!(fexec.len(), 1, "{}", done.stdout);
     assert_eq!(fexec[0]["args"], serde_json::json!(["fexecve-true", tag]), "{}", fexec[0]);
     assert_eq!(fexec[0]["ret"], 0);
+}
+
+/// Issue 53, item 2: a thread other than the main one execs; the kernel gives it the process's ID on the way, so
+/// the exec's return is under another thread ID than its entry. It is one line all the same, under the process's
+/// PID, with the program's name and arguments.
+#[test]
+fn an_exec_by_a_thread_other_than_the_main_one() {
+    let exe = build_c_helper("execsnoop-thread-exec", include_str!("thread_exec.c"), &["-O1", "-pthread"]);
+    let tag = format!("esthread{}_{}", std::process::id(), rand_suffix());
+    let run = start(&["--json"]);
+    let mut child = KillOnDrop(Command::new(exe).arg(&tag).stdin(Stdio::piped()).spawn().unwrap());
+    let pid = child.0.id();
+    child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.0.wait().unwrap().success(), "/bin/true exits 0");
+    let done = stop(run, libc::SIGINT);
+    let recs = records(&done);
+    let mine: Vec<_> = recs.iter().filter(|r| r["args"] == serde_json::json!(["/bin/true", tag, "thread"])).collect();
+    assert_eq!(mine.len(), 1, "{}", done.stdout);
+    assert_eq!((&mine[0]["pid"], &mine[0]["ret"], &mine[0]["comm"]), (&pid.into(), &0.into(), &"true".into()));
+    assert_eq!(mine[0]["ppid"], std::process::id(), "{}", mine[0]);
 }
 
 /// A script's exec shows the argv its caller passed, as BCC, libbpf-tools and bpftrace show it: not the one the
