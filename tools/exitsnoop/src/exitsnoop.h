@@ -5,7 +5,7 @@
 
 #define TASK_COMM_LEN 16
 
-/* One exit: of a process (its main thread), or of any thread with --per-thread. */
+/* One exit: of a process (at its last thread), or of any thread with --per-thread. */
 struct event {
 	__u64 start_ns;		/* task->start_time (CLOCK_MONOTONIC) */
 	__u64 exit_ns;		/* bpf_ktime_get_ns() at sched_process_exit */
@@ -13,7 +13,7 @@ struct event {
 	__u32 pid;		/* tgid */
 	__u32 tid;
 	__u32 ppid;		/* real_parent's tgid */
-	__u32 exit_code;	/* task->exit_code: (code << 8) | 0x80 if a core was dumped | signal */
+	__u32 exit_code;	/* the wait() status: (code << 8) | 0x80 if a core was dumped | signal */
 	__u32 cpu;
 	__u32 _pad;
 	char comm[TASK_COMM_LEN];

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! exitsnoop: trace process exits, with their age and exit code or fatal signal (BCC's tool, CO-RE).
 //!
-//! The BPF side (`exitsnoop.bpf.c`) sends one record per exit from `sched:sched_process_exit` (tp_btf, else
-//! raw_tp, else the classic tracepoint), filtered in the kernel by PID, cgroup and failure; this front end prints
+//! The BPF side (`exitsnoop.bpf.c`) sends one record per process, when its last thread ends (or per thread), from
+//! `sched:sched_process_exit` (tp_btf, else raw_tp, else the classic tracepoint), filtered in the kernel by PID,
+//! cgroup and failure; this front end keeps one record of each process (two threads ending at once can both
+//! report it) and prints
 //! BCC's columns (`[TIME-TZ] [LABEL] PCOMM PID PPID TID AGE(s) EXIT_CODE`) or JSON lines, and reports on stderr
 //! every exit the kernel side could not deliver.
 
@@ -26,7 +28,7 @@ use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::{Exit, Printer, Style};
+use report::{Exit, Printer, Processes, Style};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
@@ -84,8 +86,15 @@ fn exitsnoop(args: Args) -> Result<()> {
     });
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
-    EventStream::new(&skel.maps.events, &bss.lost, "exits")
-        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &Exit::from_bytes(data))?))
+    let mut processes = Processes::default();
+    let per_thread = args.per_thread;
+    EventStream::new(&skel.maps.events, &bss.lost, "exits").print(&signals, &mut out, args.json, |out, data| {
+        let exit = Exit::from_bytes(data);
+        if per_thread || processes.first_report(&exit) {
+            printer.write(out, &exit)?;
+        }
+        Ok(())
+    })
 }
 
 /// Opens the BPF object, sets its filters, keeps the program of one attach mechanism, loads and attaches it.

@@ -23,6 +23,9 @@ pub struct Exit {
     /// The task's cgroup v2 ID, which names its container.
     #[serde(skip)]
     pub cgroup_id: u64,
+    /// When the process's main thread (with --per-thread, the thread) started: with the PID, which process.
+    #[serde(skip)]
+    pub start_ns: u64,
     pub comm: String,
     pub pid: u32,
     pub ppid: u32,
@@ -39,11 +42,39 @@ pub struct Exit {
     pub status: u32,
 }
 
+/// The processes reported lately, to keep one record of each: when two of a process's threads end at once, both
+/// can see that none is left (exitsnoop.bpf.c) and both report the process. Their records come one after the
+/// other, microseconds apart, so remembering the last few thousand processes is enough.
+#[derive(Default)]
+pub struct Processes {
+    seen: std::collections::HashSet<(u32, u64)>,
+    order: std::collections::VecDeque<(u32, u64)>,
+}
+
+impl Processes {
+    const REMEMBERED: usize = 4096;
+
+    /// True the first time process `e` (its PID and start) is reported.
+    pub fn first_report(&mut self, e: &Exit) -> bool {
+        let key = (e.pid, e.start_ns);
+        if !self.seen.insert(key) {
+            return false;
+        }
+        self.order.push_back(key);
+        if self.order.len() > Self::REMEMBERED {
+            let old = self.order.pop_front().expect("not empty");
+            self.seen.remove(&old);
+        }
+        true
+    }
+}
+
 impl Exit {
     pub fn from_bytes(data: &[u8]) -> Exit {
         let e: event = from_bytes(data);
         Exit {
             cgroup_id: e.cgroup_id,
+            start_ns: e.start_ns,
             comm: c_string(&e.comm),
             pid: e.pid,
             ppid: e.ppid,

@@ -187,3 +187,31 @@ fn per_thread_shows_each_thread_and_pid_filters() {
     assert_eq!(process[0]["tid"], pid);
     assert!(records_of(&process, other.pid).is_empty());
 }
+
+/// Issue 53, item 3: the main thread ends with pthread_exit() at once and another thread calls exit(5) MS later.
+/// The process ends then, with code 5, at the age of its whole life: one record, under -x too (BCC reports code 0
+/// at the main thread's end instead). The text line says the same; with --per-thread both threads are there.
+#[test]
+fn a_process_ends_with_its_last_thread_and_its_code() {
+    build_c_helper("exiter", include_str!("exiter.c"), &["-O1", "-pthread"]);
+    let json = start(&["--json"]);
+    let failed = start(&["-x"]);
+    let threads = start(&["--json", "--per-thread"]);
+    let h = run_helper("leader_first", MS);
+    let recs = json_lines(&stop(json).stdout);
+    let text = stop(failed).stdout;
+    let threads = json_lines(&stop(threads).stdout);
+
+    let r = one_record(&recs, &h, MS);
+    assert_eq!((r["exit_code"].as_u64(), r["signal"].as_u64(), r["status"].as_u64()), (Some(5), Some(0), Some(0x500)));
+    let lines: Vec<&str> = text.lines().filter(|l| l.split_whitespace().nth(1) == Some(&h.pid.to_string())).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].trim_end().ends_with("code 5"), "{text}");
+
+    let mine = records_of(&threads, h.pid);
+    assert_eq!(mine.len(), 2, "the main thread and the other: {mine:?}");
+    let main = mine.iter().find(|r| r["tid"] == h.pid).unwrap_or_else(|| panic!("no main thread: {mine:?}"));
+    assert_eq!(main["exit_code"], 0, "{mine:?}");
+    let other = mine.iter().find(|r| r["tid"] != h.pid).unwrap_or_else(|| panic!("no other thread: {mine:?}"));
+    assert_eq!(other["exit_code"], 5, "{mine:?}");
+}
