@@ -276,8 +276,14 @@ fn self_metrics_name_the_build_the_mechanism_and_the_programs() {
     for program in text.lines().filter_map(|l| l.strip_prefix("corebpf_bpf_program_runs_total{tool=\"biolatency\",")) {
         assert!(program.starts_with("program=\"block_rq_"), "{program}");
     }
+    // Run time and runs only while the kernel counts them (another test may turn the sysctl on meanwhile): the
+    // scrape's gauge says which.
+    let counting = corebpf_tests::prom::sample(&text, "corebpf_bpf_stats_enabled{tool=\"biolatency\"}")
+        .unwrap_or_else(|| panic!("no corebpf_bpf_stats_enabled: {text}"));
     let runs = text.lines().filter(|l| l.starts_with("corebpf_bpf_program_run_seconds_total{")).count();
-    assert_eq!(runs, 2, "issue and complete: {text}");
+    assert_eq!(runs, if counting == 1.0 { 2 } else { 0 }, "issue and complete, or none: {text}");
+    let counts = text.lines().filter(|l| l.starts_with("corebpf_bpf_program_runs_total{")).count();
+    assert_eq!(counts, runs, "{text}");
     let skipped = text.lines().filter(|l| l.starts_with("corebpf_bpf_program_skipped_runs_total{")).count();
     assert_eq!(skipped, 2, "issue and complete: {text}");
 }
@@ -387,6 +393,29 @@ fn program_runs_are_the_kernels_with_bpf_stats_enabled() {
     assert!(events > 0, "{text}");
     assert!(entries.abs_diff(events) <= cpus && exits.abs_diff(events) <= cpus, "{entries} {exits} {events}:\n{text}");
     assert!(value("corebpf_bpf_program_run_seconds_total{tool=\"hardirqs\",program=\"irq_handler_exit_btf\"}") > 0.0);
+    assert_eq!(value("corebpf_bpf_stats_enabled{tool=\"hardirqs\"}"), 1.0, "{text}");
+}
+
+/// Issue 53, item 14: with the kernel not counting (`kernel.bpf_stats_enabled` 0), the programs' runs and run time
+/// are not published as zeros, which would read as programs that never run; the gauge says the kernel does not
+/// count. Skipped runs, which the kernel always counts, stay.
+#[test]
+fn program_runs_are_left_out_while_the_kernel_does_not_count_them() {
+    // The sysctl is 0 unless another test (program_runs_are_the_kernels_with_bpf_stats_enabled) has it on for a
+    // while: the scrape's gauge says which, and the series follow it.
+    let text = scrape_once("hardirqs", &[], &[]);
+    let gauge = corebpf_tests::prom::sample(&text, "corebpf_bpf_stats_enabled{tool=\"hardirqs\"}")
+        .unwrap_or_else(|| panic!("no corebpf_bpf_stats_enabled: {text}"));
+    let runs = text.lines().filter(|l| l.starts_with("corebpf_bpf_program_runs_total{")).count();
+    let seconds = text.lines().filter(|l| l.starts_with("corebpf_bpf_program_run_seconds_total{")).count();
+    if gauge == 0.0 {
+        assert_eq!((runs, seconds), (0, 0), "{text}");
+    } else {
+        assert_eq!((gauge, runs, seconds), (1.0, 2, 2), "{text}");
+    }
+    assert!(text.contains("# TYPE corebpf_bpf_program_runs_total counter"), "{text}");
+    let skipped = text.lines().filter(|l| l.starts_with("corebpf_bpf_program_skipped_runs_total{")).count();
+    assert_eq!(skipped, 2, "{text}");
 }
 
 #[test]

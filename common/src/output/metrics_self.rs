@@ -6,7 +6,8 @@
 //! - `corebpf_bpf_program_run_seconds_total{tool, program}` and `corebpf_bpf_program_runs_total{tool, program}`:
 //!   the kernel's `run_time_ns` and `run_cnt` of each loaded program (`bpf_prog_info`). The kernel counts them
 //!   only while `kernel.bpf_stats_enabled` is 1 (`sysctl -w kernel.bpf_stats_enabled=1`; it costs a little on
-//!   every program run), so they stay 0 otherwise;
+//!   every program run), so these series are published only then: a 0 would read as a program that never runs;
+//! - `corebpf_bpf_stats_enabled{tool}`: 1 while the kernel counts those (the sysctl, read at each scrape), else 0;
 //! - `corebpf_bpf_program_skipped_runs_total{tool, program}`: the runs the kernel skipped because another BPF
 //!   program was running on that CPU (`recursion_misses`, always counted; see [`crate::attach::skipped`]);
 //! - `corebpf_lost_events_total{tool, what}` and `corebpf_map_full_total{tool, map}`, from the counters the
@@ -71,13 +72,13 @@ impl SelfMetrics {
             unit: Some(Unit::Seconds),
             ..Global::counter(
                 "bpf_program_run",
-                "Time the kernel spent running each BPF program (0 unless kernel.bpf_stats_enabled=1)",
+                "Time the kernel spent running each BPF program (only while kernel.bpf_stats_enabled=1)",
                 &["program"],
             )
         };
         let runs = Global::counter(
             "bpf_program_runs",
-            "Runs of each BPF program (0 unless kernel.bpf_stats_enabled=1)",
+            "Runs of each BPF program (only while kernel.bpf_stats_enabled=1)",
             &["program"],
         );
         let skipped = Global::counter(
@@ -85,16 +86,31 @@ impl SelfMetrics {
             "Runs of each BPF program the kernel skipped: another BPF program was running on that CPU",
             &["program"],
         );
+        let counting = kernel_counts_runs();
+        let stats = gauge(
+            "bpf_stats_enabled",
+            "1 while the kernel counts BPF programs' run time and runs (kernel.bpf_stats_enabled), else 0",
+            &[],
+        );
+        s.add_global(&stats, Vec::new(), Some(if counting { 1.0 } else { 0.0 }));
         s.add_global(&run, Vec::new(), None);
         s.add_global(&runs, Vec::new(), None);
         s.add_global(&skipped, Vec::new(), None);
         for (name, fd) in &self.programs {
             let Some(info) = prog_info(fd) else { continue };
-            s.add_global(&run, vec![name.clone()], Some(info.run_time_ns as f64 / 1e9));
-            s.add_global(&runs, vec![name.clone()], Some(info.run_cnt as f64));
+            if counting {
+                s.add_global(&run, vec![name.clone()], Some(info.run_time_ns as f64 / 1e9));
+                s.add_global(&runs, vec![name.clone()], Some(info.run_cnt as f64));
+            }
             s.add_global(&skipped, vec![name.clone()], Some(info.recursion_misses as f64));
         }
     }
+}
+
+/// Whether the kernel counts programs' run time and runs now: `kernel.bpf_stats_enabled` reads 1 while the sysctl or
+/// any process's BPF_ENABLE_STATS descriptor has it on. Unreadable (no /proc/sys) counts as off.
+fn kernel_counts_runs() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|v| v.trim() == "1")
 }
 
 /// A program's `bpf_prog_info` (its `run_time_ns`, `run_cnt` and `recursion_misses`).
