@@ -78,7 +78,7 @@ struct Args {
     #[arg(short = 'l', long)]
     latency: bool,
     /// With -l, also report each completed OpenSSL handshake (SSL_do_handshake) with its latency
-    #[arg(long)]
+    #[arg(long, requires = "latency")]
     handshake: bool,
     /// Also probe this library, given as TYPE:PATH with TYPE openssl, gnutls or nss (may be repeated)
     #[arg(long, value_name = "TYPE:PATH", value_parser = parse_extra_lib)]
@@ -187,6 +187,9 @@ struct Target {
 }
 
 fn sslsniff(args: Args) -> Result<()> {
+    if args.no_openssl && args.no_gnutls && args.no_nss && args.extra_lib.is_empty() {
+        common::cli::usage_error("-o, -g and -n leave no library to probe; name one with --extra-lib");
+    }
     args.pid.filter().check()?;
     let targets = targets(&args)?;
     let signals = Signals::install()?;

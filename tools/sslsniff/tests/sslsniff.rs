@@ -305,6 +305,10 @@ fn bad_input_is_one_line() {
     assert_refused(TOOL, &["--extra-lib", "openssl:/nonexistent/libssl.so"], 2, "/nonexistent/libssl.so");
     assert_refused(TOOL, &["--max-buffer-size", "2000000"], 2, "2000000");
     assert_refused(TOOL, &["-u", "no-such-user-corebpf"], 2, "no-such-user-corebpf");
+    // Issue 53, item 12: every library left out is nothing to trace, not a library not found; --handshake does
+    // nothing without -l, so it is refused alone.
+    assert_refused(TOOL, &["-o", "-g", "-n"], 2, "-o, -g and -n leave no library to probe");
+    assert_refused(TOOL, &["--handshake"], 2, "--latency");
     // A file that has none of the functions of its type (this test program): a run-time error naming it.
     let exe = std::env::current_exe().unwrap().display().to_string();
     let extra = format!("gnutls:{exe}");
