@@ -21,4 +21,18 @@
 		__sync_fetch_and_add(&(hist)->sum_ns, __th_delta);                                          \
 	})
 
+/* As timehist_add, for a histogram no other CPU writes (a value of a per-CPU map, in a program that does not nest
+ * on its CPU): plain adds, no atomic instruction and no cache line shared between CPUs. User space sums the CPUs'
+ * copies (common::attach::maps::percpu_values). */
+#define timehist_add_local(hist, delta_ns, ns_per_unit)                                                    \
+	({                                                                                                  \
+		__u64 __th_delta = (delta_ns);                                                              \
+		__u64 __th_slot = log2l(__th_delta / (ns_per_unit));                                        \
+		if (__th_slot >= MAX_SLOTS)                                                                 \
+			__th_slot = MAX_SLOTS - 1;                                                          \
+		(hist)->slots[__th_slot]++;                                                                 \
+		(hist)->count++;                                                                            \
+		(hist)->sum_ns += __th_delta;                                                               \
+	})
+
 #endif

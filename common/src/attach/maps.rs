@@ -5,7 +5,8 @@
 //! these helpers copy the bytes into those types with `plain` (no unsafe casts in tools). [`c_string`] reads a
 //! NUL-padded `char` array of a record (a comm, a path); [`DropCounter`] reports what the BPF side counted as
 //! dropped in its `.bss` because a map was full (records a full ring buffer had no room for are the event
-//! stream's to report: [`crate::attach::events`]). [`percpu_counters`] sums a per-CPU array of counters, and
+//! stream's to report: [`crate::attach::events`]). [`percpu_values`] reads each CPU's copy of a per-CPU map's
+//! value, [`percpu_counters`] sums a per-CPU array of counters, and
 //! [`CounterDeltas`] turns its growing totals into each interval's counts.
 
 use anyhow::{Context, Result};
@@ -30,6 +31,15 @@ pub fn percpu_counters<const N: usize>(map: &impl MapCore) -> Result<[u64; N]> {
         *total = per_cpu.iter().filter_map(|v| v.get(..8)?.try_into().ok()).map(u64::from_ne_bytes).sum();
     }
     Ok(totals)
+}
+
+/// Each CPU's copy of the value under `key` of a per-CPU map (none if the key is absent).
+pub fn percpu_values<V: Plain + Default>(map: &impl MapCore, key: &[u8]) -> Result<Vec<V>> {
+    let per_cpu = map
+        .lookup_percpu(key, MapFlags::ANY)
+        .with_context(|| format!("reading map {:?}", map.name()))?
+        .unwrap_or_default();
+    Ok(per_cpu.iter().map(|bytes| from_bytes(bytes)).collect())
 }
 
 /// Counters that only grow, turned into what each grew by since the last reading (the first: since zero).

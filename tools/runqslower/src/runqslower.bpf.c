@@ -69,7 +69,8 @@ static __always_inline bool comm_wanted(const char *comm)
 	return true;
 }
 
-/* Thread `pid`, of process `tgid` (0: unknown), named `comm`, waits from now on. */
+/* Thread `pid`, of process `tgid` (0: unknown), named `comm`, waits from now on. (Task fields are read with
+ * TP_READ: direct loads in the tp_btf programs, probe reads in the raw_tp ones; tp_btf_raw.bpf.h.) */
 static __always_inline void wait_starts(__u32 tgid, __u32 pid, const char *comm)
 {
 	__u64 ts;
@@ -89,7 +90,7 @@ static __always_inline void task_wait_starts(struct task_struct *p)
 
 	if (filter_comm)
 		bpf_probe_read_kernel_str(comm, sizeof(comm), p->comm);
-	wait_starts(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid), comm);
+	wait_starts(TP_READ(p, tgid), TP_READ(p, pid), comm);
 }
 
 /* Thread `pid` runs: the length of its wait if it was timed and is above the threshold, else 0. */
@@ -128,7 +129,7 @@ TP_BTF_RAW(sched_switch, sched_switch)
 	struct task_struct *prev = (struct task_struct *)ctx[1];
 	struct task_struct *next = (struct task_struct *)ctx[2];
 	long state = switch_has_state ? (long)(unsigned int)ctx[3] : (long)task_state(prev);
-	__u32 prev_pid = BPF_CORE_READ(prev, pid), pid, tgid;
+	__u32 prev_pid = TP_READ(prev, pid), pid, tgid;
 	struct event *e;
 	__u64 delta;
 
@@ -136,11 +137,11 @@ TP_BTF_RAW(sched_switch, sched_switch)
 	if (preempt || state == TASK_RUNNING)
 		task_wait_starts(prev);
 
-	pid = BPF_CORE_READ(next, pid);
+	pid = TP_READ(next, pid);
 	delta = wait_ends(pid);
 	if (!delta)
 		return 0;
-	tgid = BPF_CORE_READ(next, tgid);
+	tgid = TP_READ(next, tgid);
 	if (!tgid_wanted(tgid))
 		return 0;
 	e = ringbuf_reserve(&events, sizeof(*e), &lost);

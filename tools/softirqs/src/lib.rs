@@ -19,7 +19,7 @@ use common::output::hist::Log2Hist;
 use common::output::irqtime::{self, Irq, IrqArgs, Kind};
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::types::hist;
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -81,19 +81,20 @@ fn vector_names() -> Result<Vec<(u32, String)>> {
 fn read_hists(skel: &BpfSkel<'_>, names: &[(u32, String)]) -> Result<Vec<(Irq, Log2Hist)>> {
     let mut hists = Vec::new();
     for vec in 0..bpf::consts::MAX_VECS as u32 {
-        if let Some(bytes) = skel.maps.hists.lookup(&vec.to_ne_bytes(), MapFlags::ANY)? {
-            let h: hist = common::attach::maps::from_bytes(&bytes);
-            let known = names.iter().find(|(v, _)| *v == vec);
-            if known.is_none() && h.count == 0 {
-                // An array slot past the kernel's vectors: never used.
-                continue;
-            }
-            let name = known.map_or_else(|| format!("vec {vec}"), |(_, n)| n.clone());
-            hists.push((
-                Irq { vec: Some(vec), name },
-                Log2Hist { slots: h.slots.to_vec(), count: h.count, sum: h.sum_ns },
-            ));
+        // Each CPU's record of the vector, summed.
+        let mut sum = Log2Hist { slots: vec![0; bpf::consts::MAX_SLOTS as usize], count: 0, sum: 0 };
+        for h in common::attach::maps::percpu_values::<hist>(&skel.maps.hists, &vec.to_ne_bytes())? {
+            sum.slots.iter_mut().zip(h.slots).for_each(|(s, n)| *s += n);
+            sum.count += h.count;
+            sum.sum += h.sum_ns;
         }
+        let known = names.iter().find(|(v, _)| *v == vec);
+        if known.is_none() && sum.count == 0 {
+            // An array slot past the kernel's vectors: never used.
+            continue;
+        }
+        let name = known.map_or_else(|| format!("vec {vec}"), |(_, n)| n.clone());
+        hists.push((Irq { vec: Some(vec), name }, sum));
     }
     Ok(hists)
 }

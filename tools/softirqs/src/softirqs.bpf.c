@@ -3,8 +3,9 @@
  * totals, counts and log2 histograms per vector.
  *
  * The tracepoints are attached as tp_btf where the kernel allows it, else as raw_tp; user space loads one set
- * or the other. Softirqs do not nest on a CPU, so the start time is one per-CPU slot. The per-vector records are
- * cumulative and never cleared, so reading them at an interval loses no event. */
+ * or the other. Softirqs do not nest on a CPU, so the start time is one per-CPU slot, and each CPU keeps its own
+ * per-vector records, added to without atomics (user space sums the CPUs). The records are cumulative and never
+ * cleared, so reading them at an interval loses no event. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -29,9 +30,9 @@ struct {
 	__type(value, struct start_val);
 } start SEC(".maps");
 
-/* One record per vector; the last one also takes vectors past MAX_VECS - 1. */
+/* One record per vector and CPU; the last one also takes vectors past MAX_VECS - 1. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MAX_VECS);
 	__type(key, __u32);
 	__type(value, struct hist);
@@ -74,7 +75,7 @@ static __always_inline int exit_(unsigned int vec)
 	hist = bpf_map_lookup_elem(&hists, &key);
 	if (!hist)
 		return 0;
-	timehist_add(hist, delta, nsecs ? 1 : 1000);
+	timehist_add_local(hist, delta, nsecs ? 1 : 1000);
 	return 0;
 }
 
