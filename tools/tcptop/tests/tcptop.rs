@@ -335,3 +335,33 @@ fn prometheus_counts_bytes_per_server_port_and_role() {
         assert_refused("tcptop", args, 2, "");
     }
 }
+
+/// `-r` ranks the rows of both families together: in a cgroup of the test's own, an IPv6 client that sends 800 KB
+/// and IPv4 clients that send 70 KB and 60 KB, `-s sent -r 2` shows the IPv6 client's row (in the IPv6 table) and
+/// the 70 KB one (in the IPv4 table), and no other.
+#[test]
+fn row_limit_ranks_both_families_together() {
+    let cg = corebpf_tests::cgroup::TestCgroup::new("tcptop-rows");
+    let mut h4 = Helper::start(false, &[(70 * 1024, 1024), (60 * 1024, 1024)]);
+    let mut h6 = Helper::start(true, &[(800 * 1024, 1024)]);
+    for h in [&h4, &h6] {
+        std::fs::write(cg.path().join("cgroup.procs"), h.pid.to_string()).unwrap();
+    }
+    let run = start(&["-C", "-S", "-s", "sent", "-r", "2", "-c", cg.arg(), "3600"]);
+    h4.go();
+    h6.go();
+    let done = stop(run);
+    let out = &done.stdout;
+    let (rows4, rows6) = (screen_rows(out, &h4), screen_rows(out, &h6));
+    let (c4, s4, _, _) = h4.conns[0];
+    let (c6, s6, _, _) = h6.conns[0];
+    assert_eq!(rows6.len(), 1, "{out}");
+    assert_eq!(rows6[&(hostport("::1", c6), hostport("::1", s6))], (1, 800), "{out}");
+    assert_eq!(rows4.len(), 1, "{out}");
+    assert_eq!(rows4[&(hostport("127.0.0.1", c4), hostport("127.0.0.1", s4))], (1, 70), "{out}");
+    let v4 = out.find(" LADDR ").expect(out);
+    let v6 = out.find(" LADDR6 ").expect(out);
+    assert!(v4 < v6, "the IPv4 table first:\n{out}");
+    h4.finish();
+    h6.finish();
+}
