@@ -141,6 +141,12 @@ fn bad_disk_and_name_are_one_line() {
     assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
 }
 
+/// `--max-series` bounds the series of `--prometheus`: without it, it would change nothing, so it is refused.
+#[test]
+fn max_series_without_prometheus_is_refused() {
+    usage::assert_refused("bitesize", &["--max-series", "5"], 2, "--prometheus");
+}
+
 #[test]
 fn root_disk_prometheus_sizes_in_bytes() {
     let _turn = DISK.lock().unwrap_or_else(|e| e.into_inner());
