@@ -16,6 +16,7 @@ tools/*_example.txt, libbpf-tools/*.c, man/man8/*.8). Ours, the texts people rea
   - tools/*/doc.md and toolset/man.md (corebpf-tools(8)), outside ``` fences except the `## --help` fence (a fenced sample of output holds BCC's
     banners and headers, which the tools print on purpose);
   - tools/*/tests/*.help, the --help snapshots;
+  - the `description` of tools/*/Cargo.toml, each tool's one-line description (man page NAME, `--list`);
   - the `///` doc comments and `.help("...")` texts of tools/*/src, common/src/cli and the other common/src files
     that define clap arguments (clap's about and option texts).
 Each line is cut at `#`, double spaces and quotes and into sentences, and each doc.md paragraph is also joined
@@ -149,10 +150,19 @@ def rust_units(path):
     return units
 
 
+def cargo_units(path):
+    """A tool's one-line description (its Cargo.toml's `description`: the man page's NAME line and `--list`)."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    return [(n, m.group(1)) for n, line in enumerate(lines, 1)
+            for m in [re.match(r'\s*description\s*=\s*"((?:[^"\\]|\\.)*)"', line)] if m]
+
+
 def our_files():
     rel = lambda pattern: sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True))
     return ([(f, doc_units) for f in rel("tools/*/doc.md") + rel("toolset/man.md")] + [(f, help_units) for f in rel("tools/*/tests/*.help")]
-            + [(f, rust_units) for f in rel("tools/*/src/**/*.rs") + clap_files(rel("common/src/**/*.rs"))])
+            + [(f, rust_units) for f in rel("tools/*/src/**/*.rs") + clap_files(rel("common/src/**/*.rs"))]
+            + [(f, cargo_units) for f in rel("tools/*/Cargo.toml")])
 
 
 def clap_files(paths):

@@ -9,7 +9,8 @@
  *
  * block_rq_insert and block_rq_issue lost their request_queue argument in 5.11 (and some 5.10 stable kernels);
  * user space reads each one's arity from BTF (2 = with the queue) into insert_has_queue/issue_has_queue,
- * never from the kernel version. */
+ * never from the kernel version. request_op(rq) is the request's operation (REQ_OP_*), and request_moves_data(rq)
+ * says whether it is a read or a write. */
 #ifndef __COREBPF_BLOCK_BPF_H
 #define __COREBPF_BLOCK_BPF_H
 
@@ -27,6 +28,26 @@ const volatile bool issue_has_queue = false;
 static __always_inline struct request *block_rq_arg(__u64 *ctx, bool has_queue)
 {
 	return (struct request *)(has_queue ? ctx[1] : ctx[0]);
+}
+
+/* A request's operation, the low bits of cmd_flags (enum req_op: cmd_flags & REQ_OP_MASK). User space sets the
+ * numbers from the kernel's BTF (common::domain::blockdev::RqOps); the defaults are those of every kernel since
+ * 4.10. Only reads and writes move data: flushes, discards and write-zeroes carry a range or nothing. */
+const volatile __u32 req_op_mask = 0xff;
+const volatile __u32 req_op_read = 0;
+const volatile __u32 req_op_write = 1;
+const volatile __u32 req_op_flush = 2;
+
+static __always_inline __u32 request_op(struct request *rq)
+{
+	return (__u32)TP_READ(rq, cmd_flags) & req_op_mask;
+}
+
+static __always_inline bool request_moves_data(struct request *rq)
+{
+	__u32 op = request_op(rq);
+
+	return op == req_op_read || op == req_op_write;
 }
 
 /* block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes), since 4.x. */

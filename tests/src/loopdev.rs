@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! A loop device of the test's own, over a file in memory: a disk whose every request comes from the test (no
 //! other test, file system or flusher touches it), so the block tools' counts on it are exact and their disk
-//! filters (`-d loopN`) have a disk to name. Detached when dropped.
+//! filters (`-d loopN`) have a disk to name. Detached when dropped. [`LoopDevice::on_root_fs`] puts the file on
+//! the root file system instead, for requests tmpfs cannot take (write-zeroes); [`LoopDevice::discard`] and
+//! [`LoopDevice::flush`] send the requests that move no data.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -24,10 +26,41 @@ impl LoopDevice {
     /// A free loop device over a sparse file of `bytes` in /dev/shm (else /tmp), for a file system with a minimum
     /// size (xfs wants 300 MiB); only the blocks written take memory.
     pub fn with_size(tag: &str, bytes: u64) -> LoopDevice {
+        let dir = if Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        LoopDevice::over(ScratchFile(format!("{dir}/corebpf-loop-{tag}-{}", std::process::id()).into()), bytes)
+    }
+
+    /// A free loop device over a file of `bytes` on the root file system (not tmpfs), whose fallocate() takes
+    /// every range request the loop driver passes on: discards (a hole punched) and write-zeroes (a range zeroed)
+    /// complete as themselves.
+    pub fn on_root_fs(tag: &str, bytes: u64) -> LoopDevice {
+        LoopDevice::over(ScratchFile::new(&format!("loop-{tag}")), bytes)
+    }
+
+    /// Discards `len` bytes at `offset` (`blkdiscard`; with `zero`, `blkdiscard -z`: write-zeroes), and returns the
+    /// PID of the blkdiscard that asked.
+    pub fn discard(&self, offset: u64, len: u64, zero: bool) -> u32 {
+        let mut cmd = std::process::Command::new("blkdiscard");
+        if zero {
+            cmd.arg("-z");
+        }
+        let mut child =
+            cmd.args(["-o", &offset.to_string(), "-l", &len.to_string()]).arg(&self.path).spawn().expect("blkdiscard");
+        let pid = child.id();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "blkdiscard {offset} {len} {zero}: {status}");
+        pid
+    }
+
+    /// Flushes the device's write cache (fsync() on the device: one empty REQ_PREFLUSH bio, which the block layer
+    /// sends as a flush request).
+    pub fn flush(&self) {
+        File::open(&self.path).and_then(|f| f.sync_all()).expect("fsync on the loop device");
+    }
+    /// A free loop device over `backing`, made a sparse file of `bytes`.
+    fn over(backing: ScratchFile, bytes: u64) -> LoopDevice {
         const LOOP_SET_FD: libc::c_ulong = 0x4C00;
         const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
-        let dir = if Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-        let backing = ScratchFile(format!("{dir}/corebpf-loop-{tag}-{}", std::process::id()).into());
         let file = File::create(&backing.0).unwrap();
         file.set_len(bytes).unwrap();
         let file = OpenOptions::new().read(true).write(true).open(&backing.0).unwrap();

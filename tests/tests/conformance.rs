@@ -11,7 +11,8 @@
 //!   then ends by itself, exit 0 (no death by SIGPIPE), nothing on stderr, no program left loaded;
 //! - a tool whose ladder is only kernel functions, on a host that has none of them: it refuses in one line on
 //!   stderr, exit 1 (the kernel matrix checks the rest); so does a tool whose tracepoints this kernel was built
-//!   without ([`NEEDS_TRACEPOINT`]: criticalstat). Tools that count what a virtual machine lacks run with their
+//!   without ([`NEEDS_TRACEPOINT`]: criticalstat), and a tool whose events can never happen on this machine
+//!   ([`nothing_to_trace_here`]: mdflush without md, numamove on one node). Tools that count what a virtual machine lacks run with their
 //!   documented test substitute ([`HOST_ENV`]: llcstat, cpufreq).
 //!
 //! What a tool is given on its command line comes from its `--help` and from [`PATTERNS`]: a tool that requires
@@ -103,6 +104,22 @@ const HOST_ENV: [(&str, &str, &str); 2] =
 /// (`btf_trace_<name>`), what the tool must do is refuse in one line, exit 1, as a kernel-function tool does on a
 /// host without kernel-function tracing.
 const NEEDS_TRACEPOINT: [(&str, &str); 1] = [("criticalstat", "irq_disable")];
+
+/// Tools that refuse where what they trace can never happen on this machine: mdflush where the kernel has no md
+/// driver (none built in or loaded, no module to load), numamove where only one NUMA node is possible. There too,
+/// what the tool must do is refuse in one line, exit 1.
+fn nothing_to_trace_here(tool: &str) -> bool {
+    match tool {
+        "mdflush" => {
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            !std::path::Path::new("/sys/module/md_mod").exists()
+                && !std::path::Path::new(&format!("/lib/modules/{}/kernel/drivers/md", release.trim())).exists()
+        }
+        "numamove" => std::fs::read_to_string("/sys/devices/system/node/possible")
+            .map_or(true, |nodes| !nodes.trim().contains(['-', ','])),
+        _ => false,
+    }
+}
 
 /// Whether the running kernel's BTF has raw tracepoint `name`.
 fn kernel_has_tracepoint(name: &str) -> bool {
@@ -242,7 +259,9 @@ fn cases(tools: &[Tool], host: &[String]) -> Vec<Case> {
                 runs.push((args, Some(mech.clone())));
             }
         }
-        if NEEDS_TRACEPOINT.iter().any(|&(t, tp)| t == tool.name && !kernel_has_tracepoint(tp)) {
+        if NEEDS_TRACEPOINT.iter().any(|&(t, tp)| t == tool.name && !kernel_has_tracepoint(tp))
+            || nothing_to_trace_here(&tool.name)
+        {
             cases.push(Case::Unavailable { tool: tool.clone(), args: Vec::new() });
             continue;
         }

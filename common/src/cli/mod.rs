@@ -155,7 +155,8 @@ pub struct ExportArgs {
     pub prometheus: Option<std::net::SocketAddr>,
     /// With --prometheus: the most label sets per metric (1 to 100000); later ones are summed into one series
     /// labelled "other". Each set is one more series in every scrape
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SERIES, value_parser = parse_max_series)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SERIES, value_parser = parse_max_series,
+          requires = "prometheus")]
     pub max_series: usize,
     /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
     #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus", value_parser = parse_output_file)]
@@ -171,7 +172,8 @@ pub struct MetricsArgs {
     pub prometheus: Option<std::net::SocketAddr>,
     /// With --prometheus: the most label sets per metric (1 to 100000); later ones are summed into one series
     /// labelled "other". Each set is one more series in every scrape
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SERIES, value_parser = parse_max_series)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SERIES, value_parser = parse_max_series,
+          requires = "prometheus")]
     pub max_series: usize,
 }
 

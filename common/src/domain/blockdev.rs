@@ -3,9 +3,10 @@
 //!
 //! BPF programs see a disk as the kernel's `dev_t` (`major << 20 | minor`, from `gendisk->major` and
 //! `first_minor`). [`Disks`] maps those numbers to names like `vda` from `/sys/class/block`, and resolves a
-//! `-d DISK` argument, rejecting partitions (requests are accounted to whole disks). [`RqFlagNames`] turns a
-//! request's `cmd_flags` into BCC's names (`Sync-Write`), reading the operation and flag bit numbers from the
-//! kernel's BTF so they stay right on kernels that renumbered them.
+//! `-d DISK` argument, rejecting partitions (requests are accounted to whole disks). [`RqOps`] says what a request
+//! does ([`RqOp`]: read, write, flush, discard, ...) from its `cmd_flags`, and [`RqFlagNames`] turns them into
+//! BCC's names (`Sync-Write`), both reading the operation and flag bit numbers from the kernel's BTF so they stay
+//! right on kernels that renumbered them.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -82,9 +83,116 @@ fn read_dev(dir: &Path) -> Option<u32> {
     Some(kernel_dev(major.parse().ok()?, minor.parse().ok()?))
 }
 
+/// What a block request does: its operation, the low bits of `cmd_flags` (`cmd_flags & REQ_OP_MASK`, the kernel's
+/// `enum req_op`). Only reads and writes move data: a flush empties the device's cache, a discard tells it a range
+/// is unused, a write-zeroes zeroes a range without sending the zeroes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RqOp {
+    Read,
+    Write,
+    Flush,
+    Discard,
+    SecureErase,
+    WriteZeroes,
+    /// Any other operation (zone management, driver-private requests).
+    Other,
+}
+
+impl RqOp {
+    /// The type column of biosnoop and biotop: `R` and `W` as BCC's, `F` flush, `D` discard, `E` secure erase,
+    /// `Z` write-zeroes, `N` anything else (blktrace's letter for an operation it has none for).
+    pub fn letter(self) -> &'static str {
+        match self {
+            RqOp::Read => "R",
+            RqOp::Write => "W",
+            RqOp::Flush => "F",
+            RqOp::Discard => "D",
+            RqOp::SecureErase => "E",
+            RqOp::WriteZeroes => "Z",
+            RqOp::Other => "N",
+        }
+    }
+
+    /// The operation as a metric label, as node_exporter and ebpf_exporter name them: `read`, `write`, `flush`,
+    /// `discard`, or `other` (the rarer operations together, so an idle disk gives a handful of series).
+    pub fn label(self) -> &'static str {
+        match self {
+            RqOp::Read => "read",
+            RqOp::Write => "write",
+            RqOp::Flush => "flush",
+            RqOp::Discard => "discard",
+            _ => "other",
+        }
+    }
+
+    /// True for a read or a write, the requests whose bytes are data moved to or from the device.
+    pub fn moves_data(self) -> bool {
+        matches!(self, RqOp::Read | RqOp::Write)
+    }
+}
+
+/// The kernel's numbers for the request operations: `enum req_op` (`req_opf` before 5.19) from BTF, else the
+/// numbers every kernel since 4.10 has (READ 0, WRITE 1, FLUSH 2, DISCARD 3, SECURE_ERASE 5, WRITE_ZEROES 9), and
+/// the operation's width (`REQ_OP_BITS`, the first flag bit `__REQ_FAILFAST_DEV`, else 8).
+#[derive(Debug, Clone)]
+pub struct RqOps {
+    mask: u64,
+    ops: BTreeMap<u64, RqOp>,
+}
+
+impl RqOps {
+    pub fn from_btf(btf: &KernelBtf) -> Self {
+        let op_bits = btf.enum_value("__REQ_FAILFAST_DEV").unwrap_or(8) as u32;
+        let value = |name: &str, stable: u64| btf.enum_value(name).map_or(stable, |v| v as u64);
+        let ops = [
+            (value("REQ_OP_READ", 0), RqOp::Read),
+            (value("REQ_OP_WRITE", 1), RqOp::Write),
+            (value("REQ_OP_FLUSH", 2), RqOp::Flush),
+            (value("REQ_OP_DISCARD", 3), RqOp::Discard),
+            (value("REQ_OP_SECURE_ERASE", 5), RqOp::SecureErase),
+            (value("REQ_OP_WRITE_ZEROES", 9), RqOp::WriteZeroes),
+        ]
+        .into_iter()
+        .collect();
+        RqOps { mask: (1u64 << op_bits) - 1, ops }
+    }
+
+    /// The operation of a request with these `cmd_flags`.
+    pub fn of(&self, cmd_flags: u64) -> RqOp {
+        self.ops.get(&(cmd_flags & self.mask)).copied().unwrap_or(RqOp::Other)
+    }
+
+    /// `REQ_OP_MASK`: the bits of `cmd_flags` that hold the operation.
+    pub fn mask(&self) -> u64 {
+        self.mask
+    }
+
+    /// The kernel's number for `op` (None for [`RqOp::Other`]).
+    pub fn value(&self, op: RqOp) -> Option<u64> {
+        self.ops.iter().find_map(|(&v, &o)| (o == op).then_some(v))
+    }
+
+    /// Writes the numbers into the `.rodata` of an object built with block.bpf.h (`req_op_mask`, `req_op_read`,
+    /// `req_op_write`, `req_op_flush`, as far as it uses them) before it is loaded.
+    pub fn set_rodata(&self, object: &mut libbpf_rs::OpenObject) {
+        let values = [
+            ("req_op_mask", Some(self.mask)),
+            ("req_op_read", self.value(RqOp::Read)),
+            ("req_op_write", self.value(RqOp::Write)),
+            ("req_op_flush", self.value(RqOp::Flush)),
+        ];
+        for (name, value) in values {
+            if let Some(v) = value {
+                crate::attach::loader::set_rodata(object, name, &(v as u32).to_ne_bytes());
+            }
+        }
+    }
+}
+
 /// Names for `struct request::cmd_flags`, in BCC's `flags_print` style.
 #[derive(Debug, Clone)]
 pub struct RqFlagNames {
+    kinds: RqOps,
     op_mask: u64,
     ops: BTreeMap<u64, String>,
     /// Flag bit and name, in the order BCC prepends them.
@@ -135,7 +243,7 @@ impl RqFlagNames {
                 (1u64 << bit, name)
             })
             .collect();
-        RqFlagNames { op_mask: (1u64 << op_bits) - 1, ops, flags }
+        RqFlagNames { kinds: RqOps::from_btf(btf), op_mask: (1u64 << op_bits) - 1, ops, flags }
     }
 
     /// `cmd_flags` as BCC prints it, e.g. `Sync-Write`, `NoMerge-Read`, `Unknown`.
@@ -149,17 +257,9 @@ impl RqFlagNames {
         desc
     }
 
-    /// The operation of `cmd_flags` as a metric label, as node_exporter and ebpf_exporter name them: `read`,
-    /// `write`, `flush`, `discard`, or `other` (the flag bits and rarer operations are left out, so an idle disk
-    /// gives a handful of series, not one per combination).
+    /// The operation of `cmd_flags` as a metric label ([`RqOp::label`]).
     pub fn operation(&self, cmd_flags: u64) -> &'static str {
-        match self.ops.get(&(cmd_flags & self.op_mask)).map(String::as_str) {
-            Some("Read") => "read",
-            Some("Write") => "write",
-            Some("Flush") => "flush",
-            Some("Discard") => "discard",
-            _ => "other",
-        }
+        self.kinds.of(cmd_flags).label()
     }
 }
 
@@ -205,6 +305,20 @@ mod tests {
         assert_eq!(names.operation(3), "discard");
         assert_eq!(names.operation(9), "other");
         assert_eq!(names.describe(1 | sync), "Sync-Write");
+    }
+
+    #[test]
+    fn each_operation_has_its_own_type() {
+        let ops = RqOps::from_btf(&KernelBtf::load().unwrap());
+        let sync = 1u64 << btf_bit("__REQ_SYNC");
+        let typed = |v: u64| ops.of(v | sync).letter();
+        assert_eq!(
+            [typed(0), typed(1), typed(2), typed(3), typed(5), typed(9), typed(13)],
+            ["R", "W", "F", "D", "E", "Z", "N"]
+        );
+        assert!(ops.of(1).moves_data() && ops.of(0).moves_data());
+        assert!(!ops.of(2).moves_data() && !ops.of(3).moves_data() && !ops.of(9).moves_data());
+        assert_eq!((ops.mask(), ops.value(RqOp::Flush), ops.value(RqOp::Other)), (0xff, Some(2), None));
     }
 
     fn btf_bit(name: &str) -> u32 {

@@ -13,3 +13,28 @@ pub mod kptr;
 pub mod pattern;
 pub mod procmaps;
 pub mod symbols;
+
+/// True once process `pid` has ended: /proc has no such process, or only its zombie (exited, not yet reaped by its
+/// parent) or dead entry. For the tools that trace one process and stop when it exits.
+pub fn has_exited(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return true };
+    // The state follows the command name, which is in parentheses and may hold any byte.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    state.is_none_or(|s| matches!(s, 'Z' | 'X' | 'x'))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exited_processes_and_zombies() {
+        assert!(!super::has_exited(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // A zombie until reaped, then gone.
+        while !super::has_exited(pid) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.wait().unwrap();
+        assert!(super::has_exited(pid));
+    }
+}

@@ -8,7 +8,9 @@
  * completion seen on a disk only sets where the next one is expected, so it is in neither count (as in
  * libbpf-tools). The counts are cumulative and never deleted, so nothing is lost between two reads; libbpf-tools
  * deletes its entries at each interval, which also forgets the disk's position. -d compares the request's
- * disk before anything is looked up. */
+ * disk before anything is looked up. Only reads and writes count (block.bpf.h's request_moves_data, with the
+ * operations' numbers user space reads from BTF) that transfer bytes: flushes, discards and write-zeroes, and
+ * the empty write of a bare flush, transfer nothing. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -42,6 +44,10 @@ TP_BTF_RAW(block_rq_complete, block_rq_complete)
 	__u64 sector;
 	__u32 dev;
 
+	/* A flush, discard or write-zeroes moves no data, nor does the empty write of a bare flush (REQ_PREFLUSH with no
+	 * data, completed without reaching the device): none counts, nor moves the disk's position. */
+	if (!nr_sectors || !request_moves_data(rq))
+		return 0;
 	dev = request_dev(rq);
 	if (filter_dev && dev != target_dev)
 		return 0;

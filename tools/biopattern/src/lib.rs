@@ -15,13 +15,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use common::attach::features::Attach;
+use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
 use common::attach::maps::{hash_entries, DropCounter};
 use common::cli::IntervalCount;
-use common::domain::blockdev::Disks;
+use common::domain::blockdev::{Disks, RqOps};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -68,6 +68,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
 fn biopattern(args: Args) -> Result<()> {
     let mut disks = Disks::scan();
     let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
+    // Only reads and writes are counted: the operations' numbers, from BTF.
+    let ops = RqOps::from_btf(&KernelBtf::load()?);
     let signals = Signals::install()?;
     let endpoint = args.metrics.endpoint("biopattern", args.every.interval.is_some())?;
     let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
@@ -75,6 +77,7 @@ fn biopattern(args: Args) -> Result<()> {
         let rodata = rodata(&mut open.maps.rodata_data)?;
         rodata.filter_dev = target_dev.is_some();
         rodata.target_dev = target_dev.unwrap_or(0);
+        ops.set_rodata(open.open_object_mut());
         autoload_by_section(open.open_object_mut(), mech);
         let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
         let link = attach_loaded_tracepoint(skel.object(), "block", "block_rq_complete")?;

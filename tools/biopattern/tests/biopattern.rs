@@ -187,3 +187,26 @@ fn prometheus_counters_are_exact_on_a_disk_of_its_own() {
     tool.signal(libc::SIGTERM);
     tool.finish(Duration::from_secs(20)).assert_success();
 }
+
+/// Requests that move no data are no part of the pattern: on a loop device of the test's own, blkdiscard's 1 MiB
+/// discard, `blkdiscard -z`'s 1 MiB write-zeroes and a flush leave only blkdiscard's probing reads counted, 4 KiB
+/// each.
+#[test]
+fn discards_write_zeroes_and_flushes_are_not_counted() {
+    const MIB: u64 = 1 << 20;
+    let dev = LoopDevice::on_root_fs("biopattern-ops", 8 * MIB);
+    let mut run = Running::start("biopattern", &["-j", "-d", &dev.name()]);
+    run.wait_attached(Duration::from_secs(20));
+    dev.discard(0, MIB, false);
+    dev.discard(MIB, MIB, true);
+    dev.flush();
+    std::thread::sleep(Duration::from_millis(300));
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    let lines = json_lines(&done.stdout);
+    let count: u64 = lines.iter().map(|l| l["count"].as_u64().unwrap()).sum();
+    let bytes: u64 = lines.iter().map(|l| l["bytes"].as_u64().unwrap()).sum();
+    assert!(count > 0, "blkdiscard's reads: {}", done.stdout);
+    assert_eq!(bytes, 4096 * count, "only 4 KiB reads: {}", done.stdout);
+}

@@ -7,7 +7,9 @@
  * filtered out) are kept by request pointer; a later insert or issue (from a kblockd worker, another task that
  * runs the queue, or a requeue) keeps them. block_rq_issue stamps the
  * issue time, sector, size and flags; block_rq_complete (the last one, for partial completions) sends the record
- * through a ring buffer and forgets the request, as block_rq_merge does for a request merged into another.
+ * through a ring buffer and forgets the request, as block_rq_merge does for a request merged into another. A
+ * flush request (REQ_OP_FLUSH) is made by the block layer itself, never seen at block_io_start: it is named after
+ * the task current at its first issue, as biotop does.
  * block_rq_* are shared with biolatency (block.bpf.h); every tracepoint is tp_btf where the kernel allows it,
  * else raw_tp. Failed reservations are counted in `lost`, requests not followed (map full) in `reqs_full`. */
 #include <vmlinux.h>
@@ -42,6 +44,7 @@ struct req_info {
 	__u32 pid;
 	__u32 dev;
 	__u32 filtered;		/* seen first outside the -c cgroup or -d disk: followed, never reported */
+	__u32 name_at_issue;	/* a flush request the block layer made: named after the task that issues it */
 	char comm[TASK_COMM_LEN];
 };
 
@@ -73,6 +76,11 @@ static __always_inline struct req_info *begin(struct request *rq, bool in_issuer
 		r.filtered = !cgroup_wanted();
 		r.pid = bpf_get_current_pid_tgid() >> 32;
 		bpf_get_current_comm(&r.comm, sizeof(r.comm));
+	} else if (request_op(rq) == req_op_flush) {
+		/* A flush request is the block layer's own (made for the REQ_PREFLUSH of whichever writes asked, which
+		 * complete without it): no block_io_start ever sees it, and it is named after the task that issues it,
+		 * as biotop names it. */
+		r.name_at_issue = 1;
 	} else {
 		/* Issued before we attached, by a task we do not know: "?" as BCC prints. */
 		r.filtered = filter_cgroup;
@@ -108,6 +116,12 @@ static __always_inline int on_issue(struct request *rq)
 
 	if (!r)
 		r = begin(rq, !have_io_start);
+	if (r && r->name_at_issue) {
+		r->name_at_issue = 0;
+		r->filtered = r->filtered || !cgroup_wanted();
+		r->pid = bpf_get_current_pid_tgid() >> 32;
+		bpf_get_current_comm(&r->comm, sizeof(r->comm));
+	}
 	if (!r || r->filtered)
 		return 0;
 	r->issue_ns = bpf_ktime_get_ns();

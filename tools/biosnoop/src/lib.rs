@@ -22,7 +22,7 @@ use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
 };
-use common::domain::blockdev::{Disks, RqFlagNames};
+use common::domain::blockdev::{Disks, RqFlagNames, RqOps};
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -97,7 +97,7 @@ fn biosnoop(args: Args) -> Result<()> {
         },
         disks,
         RqFlagNames::from_btf(&btf),
-        report::WriteOp::from_btf(&btf),
+        RqOps::from_btf(&btf),
     );
     printer.write_header(&mut out)?;
 
@@ -142,6 +142,7 @@ fn load_and_attach(
         eprintln!("{tool}: no block_io_start tracepoint; the issuing process is taken at insert or issue");
     }
 
+    RqOps::from_btf(btf).set_rodata(open.open_object_mut());
     autoload_by_section(open.open_object_mut(), mech);
     if !io_start {
         skip_tracepoint(open.open_object_mut(), "block_io_start");

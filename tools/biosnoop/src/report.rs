@@ -5,9 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
-use common::attach::features::KernelBtf;
 use common::attach::maps::c_string;
-use common::domain::blockdev::{Disks, RqFlagNames};
+use common::domain::blockdev::{Disks, RqFlagNames, RqOps};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -47,30 +46,6 @@ impl Io {
     }
 }
 
-/// Tells writes from everything else as BCC's `T` column does: `W` when the request's operation is
-/// REQ_OP_WRITE, else `R`. The operation's bit width and value come from the kernel's BTF.
-#[derive(Debug, Clone, Copy)]
-pub struct WriteOp {
-    op_mask: u64,
-    write: u64,
-}
-
-impl WriteOp {
-    pub fn from_btf(btf: &KernelBtf) -> WriteOp {
-        let op_bits = btf.enum_value("__REQ_FAILFAST_DEV").unwrap_or(8) as u32;
-        let write = btf.enum_value("REQ_OP_WRITE").unwrap_or(1) as u64;
-        WriteOp { op_mask: (1u64 << op_bits) - 1, write }
-    }
-
-    fn rw(self, cmd_flags: u64) -> &'static str {
-        if cmd_flags & self.op_mask == self.write {
-            "W"
-        } else {
-            "R"
-        }
-    }
-}
-
 /// Which columns to print.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Style {
@@ -96,7 +71,8 @@ struct JsonIo<'a> {
     rw: &'static str,
     flags: String,
     cmd_flags: u64,
-    sector: u64,
+    /// None for a request with no sector (a flush).
+    sector: Option<u64>,
     bytes: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     queue_ns: Option<u64>,
@@ -111,20 +87,20 @@ pub struct Printer {
     /// Devices not known at start for which /sys was scanned again (once each).
     rescanned: HashSet<u32>,
     flag_names: RqFlagNames,
-    write_op: WriteOp,
+    ops: RqOps,
     first_ns: Option<u64>,
     /// -P: the sector after the last I/O of each disk.
     next_sector: HashMap<u32, u64>,
 }
 
 impl Printer {
-    pub fn new(style: Style, disks: Disks, flag_names: RqFlagNames, write_op: WriteOp) -> Printer {
+    pub fn new(style: Style, disks: Disks, flag_names: RqFlagNames, ops: RqOps) -> Printer {
         Printer {
             style,
             disks,
             rescanned: HashSet::new(),
             flag_names,
-            write_op,
+            ops,
             first_ns: None,
             next_sector: HashMap::new(),
         }
@@ -183,7 +159,10 @@ impl Printer {
         let first = *self.first_ns.get_or_insert(io.ts_ns);
         let since = io.ts_ns.saturating_sub(first) as f64 / 1e9;
         let disk = self.disk_name(io.dev);
-        let rw = self.write_op.rw(io.cmd_flags);
+        // BCC's R and W, and a type of their own for the requests that move no data (D, F, Z, ...).
+        let rw = self.ops.of(io.cmd_flags).letter();
+        // A flush has no sector: the kernel leaves it at (sector_t)-1.
+        let sector = (io.sector != u64::MAX).then_some(io.sector);
         let pattern = s.pattern.then(|| self.pattern(io));
         if s.json {
             return out.json_line(&JsonIo {
@@ -196,7 +175,7 @@ impl Printer {
                 rw,
                 flags: self.flag_names.describe(io.cmd_flags),
                 cmd_flags: io.cmd_flags,
-                sector: io.sector,
+                sector,
                 bytes: io.bytes,
                 queue_ns: s.queue.then_some(io.queue_ns),
                 latency_ns: io.latency_ns,
@@ -211,7 +190,8 @@ impl Printer {
         } else {
             line += &format!("{since:<11.6} ");
         }
-        line += &format!("{:<14.14} {:<7} {:<9} {:<1} {:<10} {:<7}", io.comm, io.pid, disk, rw, io.sector, io.bytes);
+        let sector = sector.map_or("-".to_string(), |s| s.to_string());
+        line += &format!("{:<14.14} {:<7} {:<9} {:<1} {sector:<10} {:<7}", io.comm, io.pid, disk, rw, io.bytes);
         if let Some(p) = pattern {
             line += &format!("{p:<1} ");
         }
@@ -225,20 +205,5 @@ impl Printer {
         }
         writeln!(out, "{line}")?;
         out.flush()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn write_is_the_operation_not_a_flag_bit() {
-        let op = WriteOp { op_mask: 0xff, write: 1 };
-        assert_eq!(op.rw(1), "W");
-        assert_eq!(op.rw(1 | 1 << 11), "W");
-        assert_eq!(op.rw(0), "R");
-        assert_eq!(op.rw(2), "R");
-        assert_eq!(op.rw(3), "R");
     }
 }

@@ -4,10 +4,12 @@
 //! reported with dd's PID and comm, the root disk, `W` and its bytes. Other tests' and the system's I/O run at the
 //! same time on the same disk, so every assertion looks only at the lines of the test's own dd processes.
 
+use std::collections::BTreeMap;
 use std::process::{Child, Command};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corebpf_tests::loopdev::LoopDevice;
 use corebpf_tests::*;
 use serde_json::Value;
 
@@ -73,19 +75,25 @@ struct Line {
     pid: u32,
     disk: String,
     rw: String,
-    sector: u64,
+    /// None for `-`: a request with no sector (a flush).
+    sector: Option<u64>,
     bytes: u64,
     rest: Vec<String>,
 }
 
 /// The lines of PID `pid` (comms without spaces, as dd's; other processes' lines may not parse, and are skipped).
 fn lines_of(stdout: &str, pid: u32) -> Vec<Line> {
+    lines(stdout).into_iter().filter(|l| l.pid == pid).collect()
+}
+
+/// Every line that parses (comms without spaces).
+fn lines(stdout: &str) -> Vec<Line> {
     stdout
         .lines()
         .skip(1)
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 8 || f[2].parse::<u32>().ok()? != pid {
+            if f.len() < 8 {
                 return None;
             }
             Some(Line {
@@ -93,7 +101,7 @@ fn lines_of(stdout: &str, pid: u32) -> Vec<Line> {
                 pid: f[2].parse().ok()?,
                 disk: f[3].into(),
                 rw: f[4].into(),
-                sector: f[5].parse().ok()?,
+                sector: if f[5] == "-" { None } else { Some(f[5].parse().ok()?) },
                 bytes: f[6].parse().ok()?,
                 rest: f[7..].iter().map(|s| s.to_string()).collect(),
             })
@@ -111,7 +119,7 @@ fn assert_writes(done: &Finished, pid: u32, disk: &str, blocks: u32) -> Vec<Line
         blocks,
         "dd {pid}'s {blocks} writes not each reported once:\n{stdout}\nstderr:\n{stderr}"
     );
-    let mut sectors: Vec<u64> = writes.iter().map(|l| l.sector).collect();
+    let mut sectors: Vec<Option<u64>> = writes.iter().map(|l| l.sector).collect();
     sectors.sort();
     sectors.dedup();
     assert_eq!(sectors.len(), writes.len(), "a request reported twice:\n{stdout}");
@@ -341,4 +349,64 @@ fn bad_input_gets_one_clear_line() {
         assert_eq!(done.status.code(), Some(2), "{args:?}: {}", done.stderr);
         assert_eq!(done.stderr.lines().count(), 1, "{args:?}: {}", done.stderr);
     }
+}
+
+/// Requests that move no data, on a loop device of the test's own (over a file on the root file system, which
+/// takes discards and write-zeroes through fallocate()): blkdiscard's 1 MiB is one `D` line of 1048576 bytes at
+/// sector 0, `blkdiscard -z`'s next MiB one `Z` at sector 2048, each with the PID of the blkdiscard that asked
+/// (their probing reads stay `R`, 4 KiB each), and an fsync() of the device is a `F` line with no sector (`-`).
+/// biotop, run at the same time, puts the same requests in D, Z and F rows, and credits each flush to the same
+/// task as biosnoop (the one that issues it: the flush request has no submitter of its own).
+#[test]
+fn discards_write_zeroes_and_flushes_have_their_own_type() {
+    const MIB: u64 = 1 << 20;
+    let dev = LoopDevice::on_root_fs("biosnoop-ops", 8 * MIB);
+    let name = dev.name();
+    let (major, minor) = dev.major_minor();
+    let snoop = start(&["-d", &name], &[]);
+    let mut top = Running::start("biotop", &["-j", "3600"]);
+    top.wait_attached(Duration::from_secs(20));
+    let discard = dev.discard(0, MIB, false);
+    let zeroes = dev.discard(MIB, MIB, true);
+    dev.flush();
+    thread::sleep(Duration::from_millis(300));
+    let done = stop(snoop);
+    top.signal(libc::SIGINT);
+    let top = top.finish(Duration::from_secs(20));
+    top.assert_success();
+    let out = &done.stdout;
+    for (pid, t, sector) in [(discard, "D", 0), (zeroes, "Z", 2048)] {
+        let lines = lines_of(out, pid);
+        let own: Vec<&Line> = lines.iter().filter(|l| l.rw == t).collect();
+        assert_eq!(own.len(), 1, "blkdiscard {pid}: one {t} request:\n{out}");
+        assert_eq!((own[0].bytes, own[0].sector, own[0].comm.as_str()), (MIB, Some(sector), "blkdiscard"), "{out}");
+        for l in &lines {
+            assert!(l.rw == t || (l.rw == "R" && l.bytes == 4096), "blkdiscard {pid}: {l:?}\n{out}");
+        }
+    }
+    let flushes: Vec<Line> = lines(out).into_iter().filter(|l| l.rw == "F").collect();
+    assert!(!flushes.is_empty(), "no flush request:\n{out}");
+    let mut snooped: BTreeMap<(u32, String), u64> = BTreeMap::new();
+    for l in &flushes {
+        assert_eq!((l.disk.as_str(), l.sector, l.bytes), (name.as_str(), None, 0), "{l:?}\n{out}");
+        assert!(l.pid != 0 && l.comm != "?", "a flush credited to no task: {l:?}\n{out}");
+        *snooped.entry((l.pid, l.comm.clone())).or_default() += 1;
+    }
+
+    let rows: Vec<Value> =
+        json_lines(&top.stdout).into_iter().filter(|r| r["major"] == major && r["minor"] == minor).collect();
+    let sum = |pid: u32, rw: &str, field: &str| -> u64 {
+        rows.iter().filter(|r| r["pid"] == pid && r["rw"] == rw).map(|r| r[field].as_u64().unwrap()).sum()
+    };
+    for (pid, t) in [(discard, "D"), (zeroes, "Z")] {
+        assert_eq!((sum(pid, t, "io"), sum(pid, t, "bytes")), (1, MIB), "biotop, {t}:\n{}", top.stdout);
+        assert_eq!(sum(pid, "R", "bytes"), 4096 * sum(pid, "R", "io"), "biotop, R:\n{}", top.stdout);
+        assert_eq!(sum(pid, "W", "io"), 0, "biotop, W:\n{}", top.stdout);
+    }
+    let mut topped: BTreeMap<(u32, String), u64> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r["rw"] == "F") {
+        let key = (r["pid"].as_u64().unwrap() as u32, r["comm"].as_str().unwrap().to_string());
+        *topped.entry(key).or_default() += r["io"].as_u64().unwrap();
+    }
+    assert_eq!(topped, snooped, "biotop's flushes and biosnoop's:\n{}\n{out}", top.stdout);
 }

@@ -4,7 +4,7 @@
  *
  * The process is the request's submitter (block_issuer.bpf.h: noted at block_io_start, else at block_rq_insert),
  * not whichever task runs the queue at issue. At block_rq_issue (first issue only: a requeued request counts once)
- * the request's size, direction, disk and the time go into `starts`, by request pointer; at its last
+ * the request's size, operation (block.bpf.h's request_op: user space names it), disk and the time go into `starts`, by request pointer; at its last
  * block_rq_complete (the completion that covers what is left of it) the row of `rows` adds one I/O, the bytes and
  * the time. Rows are cumulative and never deleted by this side, so nothing is lost between two reads; user space
  * prints differences (and drops the rows of processes gone). -p compares the submitter's PID at issue. Every
@@ -18,10 +18,6 @@
 #include "filter.bpf.h"
 #include "maps.bpf.h"
 #include "biotop.h"
-
-/* REQ_OP_WRITE in the low bits of cmd_flags (REQ_OP_BITS is 8), unchanged since 4.8. */
-#define OP_MASK 0xff
-#define OP_WRITE 1
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -63,7 +59,7 @@ static __always_inline int request_issued(struct request *rq)
 	start.ts = bpf_ktime_get_ns();
 	start.bytes = BPF_CORE_READ(rq, __data_len);
 	start.key.pid = issuer.pid;
-	start.key.write = (BPF_CORE_READ(rq, cmd_flags) & OP_MASK) == OP_WRITE;
+	start.key.op = request_op(rq);
 	start.key.major = dev >> 20;
 	start.key.minor = dev & ((1U << 20) - 1);
 	__builtin_memcpy(start.key.comm, issuer.comm, sizeof(start.key.comm));

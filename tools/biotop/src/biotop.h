@@ -12,7 +12,7 @@
 /* A row of the screen: who submitted the requests, which way, to which disk. */
 struct io_key {
 	__u32 pid;
-	__u32 write;		/* 1: a write (REQ_OP_WRITE); 0: anything else, as BCC's R */
+	__u32 op;		/* the request's operation (REQ_OP_*: read, write, flush, discard, ...) */
 	__u32 major;
 	__u32 minor;
 	char comm[TASK_COMM_LEN];

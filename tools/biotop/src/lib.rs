@@ -25,7 +25,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::{from_bytes, DropCounter};
 use common::cli::{parse_interval_secs, parse_positive_u64};
-use common::domain::blockdev::Disks;
+use common::domain::blockdev::{Disks, RqOps};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -97,13 +97,14 @@ fn biotop(args: Args) -> Result<()> {
     // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
     let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
+    let ops = RqOps::from_btf(&btf);
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("biotop", args.interval.is_some() || args.count.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, noted_at, mech))?;
     if let Some(mut endpoint) = endpoint {
         endpoint.attached(mech, skel.object());
-        let mut totals = metrics::Totals::default();
+        let mut totals = metrics::Totals::new(ops.clone());
         return endpoint.serve(&signals, |s| {
             let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
             s.map_full("starts", &bss.starts_full);
@@ -139,7 +140,7 @@ fn biotop(args: Args) -> Result<()> {
         for (key, stat, id) in now {
             let earlier = before.insert(id.clone(), stat).unwrap_or_default();
             if stat.io > earlier.io {
-                rows.push(Row::new(&key, &stat, &earlier, &disks));
+                rows.push(Row::new(&key, &stat, &earlier, &disks, &ops));
             } else if !std::path::Path::new(&format!("/proc/{}", key.pid)).exists() {
                 // Unchanged over an interval and its process gone: forget the row, so that a long run keeps to
                 // the processes that live.
@@ -174,6 +175,7 @@ fn load_and_attach(
     // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
     rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
     rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
+    RqOps::from_btf(btf).set_rodata(open.open_object_mut());
     autoload_by_section(open.open_object_mut(), mech);
     for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != noted_at) {
         skip_tracepoint(open.open_object_mut(), unused);

@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 use common::attach::maps::{c_string, from_bytes};
-use common::domain::blockdev::Disks;
+use common::domain::blockdev::{Disks, RqOps};
 use common::output::metrics::Snapshot;
 use common::output::taskrows::{Counts, Row, TaskRows};
 use libbpf_rs::MapCore;
@@ -29,29 +29,28 @@ impl Counts for io_stat {
     }
 }
 
-/// The rows of the processes that have exited, and the disks' names.
+/// The rows of the processes that have exited, the disks' names and the kernel's operation numbers.
 pub struct Totals {
     rows: TaskRows<Labels, io_stat>,
     disks: Disks,
-}
-
-impl Default for Totals {
-    fn default() -> Self {
-        Totals { rows: TaskRows::new(), disks: Disks::scan() }
-    }
+    ops: RqOps,
 }
 
 impl Totals {
+    pub fn new(ops: RqOps) -> Self {
+        Totals { rows: TaskRows::new(), disks: Disks::scan(), ops }
+    }
+
     /// One scrape: every row of `rows` (the BPF map) plus the folded ones, as the three counters.
     pub fn write(&mut self, s: &mut Snapshot, rows: &impl MapCore) -> Result<()> {
-        let disks = &mut self.disks;
+        let (disks, ops) = (&mut self.disks, &self.ops);
         let now = self.rows.read(rows, |k, v| {
             let (key, counts) = (from_bytes::<io_key>(k), from_bytes::<io_stat>(v));
             let dev = crate::report::dev(&key);
             if disks.name(dev) == "?" {
                 *disks = Disks::scan(); // a disk added since the last scan
             }
-            let operation = if key.write != 0 { "write" } else { "read" };
+            let operation = ops.of(key.op as u64).label();
             Row { task: key.pid, labels: (c_string(&key.comm), disks.name(dev).to_string(), operation), counts }
         })?;
         s.declare_counter("requests", REQUESTS, LABELS);

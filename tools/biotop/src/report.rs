@@ -3,7 +3,7 @@
 //! AVGms`, sorted, at most -r rows) or one JSON object per row per interval.
 
 use common::attach::maps::c_string;
-use common::domain::blockdev::{kernel_dev, Disks};
+use common::domain::blockdev::{kernel_dev, Disks, RqOps};
 use common::output::stdout::Output;
 use common::output::topscreen;
 use serde::Serialize;
@@ -21,7 +21,8 @@ pub fn dev(k: &io_key) -> u32 {
 pub struct Row {
     pub pid: u32,
     pub comm: String,
-    /// `R` or `W`, as BCC's D column.
+    /// The request type: `R` or `W` as BCC's D column, or the type of a request that moves no data (`D`
+    /// discard, `F` flush, `Z` write-zeroes, ...: common::domain::blockdev::RqOp::letter), kept out of R and W.
     pub rw: &'static str,
     pub major: u32,
     pub minor: u32,
@@ -34,11 +35,11 @@ pub struct Row {
 
 impl Row {
     /// The row of `key` with what was added since `earlier`.
-    pub fn new(key: &io_key, now: &io_stat, earlier: &io_stat, disks: &Disks) -> Row {
+    pub fn new(key: &io_key, now: &io_stat, earlier: &io_stat, disks: &Disks, ops: &RqOps) -> Row {
         Row {
             pid: key.pid,
             comm: c_string(&key.comm),
-            rw: if key.write != 0 { "W" } else { "R" },
+            rw: ops.of(key.op as u64).letter(),
             major: key.major,
             minor: key.minor,
             disk: disks.name(dev(key)).to_string(),

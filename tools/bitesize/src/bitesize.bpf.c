@@ -7,7 +7,9 @@
  * once, at its first issue (theirs count a requeued request at each issue). Every tracepoint is a tp_btf program,
  * else a raw_tp one (block.bpf.h's argument helper handles the request_queue argument kernels before 5.11
  * passed first;
- * user space reads the arity from BTF). The size is the request's __data_len at issue (the tracepoint's `bytes`);
+ * user space reads the arity from BTF). Only reads and writes are counted (block.bpf.h's request_op, with the
+ * operations' numbers user space reads from BTF): a discard or write-zeroes names a range it does not transfer,
+ * and a flush has no size. The size is the request's __data_len at issue (the tracepoint's `bytes`);
  * -d compares the request's device, -c the submitter's name; with --container-label the submitter's cgroup is
  * noted with it (block_issuer_cgroup) and the key holds it too. Histograms are cumulative and never deleted; user
  * space prints the difference between two reads. */
@@ -57,6 +59,9 @@ static __always_inline int count_request(struct request *rq)
 	struct hist *hist;
 	__u64 slot, bytes;
 
+	/* A flush, discard or write-zeroes moves no data: its size is no I/O size. */
+	if (!request_moves_data(rq))
+		return 0;
 	if (!block_issuer_first_issue(rq, &issuer))
 		return 0;
 	if (filter_dev && request_dev(rq) != target_dev)

@@ -21,7 +21,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
-use common::domain::blockdev::Disks;
+use common::domain::blockdev::{Disks, RqOps};
 use common::domain::container_names::ContainerLabelArgs;
 use common::output::hist::Log2Hist;
 use common::output::namedhist::{self, Layout};
@@ -110,6 +110,8 @@ fn bitesize(args: Args) -> Result<()> {
         // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
         rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
         rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
+        // Only reads and writes are counted: the operations' numbers, from BTF.
+        RqOps::from_btf(&btf).set_rodata(open.open_object_mut());
         autoload_by_section(open.open_object_mut(), mech);
         for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != noted_at) {
             skip_tracepoint(open.open_object_mut(), unused);

@@ -141,6 +141,12 @@ fn bad_disk_and_name_are_one_line() {
     assert_eq!(done.stderr.lines().count(), 1, "stderr: {}", done.stderr);
 }
 
+/// `--max-series` bounds the series of `--prometheus`: without it, it would change nothing, so it is refused.
+#[test]
+fn max_series_without_prometheus_is_refused() {
+    usage::assert_refused("bitesize", &["--max-series", "5"], 2, "--prometheus");
+}
+
 #[test]
 fn root_disk_prometheus_sizes_in_bytes() {
     let _turn = DISK.lock().unwrap_or_else(|e| e.into_inner());
@@ -176,4 +182,34 @@ fn root_disk_prometheus_sizes_in_bytes() {
     assert_eq!(bucket("131072.0"), 70.0, "{text}");
     assert_eq!(get(format!("{family}_count{{comm=\"{comm}\"}}")), 70.0);
     assert_eq!(get(format!("{family}_sum{{comm=\"{comm}\"}}")), (40 * 65536 + 30 * 4096) as f64);
+}
+
+/// Requests that move no data are not sizes of I/O: on a loop device of the test's own, blkdiscard's 1 MiB discard
+/// and `blkdiscard -z`'s 1 MiB write-zeroes (and a flush) are not counted; only blkdiscard's probing reads are,
+/// each 4 KiB.
+#[test]
+fn discards_write_zeroes_and_flushes_are_not_counted() {
+    const MIB: u64 = 1 << 20;
+    let dev = LoopDevice::on_root_fs("bitesize-ops", 8 * MIB);
+    let mut run = Running::start("bitesize", &["-j", "-d", &dev.name(), "-c", "blkdiscard"]);
+    run.wait_attached(Duration::from_secs(20));
+    dev.discard(0, MIB, false);
+    dev.discard(MIB, MIB, true);
+    dev.flush();
+    std::thread::sleep(Duration::from_millis(300));
+    run.signal(libc::SIGINT);
+    let done = run.finish(Duration::from_secs(20));
+    done.assert_success();
+    let lines = json_lines(&done.stdout);
+    assert_eq!(lines.len(), 1, "{}", done.stdout);
+    let slots: Vec<(u64, u64)> = lines[0]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["count"].as_u64() > Some(0))
+        .map(|b| (b["low"].as_u64().unwrap(), b["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(slots.len(), 1, "only the 4 KiB reads: {}", done.stdout);
+    assert_eq!(slots[0].0, 4, "{}", done.stdout);
+    assert_eq!(lines[0]["count"].as_u64(), Some(slots[0].1), "{}", done.stdout);
 }

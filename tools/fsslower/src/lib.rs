@@ -41,7 +41,8 @@ struct Args {
     #[command(flatten)]
     pid: common::cli::filter::PidArg,
     /// Show operations that took longer than this many milliseconds (0: every operation)
-    #[arg(short = 'm', long = "min", value_name = "MIN_MS", default_value = "10")]
+    #[arg(short = 'm', long = "min", value_name = "MIN_MS", default_value = "10",
+          value_parser = clap::value_parser!(u64).range(..=MAX_MIN_MS))]
     min_ms: u64,
     /// Stop after this many seconds
     #[arg(short = 'd', long, value_parser = parse_interval_secs)]
@@ -60,15 +61,15 @@ struct Args {
 /// cannot be traced, the system calls' tracepoints filtered by the file's file system.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
+/// The largest `-m`: milliseconds whose nanoseconds fit in the BPF side's u64 (clap's refusal names this limit).
+const MAX_MIN_MS: u64 = u64::MAX / 1_000_000;
+
 /// The operations fsslower reports (getattr is fsdist's only, as in libbpf-tools).
 const OPS: [Op; 4] = [Op::Read, Op::Write, Op::Open, Op::Fsync];
 
 fn main(argv: Vec<OsString>) -> ExitCode {
     let args: Args = common::cli::parse(argv);
     let fs = file_system(args.fs);
-    if args.min_ms > u64::MAX / 1_000_000 {
-        common::cli::usage_error(&format!("-m {}: too large a number of milliseconds", args.min_ms));
-    }
     run::bpf_main(args.verbose, || fsslower(args, fs))
 }
 

@@ -67,7 +67,7 @@ struct Args {
     #[arg(long, value_name = "ADDR:PORT", value_parser = common::output::metrics::parse_listen, conflicts_with = "json")]
     prometheus: Option<std::net::SocketAddr>,
     /// With --prometheus: the most label sets a metric may have; the rest add up in one series labelled "other"
-    #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES)]
+    #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES, requires = "prometheus")]
     max_series: usize,
     #[command(flatten)]
     verbose: common::cli::Verbose,

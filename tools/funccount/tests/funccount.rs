@@ -286,7 +286,7 @@ fn kernel_functions_fail_with_one_clear_sentence_and_leave_nothing_behind() {
 #[test]
 fn bad_input_is_one_clear_line() {
     let exe = helper();
-    let cases: [(&[&str], i32, &str); 11] = [
+    let cases: [(&[&str], i32, &str); 12] = [
         (
             &["nosuchkernelfunction_xyz"],
             1,
@@ -304,6 +304,8 @@ fn bad_input_is_one_clear_line() {
         (&["-i", "18446744073709551615", "c:malloc"], 2, "from 1 to 31536000"),
         (&["-d", "18446744073709551615", "c:malloc"], 2, "from 1 to 31536000"),
         (&["-i", "0", "c:malloc"], 2, "from 1 to 31536000"),
+        // Issue 53 item 15: --max-series bounds --prometheus's series and changes nothing without it.
+        (&["--max-series", "5", "c:malloc"], 2, "--prometheus"),
     ];
     for (args, code, message) in cases {
         let done = run_tool("funccount", args);

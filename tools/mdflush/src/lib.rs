@@ -69,7 +69,23 @@ struct Flush {
     device: String,
 }
 
+/// Whether md arrays can exist on this kernel: the md driver is built in or loaded (/sys/module/md_mod, which
+/// the driver's parameters make for a built-in driver too), or this kernel has it as a module to load.
+fn md_driver_present() -> bool {
+    if Path::new("/sys/module/md_mod").exists() {
+        return true;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let dir = format!("/lib/modules/{}/kernel/drivers/md", release.trim());
+    std::fs::read_dir(dir)
+        .is_ok_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("md-mod.ko")))
+}
+
 fn mdflush(args: Args) -> Result<()> {
+    // Without the driver no array can ever be made, so no line could ever come: say so rather than wait.
+    if !md_driver_present() {
+        bail!("this kernel has no md driver (no /sys/module/md_mod, no md-mod module to load): no md array can exist");
+    }
     let signals = Signals::install()?;
     // The tracepoint's form: (bio) since 5.11, (q, bio) before; read once for every step of the ladder.
     let bio_queue_arity = KernelBtf::load()?.tracepoint_arity("block_bio_queue");

@@ -83,7 +83,7 @@ struct Args {
     #[arg(short = 'O', long, value_name = "OBJ", default_value = "c")]
     obj: String,
     /// Kernel mode: trace the percpu allocator instead of kmalloc, slab caches and pages
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["pid", "command"])]
     percpu: bool,
     /// Order of the stacks: size or count
     #[arg(long, value_enum, default_value_t = SortKey::Size)]
@@ -230,21 +230,23 @@ fn memleak(args: Args) -> Result<()> {
     let interval = Duration::from_secs(args.interval.unwrap_or(5));
     let start = Instant::now();
     let mut done = 0u64;
+    // The traced process (-p or -c) has ended: its last report, a line that says so, and the end.
+    let exited = || pid.is_some_and(common::process::has_exited);
     loop {
         let deadline = u32::try_from(done.saturating_add(1))
             .ok()
             .and_then(|n| interval.checked_mul(n))
             .and_then(|d| start.checked_add(d));
+        let until = || deadline.is_some_and(|d| Instant::now() >= d) || exited();
         let stopped = if args.trace {
             let mut printer = |data: &[u8]| report::write_trace(&mut out, data);
-            events.poll(&signals, || deadline.is_some_and(|d| Instant::now() >= d), &mut printer)?;
+            events.poll(&signals, until, &mut printer)?;
             signals.stopped()
         } else if pid.is_none() {
             signals.sleep_until(deadline)
         } else {
             let notices = process_notices(&skel.maps.new_pids, &bss.lost_notices);
-            let lost =
-                symbolizer.remember_noticed(&signals, &notices, || deadline.is_some_and(|d| Instant::now() >= d))?;
+            let lost = symbolizer.remember_noticed(&signals, &notices, until)?;
             lost_notices = Some(lost);
             signals.stopped()
         };
@@ -259,9 +261,18 @@ fn memleak(args: Args) -> Result<()> {
         if let Some(pid) = pid {
             symbolizer.remember_process(pid);
         }
+        let ended = exited();
         report.write(&mut out, &skel, &mut symbolizer)?;
         for (counter, value) in &mut lost {
             counter.check(value);
+        }
+        if let (true, Some(pid)) = (ended, pid) {
+            if !args.json {
+                use std::io::Write;
+                writeln!(out, "Process {pid} exited.")?;
+                out.flush()?;
+            }
+            break;
         }
         if args.count.is_some_and(|c| done >= c) {
             break;

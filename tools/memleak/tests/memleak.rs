@@ -314,3 +314,46 @@ fn prometheus_outstanding_bytes_and_allocations_per_stack() {
     done.assert_no_programs_left();
     usage::assert_refused(TOOL, &["--prometheus", "127.0.0.1:0", "5"], 2, "interval");
 }
+
+/// `-p PID`: when the process exits, memleak prints its last report (the allocations it never freed), says the
+/// process exited and ends by itself, exit 0, without waiting for Ctrl-C.
+#[test]
+fn traced_process_exiting_ends_the_tool() {
+    let mut helper = Helper::start();
+    let pid = helper.pid();
+    let mut run = Running::start(TOOL, &["-p", &pid.to_string(), "1"]);
+    run.wait_for_line("Attaching to pid", T);
+    run.wait_attached(T);
+    helper.ask("go", "allocated");
+    run.wait_for_line("leak_a", T);
+    // End of input: the helper exits.
+    drop(helper.stdin);
+    assert!(helper.child.0.wait().unwrap().success());
+    let done = run.finish(T);
+    done.assert_success();
+    done.assert_no_programs_left();
+    let said = format!("Process {pid} exited.");
+    assert_eq!(done.stdout.lines().filter(|l| *l == said).count(), 1, "{}", done.stdout);
+    assert_eq!(done.stdout.lines().last(), Some(said.as_str()), "{}", done.stdout);
+    let last = &reports(&done.stdout).pop().expect("no report").1;
+    assert_eq!(from(last, "leak_a"), Some((28672, 7)), "{}", done.stdout);
+}
+
+/// `-c COMMAND`: the same when the command ends.
+#[test]
+fn command_ending_ends_the_tool() {
+    let done = Running::start(TOOL, &["-c", "sleep 1", "1"]).finish(T);
+    done.assert_success();
+    let last = done.stdout.lines().last().unwrap_or_default();
+    let pid = last.strip_prefix("Process ").and_then(|r| r.strip_suffix(" exited."));
+    assert!(pid.is_some_and(|p| p.parse::<u32>().is_ok()), "{}", done.stdout);
+    done.assert_no_programs_left();
+}
+
+/// `--percpu` is kernel mode's: with a process (-p or -c) it would be ignored, so it is refused.
+#[test]
+fn percpu_with_a_process_is_refused() {
+    let me = std::process::id().to_string();
+    usage::assert_refused(TOOL, &["--percpu", "-p", &me], 2, "--percpu");
+    usage::assert_refused(TOOL, &["--percpu", "-c", "true"], 2, "--percpu");
+}

@@ -66,8 +66,22 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     run::bpf_main(args.verbose, || numamove(args))
 }
 
+/// How many NUMA nodes this machine can ever have (/sys/devices/system/node/possible; none without NUMA support).
+fn possible_nodes() -> usize {
+    std::fs::read_to_string("/sys/devices/system/node/possible")
+        .ok()
+        .and_then(|list| common::attach::perf::parse_cpu_list(&list).ok())
+        .map_or(0, |nodes| nodes.len())
+}
+
 fn numamove(args: Args) -> Result<()> {
     args.pid.filter().check()?;
+    // With one node, NUMA balancing has nowhere to move a page: no migration can ever be counted.
+    match possible_nodes() {
+        0 => bail!("this kernel has no NUMA support (no /sys/devices/system/node/possible): no page can be migrated"),
+        1 => bail!("this machine has one NUMA node (/sys/devices/system/node/possible): no page can be misplaced"),
+        _ => {}
+    }
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("numamove", args.interval.is_some())?;
     let btf = KernelBtf::load()?;

@@ -227,10 +227,25 @@ fn text_rows_count_the_helpers_pages() {
     assert_eq!(counted, moved, "{}", done.stdout);
 }
 
-/// With NUMA balancing off (or one node), no page is migrated: every count is zero, for exactly the reports asked
-/// for.
+/// Where only one NUMA node is possible (this host), no page can ever be misplaced: numamove says so in one line
+/// and exits 1, in every mode.
+#[test]
+fn one_node_is_refused_in_one_line() {
+    if two_nodes() {
+        return;
+    }
+    assert_one_node_here();
+    for args in [&[][..], &["-j"], &["--prometheus", "127.0.0.1:0"]] {
+        usage::assert_refused(TOOL, args, 1, "one NUMA node");
+    }
+}
+
+/// With NUMA balancing off, no page is migrated: every count is zero, for exactly the reports asked for.
 #[test]
 fn without_balancing_every_count_is_zero() {
+    if !two_nodes() {
+        return assert_one_node_here();
+    }
     let _balancing = Balancing::take();
     let done = run_tool(TOOL, &["-j", "1", "2"]);
     done.assert_success();
@@ -250,6 +265,9 @@ fn without_balancing_every_count_is_zero() {
 
 #[test]
 fn prometheus_counters_start_at_zero_without_balancing() {
+    if !two_nodes() {
+        return assert_one_node_here();
+    }
     let _balancing = Balancing::take();
     let (run, addr) = serving(TOOL, &[]);
     let text = scrape(&addr);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! tcpconnlat: trace active TCP connects and show their latency (BCC's tool, CO-RE).
+//! tcpconnlat: how long the handshake of each outgoing TCP connection takes (BCC's tool, CO-RE).
 //!
 //! The BPF side watches `sock:inet_sock_set_state` through the state tracking tcplife and tcpstates share
 //! (`bpf/include/sockstate.bpf.h`): the change CLOSE -> SYN_SENT, made inside connect(), names the connecting task

@@ -104,16 +104,15 @@ impl Screen {
         Ok(())
     }
 
-    /// The IPv4 table then the IPv6 table, sorted, at most `rows` rows in all (IPv4 first, as libbpf-tools).
+    /// The IPv4 table then the IPv6 table (BCC's layout), each sorted: the `rows` largest connections of both
+    /// families together, each printed in its family's table.
     pub fn table(&self, mut conns: Vec<Conn>) -> String {
         let key = |c: &Conn| match self.sort {
             Sort::All => c.sent + c.received,
             Sort::Sent => c.sent,
             Sort::Received => c.received,
         };
-        conns.sort_by(|a, b| {
-            (a.family == Family::V6).cmp(&(b.family == Family::V6)).then(key(b).cmp(&key(a))).then(a.pid.cmp(&b.pid))
-        });
+        conns.sort_by(|a, b| key(b).cmp(&key(a)).then(a.pid.cmp(&b.pid)));
         conns.truncate(self.rows);
         let mut s = String::new();
         for (family, width, laddr, raddr, lead) in
@@ -189,5 +188,14 @@ PID     COMM         LADDR6                           RADDR6                    
         let t = screen.table(vec![conn(1, false, 9000, 0), conn(2, false, 0, 2048)]);
         assert_eq!(t.lines().count(), 2);
         assert!(t.lines().nth(1).unwrap().starts_with("2 "));
+    }
+
+    #[test]
+    fn rows_are_ranked_across_both_families() {
+        let screen = Screen { clear: false, summary: false, sort: Sort::Sent, rows: 2 };
+        let t =
+            screen.table(vec![conn(1, false, 74 << 10, 0), conn(2, false, 70 << 10, 0), conn(3, true, 879 << 10, 0)]);
+        let pids: Vec<&str> = t.lines().filter_map(|l| l.split_whitespace().next()).filter(|w| *w != "PID").collect();
+        assert_eq!(pids, ["1", "3"], "{t}");
     }
 }

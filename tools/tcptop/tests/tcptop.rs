@@ -335,3 +335,85 @@ fn prometheus_counts_bytes_per_server_port_and_role() {
         assert_refused("tcptop", args, 2, "");
     }
 }
+
+/// `-r` ranks the rows of both families together: in a cgroup of the test's own, an IPv6 client that sends 800 KB
+/// and IPv4 clients that send 70 KB and 60 KB, `-s sent -r 2` shows the IPv6 client's row (in the IPv6 table) and
+/// the 70 KB one (in the IPv4 table), and no other.
+#[test]
+fn row_limit_ranks_both_families_together() {
+    let cg = corebpf_tests::cgroup::TestCgroup::new("tcptop-rows");
+    let mut h4 = Helper::start(false, &[(70 * 1024, 1024), (60 * 1024, 1024)]);
+    let mut h6 = Helper::start(true, &[(800 * 1024, 1024)]);
+    for h in [&h4, &h6] {
+        std::fs::write(cg.path().join("cgroup.procs"), h.pid.to_string()).unwrap();
+    }
+    let run = start(&["-C", "-S", "-s", "sent", "-r", "2", "-c", cg.arg(), "3600"]);
+    h4.go();
+    h6.go();
+    let done = stop(run);
+    let out = &done.stdout;
+    let (rows4, rows6) = (screen_rows(out, &h4), screen_rows(out, &h6));
+    let (c4, s4, _, _) = h4.conns[0];
+    let (c6, s6, _, _) = h6.conns[0];
+    assert_eq!(rows6.len(), 1, "{out}");
+    assert_eq!(rows6[&(hostport("::1", c6), hostport("::1", s6))], (1, 800), "{out}");
+    assert_eq!(rows4.len(), 1, "{out}");
+    assert_eq!(rows4[&(hostport("127.0.0.1", c4), hostport("127.0.0.1", s4))], (1, 70), "{out}");
+    let v4 = out.find(" LADDR ").expect(out);
+    let v6 = out.find(" LADDR6 ").expect(out);
+    assert!(v4 < v6, "the IPv4 table first:\n{out}");
+    h4.finish();
+    h6.finish();
+}
+
+/// The workload of sendfile_and_splice_are_counted_exactly: a loopback connection whose client sends the file
+/// argv[1] with sendfile() and then argv[2] bytes from a pipe with splice(); a thread at the server end reads them.
+/// Prints the client's and the server's ports before "done".
+const SENDFILE: &str = r#"
+import os, socket, sys, threading
+path, spliced = sys.argv[1], int(sys.argv[2])
+size = os.path.getsize(path)
+print("ready", flush=True)
+sys.stdin.readline()
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen()
+c = socket.create_connection(srv.getsockname())
+s, _ = srv.accept()
+def drain():
+    left = size + spliced
+    while left > 0:
+        left -= len(s.recv(min(left, 1 << 16)))
+reader = threading.Thread(target=drain)
+reader.start()
+with open(path, "rb") as f:
+    sent = 0
+    while sent < size:
+        sent += os.sendfile(c.fileno(), f.fileno(), sent, size - sent)
+r, w = os.pipe()
+os.write(w, b"y" * spliced)
+moved = 0
+while moved < spliced:
+    moved += os.splice(r, c.fileno(), spliced - moved)
+reader.join()
+print(c.getsockname()[1], s.getsockname()[1], flush=True)
+print("done", flush=True)
+"#;
+
+/// sendfile() and splice() to a TCP socket pass through sendmsg (6.5+), so they are counted byte for byte: the
+/// client end sent exactly the file's 300007 bytes plus 50000 spliced ones, the server end received them.
+#[test]
+fn sendfile_and_splice_are_counted_exactly() {
+    let file = ScratchFile::new("tcptop-sendfile");
+    std::fs::write(&file.0, vec![b'z'; 300_007]).unwrap();
+    let mut workload = corebpf_tests::runtimes::Workload::python_script(SENDFILE, &[file.0.to_str().unwrap(), "50000"]);
+    let pid = workload.pid();
+    let run = start(&["--json", "-p", &pid.to_string(), "3600"]);
+    let said = workload.go();
+    let ports: Vec<u16> = said.last().unwrap().split_whitespace().map(|p| p.parse().unwrap()).collect();
+    let done = stop(run);
+    let totals = json_totals(&done.stdout);
+    let bytes = |l: u16, r: u16| totals.get(&(pid, l, r)).map(|t| (t.0, t.1));
+    assert_eq!(bytes(ports[0], ports[1]), Some((350_007, 0)), "{}", done.stdout);
+    assert_eq!(bytes(ports[1], ports[0]), Some((0, 350_007)), "{}", done.stdout);
+}
