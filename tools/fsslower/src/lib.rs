@@ -67,8 +67,52 @@ const MAX_MIN_MS: u64 = u64::MAX / 1_000_000;
 /// The operations fsslower reports (getattr is fsdist's only, as in libbpf-tools).
 const OPS: [Op; 4] = [Op::Read, Op::Write, Op::Open, Op::Fsync];
 
+/// BCC's command line, which the tool takes under BCC's names (ext4slower, xfsslower, btrfsslower, nfsslower):
+/// the threshold as a positional argument, `-j` for comma-separated values; `--json` is JSON under every name.
+#[derive(Debug, Parser)]
+#[command(name = env!("CARGO_PKG_NAME"), version, after_help = BCC_EXAMPLES)]
+struct BccArgs {
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    /// Print comma-separated values: end time and latency in raw units, offset in bytes
+    #[arg(short = 'j', long, conflicts_with = "json")]
+    csv: bool,
+    /// Print JSON lines: an object per operation, with its latency in nanoseconds
+    #[arg(long)]
+    json: bool,
+    /// Stop after this many seconds
+    #[arg(short = 'd', long, value_parser = parse_interval_secs)]
+    duration: Option<u64>,
+    /// Show operations that took longer than this many milliseconds (0: every operation)
+    #[arg(value_name = "MIN_MS", default_value = "10", value_parser = clap::value_parser!(u64).range(..=MAX_MIN_MS))]
+    min_ms: u64,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+}
+
+/// The examples of BCC's command line (the tool's name in them becomes the one it was started under).
+const BCC_EXAMPLES: &str = "Examples:
+    fsslower           # operations slower than 10 ms on the file system of this name
+    fsslower 1         # slower than 1 ms
+    fsslower 0         # every operation
+    fsslower -j 1      # comma-separated values
+    fsslower -p 181    # process 181 only
+    fsslower --json    # JSON lines";
+
+impl BccArgs {
+    fn into_args(self, fs: FsType) -> Args {
+        let BccArgs { pid, csv, json, duration, min_ms, verbose } = self;
+        Args { fs: Some(fs), pid, min_ms, duration, csv, json, verbose }
+    }
+}
+
 fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+    // Under a BCC name the command line is BCC's; under fsslower (or an unknown name), libbpf-tools'.
+    let bcc_fs = argv.first().and_then(|a| FsType::from_invoked_name(&a.to_string_lossy(), "slower"));
+    let args: Args = match bcc_fs {
+        Some(fs) => common::cli::parse::<BccArgs>(argv).into_args(fs),
+        None => common::cli::parse(argv),
+    };
     let fs = file_system(args.fs);
     run::bpf_main(args.verbose, || fsslower(args, fs))
 }

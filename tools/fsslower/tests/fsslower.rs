@@ -223,14 +223,30 @@ fn start_named(name: &str, args: &[&str]) -> Running {
     Running::from_command(name, cmd)
 }
 
+/// Under BCC's names the command line is BCC's (issue 53, item 5): the threshold is positional (`ext4slower 0`,
+/// BCC's headline usage) and `-j` is comma-separated values, as in BCC; `--json` is JSON under every name.
 #[test]
 fn bcc_names_pick_the_file_system() {
-    let t = trace_with(|a| start_named("ext4slower", a), &["-m", "0"], None, "Tracing");
+    let t = trace_with(|a| start_named("ext4slower", a), &["0"], None, "Tracing");
     t.done.assert_success();
     assert!(t.done.stdout.starts_with("Tracing ext4 operations... Hit Ctrl-C to end.\n"), "{}", t.done.stdout);
     assert_eq!(text_rows(&t), expected_text(), "{}", t.done.stdout);
+    let t = trace_with(|a| start_named("ext4slower", a), &["-j", "0"], None, "");
+    t.done.assert_success();
+    assert_eq!(t.done.stdout.lines().next(), Some("ENDTIME_ns,TASK,PID,TYPE,BYTES,OFFSET_b,LATENCY_us,FILE"));
+    let pid = t.pid.to_string();
+    let csv = t.done.stdout.lines().filter(|l| l.split(',').nth(2) == Some(pid.as_str())).count();
+    assert_eq!(csv, EXPECTED.len(), "{}", t.done.stdout);
+    let t = trace_with(|a| start_named("ext4slower", a), &["--json", "0"], None, "");
+    t.done.assert_success();
+    let json = json_lines(&t.done.stdout).into_iter().filter(|l| l["pid"].as_u64() == Some(t.pid.into())).count();
+    assert_eq!(json, EXPECTED.len(), "{}", t.done.stdout);
+    // A threshold no operation of the helper reaches (an hour).
+    let t = trace_with(|a| start_named("ext4slower", a), &["3600000"], None, "Tracing");
+    assert!(t.done.stdout.starts_with("Tracing ext4 operations slower than 3600000 ms"), "{}", t.done.stdout);
+    assert_eq!(text_rows(&t), [], "{}", t.done.stdout);
     let mounted = MountedFs::new("xfs", "xfsslower");
-    let t = trace_with(|a| start_named("bpf-xfsslower", a), &["-m", "0"], Some(&mounted.dir), "Tracing");
+    let t = trace_with(|a| start_named("bpf-xfsslower", a), &["0"], Some(&mounted.dir), "Tracing");
     t.done.assert_success();
     assert!(t.done.stdout.starts_with("Tracing xfs operations... Hit Ctrl-C to end.\n"), "{}", t.done.stdout);
     assert_eq!(text_rows(&t), expected_text(), "{}", t.done.stdout);
