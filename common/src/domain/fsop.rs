@@ -191,14 +191,30 @@ fn subvolume_dev(escaped: &str) -> Option<u32> {
     Some(libc::major(dev) << 20 | libc::minor(dev))
 }
 
-/// True if the kernel (or a loaded module) has a function of this exact name (/proc/kallsyms).
-pub fn kernel_has_function(name: &str) -> bool {
-    let Ok(syms) = std::fs::read_to_string("/proc/kallsyms") else { return false };
-    syms.lines().any(|l| {
-        let mut f = l.split_whitespace();
-        let (_, kind, sym) = (f.next(), f.next(), f.next());
-        matches!(kind, Some("t" | "T")) && sym == Some(name)
-    })
+/// Which of `names` the kernel (or a loaded module) has as functions (/proc/kallsyms). /proc/kallsyms is read once
+/// for all the names not asked before (a read takes tens of milliseconds; each attach path that is tried asks for
+/// the same ones, and fsslower started at about 330 ms reading it eight times); the answers are kept for the
+/// process's life.
+pub fn kernel_functions_present(names: &[&str]) -> std::collections::HashSet<String> {
+    static KNOWN: std::sync::Mutex<Option<std::collections::HashMap<String, bool>>> = std::sync::Mutex::new(None);
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    let known = known.get_or_insert_with(Default::default);
+    let unknown: Vec<&str> = names.iter().copied().filter(|n| !known.contains_key(*n)).collect();
+    if !unknown.is_empty() {
+        let syms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let found: std::collections::HashSet<&str> = syms
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let (_, kind, sym) = (f.next(), f.next(), f.next()?);
+                (matches!(kind, Some("t" | "T")) && unknown.contains(&sym)).then_some(sym)
+            })
+            .collect();
+        for name in unknown {
+            known.insert(name.to_string(), found.contains(name));
+        }
+    }
+    names.iter().filter(|n| known.get(**n) == Some(&true)).map(|n| n.to_string()).collect()
 }
 
 /// The system calls of each operation on the tracepoint path, with the program of fsop.bpf.h each one's
@@ -254,9 +270,11 @@ impl Plan {
         let mut calls = Vec::new();
         match mech {
             Attach::Fentry | Attach::Kprobe => {
+                let funcs: Vec<&str> = wanted.iter().map(|&op| fs.function(op)).collect();
+                let present = kernel_functions_present(&funcs);
                 for &op in wanted {
                     let func = fs.function(op);
-                    if kernel_has_function(func) {
+                    if present.contains(func) {
                         ops.push(op);
                     } else if op != Op::Getattr {
                         bail!("this kernel has no function {func} ({} {})", fs.name(), op.name());
@@ -385,6 +403,17 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One read of /proc/kallsyms answers for several names; asking again for some of them gives the kept answers.
+    #[test]
+    fn kernel_functions_are_looked_up_once() {
+        let asked = ["vfs_read", "vfs_write", "no_such_function_corebpf"];
+        let present = kernel_functions_present(&asked);
+        // Root sees the addresses; anyone sees the names.
+        assert!(present.contains("vfs_read") && present.contains("vfs_write"), "{present:?}");
+        assert!(!present.contains("no_such_function_corebpf"));
+        assert_eq!(kernel_functions_present(&asked[..1]), ["vfs_read".to_string()].into());
+    }
 
     #[test]
     fn bcc_names_pick_the_file_system() {
