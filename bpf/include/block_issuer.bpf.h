@@ -11,11 +11,13 @@
  * block_issuer_first_issue(rq, &issuer) gives what was noted, or the current task when nothing was (a request
  * submitted before tracing began, or one that bypassed both points), and says whether this is the request's first
  * issue: a request the device could not take is requeued and issued again (by whoever runs the queue then), and
- * a tool that counts requests counts it once. block_issuer_forget(rq, nr_bytes) at block_rq_complete forgets it
- * after its last completion. The map is a preallocated hash, not an LRU (an LRU update costs the submitter about
- * twice as much, bench figure 24): a note left by a request that never completes here (merged into another)
- * is replaced when block_io_start sees its pointer again, since blk-mq reuses a fixed set of request structs per
- * queue; where the map is full, a request is named after the task that issues it, as BCC does.
+ * a tool that counts requests counts it once. Notes taken at block_io_start are kept: blk-mq reuses a fixed set
+ * of request structs per queue, and the next block_io_start of a struct writes its note in place (a lookup and a
+ * few stores, where an update or a delete at completion costs about as much as the rest of the programs together,
+ * bench figure 24); the map is an LRU, so the notes of request structs freed for good (a queue reconfigured, a
+ * device removed) make way for new ones. Notes taken at block_rq_insert (block_issuer_at_insert) are not fresh, so
+ * block_issuer_forget(rq, nr_bytes) at block_rq_complete forgets each after its last completion; with block_io_start
+ * it does nothing. Where no note is found, a request is named after the task that issues it, as BCC does.
  * BLOCK_ISSUER_PROGRAMS declares the two noting programs (tp_btf and raw_tp each); user space loads block_io_start's where the kernel has it, else block_rq_insert's. */
 #ifndef __COREBPF_BLOCK_ISSUER_BPF_H
 #define __COREBPF_BLOCK_ISSUER_BPF_H
@@ -39,9 +41,11 @@ struct block_issuer {
 
 /* Whether the notes hold the submitter's cgroup (bitesize's --container-label); 0 in them without. */
 const volatile bool block_issuer_cgroup = false;
+/* Set by user space when the notes are taken at block_rq_insert (kernels before block_io_start). */
+const volatile bool block_issuer_at_insert = false;
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, BLOCK_ISSUERS_MAX);
 	__type(key, struct request *);
 	__type(value, struct block_issuer);
@@ -56,8 +60,19 @@ static __always_inline void block_issuer_current(struct block_issuer *issuer)
 
 static __always_inline void block_issuer_note(struct request *rq, bool fresh)
 {
-	struct block_issuer issuer = {};
+	struct block_issuer issuer = {}, *noted;
 
+	/* A fresh note over a stale one (a request struct used again) is written in place: a lookup and a few stores
+	 * instead of an update, which takes a new element and the bucket's lock and frees the old one. No other CPU
+	 * touches the note of a request being submitted here. */
+	if (fresh) {
+		noted = bpf_map_lookup_elem(&block_issuers, PTR_KEY(rq));
+		if (noted) {
+			block_issuer_current(noted);
+			noted->issued = 0;
+			return;
+		}
+	}
 	block_issuer_current(&issuer);
 	bpf_map_update_elem(&block_issuers, PTR_KEY(rq), &issuer, fresh ? BPF_ANY : BPF_NOEXIST);
 }
@@ -80,7 +95,7 @@ static __always_inline bool block_issuer_first_issue(struct request *rq, struct 
 /* At block_rq_complete(rq, error, nr_bytes): the last completion covers what is left of the request. */
 static __always_inline void block_issuer_forget(struct request *rq, __u32 nr_bytes)
 {
-	if (nr_bytes >= TP_READ(rq, __data_len))
+	if (block_issuer_at_insert && nr_bytes >= TP_READ(rq, __data_len))
 		bpf_map_delete_elem(&block_issuers, PTR_KEY(rq));
 }
 

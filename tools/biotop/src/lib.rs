@@ -175,6 +175,8 @@ fn load_and_attach(
     // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
     rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
     rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
+    // Notes of block_rq_insert are forgotten at completion; those of block_io_start written over (block_issuer.bpf.h).
+    rodata.block_issuer_at_insert = noted_at == "block_rq_insert";
     RqOps::from_btf(btf).set_rodata(open.open_object_mut());
     autoload_by_section(open.open_object_mut(), mech);
     for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != noted_at) {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* bitesize: a log2 histogram of the size of each block I/O request issued to a device, in KiB, per process name.
  *
- * The name is the request's submitter (block_issuer.bpf.h: noted at block_io_start, else at block_rq_insert,
- * forgotten at block_rq_complete), not whichever task happens to run the queue at block_rq_issue, which is what
- * BCC and libbpf-tools name: on a busy disk theirs credit one process with another's requests. A request counts
+ * The name is the request's submitter (block_issuer.bpf.h: noted at block_io_start, else at block_rq_insert and
+ * then forgotten at block_rq_complete), not whichever task happens to run the queue at block_rq_issue, which is
+ * what BCC and libbpf-tools name: on a busy disk theirs credit one process with another's requests. A request counts
  * once, at its first issue (theirs count a requeued request at each issue). Every tracepoint is a tp_btf program,
  * else a raw_tp one (block.bpf.h's argument helper handles the request_queue argument kernels before 5.11
  * passed first;

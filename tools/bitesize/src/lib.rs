@@ -107,6 +107,10 @@ fn bitesize(args: Args) -> Result<()> {
         rodata.filter_comm = target_comm.is_some();
         rodata.target_comm = target_comm.unwrap_or_default();
         rodata.block_issuer_cgroup = containers.is_some();
+        // Notes taken at block_io_start are written over in place when a request struct is used again; those of
+        // block_rq_insert are forgotten at completion (block_issuer.bpf.h).
+        let at_insert = noted_at == "block_rq_insert";
+        rodata.block_issuer_at_insert = at_insert;
         // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
         rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
         rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
@@ -116,10 +120,14 @@ fn bitesize(args: Args) -> Result<()> {
         for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != noted_at) {
             skip_tracepoint(open.open_object_mut(), unused);
         }
+        if !at_insert {
+            skip_tracepoint(open.open_object_mut(), "block_rq_complete");
+        }
         let skel: BpfSkel<'static> = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
         // The note first, so that no request attached between the two is counted without its submitter.
         let links: Vec<Link> = [noted_at, "block_rq_issue", "block_rq_complete"]
             .into_iter()
+            .filter(|&name| at_insert || name != "block_rq_complete")
             .map(|name| attach_loaded_tracepoint(skel.object(), "block", name))
             .collect::<Result<_>>()?;
         Ok((skel, links))
