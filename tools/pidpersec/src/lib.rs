@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton};
-use common::output::stdout::{clock_hms, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::run::{self, Signals, Tick};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -94,7 +94,7 @@ fn pidpersec(args: Args) -> Result<()> {
         let pids = now.wrapping_sub(last);
         last = now;
         if args.json {
-            out.json_line(&Second { time: clock_hms(), ts: monotonic_secs(), pids })?;
+            out.json_line(&Second { time: clock_rfc3339(), ts: monotonic_secs(), pids })?;
         } else {
             writeln!(out, "{}: PIDs/sec: {pids}", clock_hms())?;
             out.flush()?;

@@ -52,10 +52,14 @@ fn raw_tp_and_tracepoint_count_the_same() {
 
 fn check_json(env: &[(&str, &str)]) {
     let (done, t0, t1) = across_a_burst(&["--json"], env);
-    let secs: Vec<(f64, u64)> = json_lines(&done.stdout)
-        .iter()
-        .map(|r: &Value| (r["ts"].as_f64().unwrap(), r["pids"].as_u64().unwrap()))
-        .collect();
+    let records = json_lines(&done.stdout);
+    // time is RFC 3339, as in every tool's JSON (issue 53, item 10): 2026-12-02T07:01:02.345+00:00.
+    for r in &records {
+        let time = r["time"].as_str().unwrap_or_else(|| panic!("{r}"));
+        assert!(time.len() >= 20 && time.as_bytes()[10] == b'T' && time.as_bytes()[4] == b'-', "{r}");
+    }
+    let secs: Vec<(f64, u64)> =
+        records.iter().map(|r: &Value| (r["ts"].as_f64().unwrap(), r["pids"].as_u64().unwrap())).collect();
     assert!(secs.len() >= 3, "{}", done.stdout);
     // Each line's ts is taken just after its count was read: second i counts forks after ts[i-1] (less the few
     // microseconds between the read and the clock) and up to ts[i]. 50 ms of slack covers a preempted reader.
