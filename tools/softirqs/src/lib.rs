@@ -82,7 +82,7 @@ fn read_hists(skel: &BpfSkel<'_>, names: &[(u32, String)]) -> Result<Vec<(Irq, L
     let mut hists = Vec::new();
     for vec in 0..bpf::consts::MAX_VECS as u32 {
         // Each CPU's record of the vector, summed.
-        let mut sum = Log2Hist { slots: vec![0; bpf::consts::MAX_SLOTS as usize], count: 0, sum: 0 };
+        let mut sum = Log2Hist { slots: vec![0; bpf::consts::MAX_SLOTS], count: 0, sum: 0 };
         for h in common::attach::maps::percpu_values::<hist>(&skel.maps.hists, &vec.to_ne_bytes())? {
             sum.slots.iter_mut().zip(h.slots).for_each(|(s, n)| *s += n);
             sum.count += h.count;
