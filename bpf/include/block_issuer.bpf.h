@@ -14,10 +14,11 @@
  * a tool that counts requests counts it once. Notes taken at block_io_start are kept: blk-mq reuses a fixed set
  * of request structs per queue, and the next block_io_start of a struct writes its note in place (a lookup and a
  * few stores, where an update or a delete at completion costs about as much as the rest of the programs together,
- * bench figure 24); the map is an LRU, so the notes of request structs freed for good (a queue reconfigured, a
- * device removed) make way for new ones. Notes taken at block_rq_insert (block_issuer_at_insert) are not fresh, so
- * block_issuer_forget(rq, nr_bytes) at block_rq_complete forgets each after its last completion; with block_io_start
- * it does nothing. Where no note is found, a request is named after the task that issues it, as BCC does.
+ * bench figure 24); user space makes the map an LRU then, so the notes of request structs freed for good (a queue
+ * reconfigured, a device removed) make way for new ones. Notes taken at block_rq_insert (block_issuer_at_insert)
+ * are not fresh, so block_issuer_forget(rq, nr_bytes) at block_rq_complete forgets each after its last completion,
+ * in a preallocated hash; with block_io_start it does nothing. User space sets all this up (common's
+ * SubmitterNotes). Where no note is found, a request is named after the task that issues it, as BCC does.
  * BLOCK_ISSUER_PROGRAMS declares the two noting programs (tp_btf and raw_tp each); user space loads block_io_start's where the kernel has it, else block_rq_insert's. */
 #ifndef __COREBPF_BLOCK_ISSUER_BPF_H
 #define __COREBPF_BLOCK_ISSUER_BPF_H
@@ -45,7 +46,7 @@ const volatile bool block_issuer_cgroup = false;
 const volatile bool block_issuer_at_insert = false;
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);	/* an LRU where the notes are fresh (SubmitterNotes, common) */
 	__uint(max_entries, BLOCK_ISSUERS_MAX);
 	__type(key, struct request *);
 	__type(value, struct block_issuer);

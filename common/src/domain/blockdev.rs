@@ -189,6 +189,45 @@ impl RqOps {
     }
 }
 
+/// Where bpf/include/block_issuer.bpf.h notes each request's submitter, and what follows from it for an object
+/// built with it (bitesize, biotop): at block_io_start (6.5+), where the submitter is current for every request,
+/// the notes are fresh and written over in place when a request struct is used again, so nothing is forgotten at
+/// completion and the map is an LRU (the notes of request structs freed for good make way); at block_rq_insert
+/// (before 6.5) a note stands until block_rq_complete forgets it, in a preallocated hash.
+#[derive(Debug, Clone, Copy)]
+pub struct SubmitterNotes {
+    /// The tracepoint the notes are taken at.
+    pub at: &'static str,
+}
+
+impl SubmitterNotes {
+    pub fn new(btf: &KernelBtf) -> SubmitterNotes {
+        SubmitterNotes { at: if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" } }
+    }
+
+    /// True where notes are forgotten at block_rq_complete (the tool then needs that program for them too).
+    pub fn forgotten_at_completion(self) -> bool {
+        self.at == "block_rq_insert"
+    }
+
+    /// Sets `object` up for this point before it is loaded (after `autoload_by_section`): the other noting
+    /// program off, `block_issuer_at_insert` in `.rodata`, and the `block_issuers` map's type.
+    pub fn prepare(self, object: &mut libbpf_rs::OpenObject) -> Result<()> {
+        for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != self.at) {
+            crate::attach::loader::skip_tracepoint(object, unused);
+        }
+        crate::attach::loader::set_rodata_flag(object, "block_issuer_at_insert", self.forgotten_at_completion());
+        if !self.forgotten_at_completion() {
+            for mut map in object.maps_mut() {
+                if map.name() == "block_issuers" {
+                    map.set_type(libbpf_rs::MapType::LruHash)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Names for `struct request::cmd_flags`, in BCC's `flags_print` style.
 #[derive(Debug, Clone)]
 pub struct RqFlagNames {

@@ -21,11 +21,11 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
 };
 use common::attach::maps::{from_bytes, DropCounter};
 use common::cli::{parse_interval_secs, parse_positive_u64};
-use common::domain::blockdev::{Disks, RqOps};
+use common::domain::blockdev::{Disks, RqOps, SubmitterNotes};
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -96,12 +96,12 @@ fn biotop(args: Args) -> Result<()> {
     let btf = KernelBtf::load()?;
     // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
-    let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
+    let notes = SubmitterNotes::new(&btf);
     let ops = RqOps::from_btf(&btf);
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("biotop", args.interval.is_some() || args.count.is_some())?;
     let ((skel, _links), mech) =
-        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, noted_at, mech))?;
+        load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, notes, mech))?;
     if let Some(mut endpoint) = endpoint {
         endpoint.attached(mech, skel.object());
         let mut totals = metrics::Totals::new(ops.clone());
@@ -167,7 +167,7 @@ fn biotop(args: Args) -> Result<()> {
 fn load_and_attach(
     args: &Args,
     btf: &KernelBtf,
-    noted_at: &str,
+    notes: SubmitterNotes,
     mech: Attach,
 ) -> Result<(BpfSkel<'static>, Vec<Link>)> {
     let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
@@ -175,16 +175,12 @@ fn load_and_attach(
     // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
     rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
     rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
-    // Notes of block_rq_insert are forgotten at completion; those of block_io_start written over (block_issuer.bpf.h).
-    rodata.block_issuer_at_insert = noted_at == "block_rq_insert";
     RqOps::from_btf(btf).set_rodata(open.open_object_mut());
     autoload_by_section(open.open_object_mut(), mech);
-    for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != noted_at) {
-        skip_tracepoint(open.open_object_mut(), unused);
-    }
+    notes.prepare(open.open_object_mut())?;
     let skel: BpfSkel<'static> = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     // The note first, so that no request issued between the two is counted without its submitter.
-    let links = [noted_at, "block_rq_issue", "block_rq_complete"]
+    let links = [notes.at, "block_rq_issue", "block_rq_complete"]
         .into_iter()
         .map(|name| attach_loaded_tracepoint(skel.object(), "block", name))
         .collect::<Result<_>>()?;

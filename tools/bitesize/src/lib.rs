@@ -21,7 +21,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
-use common::domain::blockdev::{Disks, RqOps};
+use common::domain::blockdev::{Disks, RqOps, SubmitterNotes};
 use common::domain::container_names::ContainerLabelArgs;
 use common::output::hist::Log2Hist;
 use common::output::namedhist::{self, Layout};
@@ -95,7 +95,7 @@ fn bitesize(args: Args) -> Result<()> {
     let btf = KernelBtf::load()?;
     // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
-    let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
+    let notes = SubmitterNotes::new(&btf);
     let signals = Signals::install()?;
     let endpoint = args.export.endpoint("bitesize", args.every.interval.is_some())?;
     let containers = args.containers.open_by_cgroup(endpoint.is_some());
@@ -107,27 +107,24 @@ fn bitesize(args: Args) -> Result<()> {
         rodata.filter_comm = target_comm.is_some();
         rodata.target_comm = target_comm.unwrap_or_default();
         rodata.block_issuer_cgroup = containers.is_some();
-        // Notes taken at block_io_start are written over in place when a request struct is used again; those of
-        // block_rq_insert are forgotten at completion (block_issuer.bpf.h).
-        let at_insert = noted_at == "block_rq_insert";
-        rodata.block_issuer_at_insert = at_insert;
         // Before 5.11 block_rq_insert and block_rq_issue also passed the request_queue, as their first argument.
         rodata.insert_has_queue = btf.tracepoint_arity("block_rq_insert") == Some(2);
         rodata.issue_has_queue = btf.tracepoint_arity("block_rq_issue") == Some(2);
         // Only reads and writes are counted: the operations' numbers, from BTF.
         RqOps::from_btf(&btf).set_rodata(open.open_object_mut());
         autoload_by_section(open.open_object_mut(), mech);
-        for unused in ["block_io_start", "block_rq_insert"].into_iter().filter(|&t| t != noted_at) {
-            skip_tracepoint(open.open_object_mut(), unused);
-        }
-        if !at_insert {
+        // Notes taken at block_io_start are written over in place when a request struct is used again; those of
+        // block_rq_insert are forgotten at completion, bitesize's only use of block_rq_complete.
+        notes.prepare(open.open_object_mut())?;
+        let at_completion = notes.forgotten_at_completion();
+        if !at_completion {
             skip_tracepoint(open.open_object_mut(), "block_rq_complete");
         }
         let skel: BpfSkel<'static> = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
         // The note first, so that no request attached between the two is counted without its submitter.
-        let links: Vec<Link> = [noted_at, "block_rq_issue", "block_rq_complete"]
+        let links: Vec<Link> = [notes.at, "block_rq_issue", "block_rq_complete"]
             .into_iter()
-            .filter(|&name| at_insert || name != "block_rq_complete")
+            .filter(|&name| at_completion || name != "block_rq_complete")
             .map(|name| attach_loaded_tracepoint(skel.object(), "block", name))
             .collect::<Result<_>>()?;
         Ok((skel, links))
