@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use corebpf_tests::libc;
-use corebpf_tests::{build_c_helper, json_lines, run_tool, Finished, KillOnDrop, Running, ScratchFile};
+use corebpf_tests::{build_c_helper, json_lines, run_tool, wait_sleeping, Finished, KillOnDrop, Running, ScratchFile};
 
 const CALLS_A: u64 = 37;
 const CALLS_B: u64 = 23;
@@ -33,6 +33,8 @@ fn count(args: &[&str], env: &[(&str, &str)]) -> Finished {
     let mut child =
         KillOnDrop(Command::new(&exe).arg("300").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("helper"));
     let pid = child.0.id().to_string();
+    // Waiting for "go" on stdin: its libraries are mapped by then (a tool started before could find no libc in it).
+    wait_sleeping(child.0.id(), Duration::from_secs(10));
     let args: Vec<String> =
         args.iter().map(|a| a.replace("{exe}", &exe.display().to_string()).replace("{pid}", &pid)).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
