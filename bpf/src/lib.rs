@@ -56,12 +56,9 @@ fn libbpf_headers(out_dir: &Path) -> PathBuf {
 /// Fails the build if a program of the object uses an atomic instruction other than a plain add (an add with
 /// fetch, or/and/xor, exchanges): kernels before 5.12 refuse those ("BPF_STX uses reserved fields"), and clang
 /// makes them from innocent C, e.g. `__sync_fetch_and_add(p, 0)` becomes an atomic OR of 0 (ucalls -S on 5.10).
-fn refuse_new_atomics(object: &Path, tool: &str) {
+fn refuse_new_atomics(open: &libbpf_rs::OpenObject, tool: &str) {
     const BPF_STX: u8 = 0x03;
     const BPF_ATOMIC: u8 = 0xc0;
-    let open = libbpf_rs::ObjectBuilder::default()
-        .open_file(object)
-        .unwrap_or_else(|err| panic!("opening {}: {err:#}", object.display()));
     for prog in open.progs() {
         for (i, insn) in prog.insns().iter().enumerate() {
             if insn.code & 0x07 == BPF_STX && insn.code & 0xe0 == BPF_ATOMIC && insn.imm != 0 {
@@ -82,15 +79,12 @@ fn refuse_new_atomics(object: &Path, tool: &str) {
 /// walk did). The walk is the kernel's own check_cfg(): a depth-first search from the first instruction, each
 /// conditional jump's fallthrough edge before its branch; an edge to an instruction still on the search's path is a
 /// back-edge, allowed only from a jump. Calls to subprograms are not followed (they are linked in at load).
-fn refuse_fallthrough_back_edges(object: &Path, tool: &str) {
+fn refuse_fallthrough_back_edges(open: &libbpf_rs::OpenObject, tool: &str) {
     const BPF_JMP: u8 = 0x05;
     const BPF_JMP32: u8 = 0x06;
     const BPF_JA: u8 = 0x00;
     const BPF_CALL: u8 = 0x80;
     const BPF_EXIT: u8 = 0x90;
-    let open = libbpf_rs::ObjectBuilder::default()
-        .open_file(object)
-        .unwrap_or_else(|err| panic!("opening {}: {err:#}", object.display()));
     for prog in open.progs() {
         let insns = prog.insns();
         // The edges out of instruction t: (target, whether a back-edge there is allowed).
@@ -178,8 +172,12 @@ pub fn build_skeleton() {
         ])
         .build_and_generate(&skeleton)
         .unwrap_or_else(|err| panic!("building the BPF skeleton from {}: {err:#}", source.display()));
-    refuse_new_atomics(&object, &name);
-    refuse_fallthrough_back_edges(&object, &name);
+    // What older kernels refuse at load, refused here (the object opened once for both checks).
+    let open = libbpf_rs::ObjectBuilder::default()
+        .open_file(&object)
+        .unwrap_or_else(|err| panic!("opening {}: {err:#}", object.display()));
+    refuse_new_atomics(&open, &name);
+    refuse_fallthrough_back_edges(&open, &name);
 
     write_consts(&manifest.join("src"), &out_dir.join("consts.rs"));
     write_main(&name, &out_dir.join("main.rs"));

@@ -57,6 +57,18 @@ impl LoopDevice {
     pub fn flush(&self) {
         File::open(&self.path).and_then(|f| f.sync_all()).expect("fsync on the loop device");
     }
+
+    /// The requests that move no data, as the block tools' tests make them: a 1 MiB discard at offset 0, a 1 MiB
+    /// write-zeroes at 1 MiB (each by a blkdiscard, which also makes a few 4 KiB probing reads) and a flush, then
+    /// 300 ms for the last completions to be seen. Returns the two blkdiscards' PIDs.
+    pub fn requests_without_data(&self) -> (u32, u32) {
+        const MIB: u64 = 1 << 20;
+        let discard = self.discard(0, MIB, false);
+        let zeroes = self.discard(MIB, MIB, true);
+        self.flush();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        (discard, zeroes)
+    }
     /// A free loop device over `backing`, made a sparse file of `bytes`.
     fn over(backing: ScratchFile, bytes: u64) -> LoopDevice {
         const LOOP_SET_FD: libc::c_ulong = 0x4C00;

@@ -197,10 +197,7 @@ fn discards_write_zeroes_and_flushes_are_not_counted() {
     let dev = LoopDevice::on_root_fs("biopattern-ops", 8 * MIB);
     let mut run = Running::start("biopattern", &["-j", "-d", &dev.name()]);
     run.wait_attached(Duration::from_secs(20));
-    dev.discard(0, MIB, false);
-    dev.discard(MIB, MIB, true);
-    dev.flush();
-    std::thread::sleep(Duration::from_millis(300));
+    dev.requests_without_data();
     run.signal(libc::SIGINT);
     let done = run.finish(Duration::from_secs(20));
     done.assert_success();

@@ -366,10 +366,7 @@ fn discards_write_zeroes_and_flushes_have_their_own_type() {
     let snoop = start(&["-d", &name], &[]);
     let mut top = Running::start("biotop", &["-j", "3600"]);
     top.wait_attached(Duration::from_secs(20));
-    let discard = dev.discard(0, MIB, false);
-    let zeroes = dev.discard(MIB, MIB, true);
-    dev.flush();
-    thread::sleep(Duration::from_millis(300));
+    let (discard, zeroes) = dev.requests_without_data();
     let done = stop(snoop);
     top.signal(libc::SIGINT);
     let top = top.finish(Duration::from_secs(20));

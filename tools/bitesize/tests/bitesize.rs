@@ -67,6 +67,17 @@ fn counted(text: &str) -> Vec<(u64, u64)> {
     hist_rows(text).into_iter().filter(|&(_, _, n)| n > 0).map(|(low, _, n)| (low, n)).collect()
 }
 
+/// The (low, count) of each bucket of a JSON histogram that counted something.
+fn nonzero_buckets(hist: &serde_json::Value) -> Vec<(u64, u64)> {
+    hist["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["count"].as_u64() > Some(0))
+        .map(|b| (b["low"].as_u64().unwrap(), b["count"].as_u64().unwrap()))
+        .collect()
+}
+
 #[test]
 fn root_disk_counts_each_request_of_its_submitter() {
     let _turn = DISK.lock().unwrap_or_else(|e| e.into_inner());
@@ -91,13 +102,7 @@ fn root_disk_json_with_the_disk_filter() {
     assert_eq!(lines.len(), 1, "one process name, one interval:\n{}", done.stdout);
     assert_eq!(lines[0]["comm"], comm.as_str());
     assert_eq!(lines[0]["unit"], "Kbytes");
-    let slots: Vec<(u64, u64)> = lines[0]["buckets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["count"].as_u64() > Some(0))
-        .map(|b| (b["low"].as_u64().unwrap(), b["count"].as_u64().unwrap()))
-        .collect();
+    let slots = nonzero_buckets(&lines[0]);
     assert_eq!(slots, EXPECTED, "{}", done.stdout);
     assert_eq!(lines[0]["count"], 70);
 }
@@ -193,22 +198,13 @@ fn discards_write_zeroes_and_flushes_are_not_counted() {
     let dev = LoopDevice::on_root_fs("bitesize-ops", 8 * MIB);
     let mut run = Running::start("bitesize", &["-j", "-d", &dev.name(), "-c", "blkdiscard"]);
     run.wait_attached(Duration::from_secs(20));
-    dev.discard(0, MIB, false);
-    dev.discard(MIB, MIB, true);
-    dev.flush();
-    std::thread::sleep(Duration::from_millis(300));
+    dev.requests_without_data();
     run.signal(libc::SIGINT);
     let done = run.finish(Duration::from_secs(20));
     done.assert_success();
     let lines = json_lines(&done.stdout);
     assert_eq!(lines.len(), 1, "{}", done.stdout);
-    let slots: Vec<(u64, u64)> = lines[0]["buckets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["count"].as_u64() > Some(0))
-        .map(|b| (b["low"].as_u64().unwrap(), b["count"].as_u64().unwrap()))
-        .collect();
+    let slots = nonzero_buckets(&lines[0]);
     assert_eq!(slots.len(), 1, "only the 4 KiB reads: {}", done.stdout);
     assert_eq!(slots[0].0, 4, "{}", done.stdout);
     assert_eq!(lines[0]["count"].as_u64(), Some(slots[0].1), "{}", done.stdout);

@@ -152,17 +152,14 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
     }
     let p = &skel.progs;
     let links = [
-        (&p.execve_exit, "sys_exit_execve"),
-        (&p.execveat_exit, "sys_exit_execveat"),
-        (&p.exec_rekey, "sched_process_exec"),
-        (&p.execve_enter, "sys_enter_execve"),
-        (&p.execveat_enter, "sys_enter_execveat"),
+        (&p.execve_exit, "syscalls", "sys_exit_execve"),
+        (&p.execveat_exit, "syscalls", "sys_exit_execveat"),
+        (&p.exec_rekey, "sched", "sched_process_exec"),
+        (&p.execve_enter, "syscalls", "sys_enter_execve"),
+        (&p.execveat_enter, "syscalls", "sys_enter_execveat"),
     ]
     .into_iter()
-    .map(|(prog, name)| {
-        let category = if name.starts_with("sched_") { "sched" } else { "syscalls" };
-        attach_tracepoint(prog, category, name, mech)
-    })
+    .map(|(prog, category, name)| attach_tracepoint(prog, category, name, mech))
     .collect::<Result<Links>>()?;
     Ok((skel, links))
 }
