@@ -214,7 +214,7 @@ bin-links:
 	@for t in $(PKG_TOOLS); do ln -sfn corebpf-tools $(BIN_DIR)/$$t; done
 
 # PAUSE_PGID=N: process group N is stopped while the tests that need the machine to themselves run (CI's arm64
-# builds in the background). Both passes run (and the closing line is printed) even when the first fails; the exit status says whether all
+# builds in the background). No `--` before the group: the recipe's shell may be dash, whose kill refuses it. Both passes run (and the closing line is printed) even when the first fails; the exit status says whether all
 # passed, and that some test ran (T may select tests of one pass only). The closing line is kept in $(TARGET_DIR)/nextest/summary for CI's report.
 test-run: bin-links
 	@$(MAKE) --no-print-directory deb-package
@@ -223,10 +223,10 @@ test-run: bin-links
 	@rc=0; export COREBPF_BIN_DIR=$(abspath $(BIN_DIR)); \
 	$(RUN_CARGO) nextest run --cargo-profile $(TEST_PROFILE) $(TEST_FEATURES) --no-fail-fast --no-tests pass \
 		-E '$(NEXTEST_FILTER) and not ($(ALONE))$(if $(T), and ($(T)))' || rc=1; \
-	$(if $(PAUSE_PGID),kill -STOP -- -$(PAUSE_PGID) 2> /dev/null;) \
+	$(if $(PAUSE_PGID),kill -STOP -$(PAUSE_PGID) 2> /dev/null || echo "background group $(PAUSE_PGID) not paused: it has ended";) \
 	$(RUN_CARGO) nextest run --cargo-profile $(TEST_PROFILE) $(TEST_FEATURES) --no-fail-fast --profile alone --no-tests pass \
 		-E '$(NEXTEST_FILTER) and ($(ALONE))$(if $(T), and ($(T)))' || rc=1; \
-	$(if $(PAUSE_PGID),kill -CONT -- -$(PAUSE_PGID) 2> /dev/null;) \
+	$(if $(PAUSE_PGID),kill -CONT -$(PAUSE_PGID) 2> /dev/null;) \
 	./scripts/test-summary.sh $(TARGET_DIR)/nextest | tee $(TARGET_DIR)/nextest/summary; \
 	grep -q '^tests: 0 passed, 0 failed' $(TARGET_DIR)/nextest/summary && { echo "no test matched" >&2; rc=1; }; \
 	exit $$rc
