@@ -311,3 +311,16 @@ def spread(xs):
     m = statistics.median(xs)
     return 100.0 * (max(xs) - min(xs)) / m if m else None
 
+
+# ---- markdown ------------------------------------------------------------------------------------------------
+
+def pct(x):
+    """A spread as a whole percentage, or a dash where there is none."""
+    return "–" if x is None else f"{x:.0f}%"
+
+
+def table(header, rows):
+    """A markdown table."""
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)

@@ -23,9 +23,8 @@ from pathlib import Path
 import figures
 import tool_bench
 from figures import DIRECT_FILE, Contender, contenders_of
-from lib import BenchError, dd_direct, dd_syscalls, fd_infos, getaddrinfo_calls, median, prepare_direct, spread, \
-    tcp_connections
-import report
+from lib import BenchError, dd_direct, dd_syscalls, fd_infos, getaddrinfo_calls, median, pct, prepare_direct, spread, \
+    table, tcp_connections
 
 TITLE = "Cost per workload event of each tool's BPF programs, by the kernel's clock"
 
@@ -314,8 +313,8 @@ def program_list(side):
 
 def render(res):
     floor = res.get("floor", {})
-    text = report.table(["kind", "empty program, ns per run (median)", "spread"],
-                        [[k, ns(median(v)), report.pct(spread(v))] for k, v in sorted(floor.items())])
+    text = table(["kind", "empty program, ns per run (median)", "spread"],
+                        [[k, ns(median(v)), pct(spread(v))] for k, v in sorted(floor.items())])
     rows, details = [], []
     for r in res.get("rows", []):
         if "error" in r:
@@ -328,14 +327,14 @@ def render(res):
             f"**{ns(median(o['per_event']))}**", ns(median(t["per_event"])),
             "–" if rat is None else f"**{rat:.2f}×**",
             ns(o["floor"]), "–" if not o["floor"] else f"{median(o['per_event']) / o['floor']:.1f}×",
-            f"{report.pct(spread(o['per_event']))} / {report.pct(spread(t['per_event']))}",
+            f"{pct(spread(o['per_event']))} / {pct(spread(t['per_event']))}",
         ])
         details.append([r["name"], program_list(o), program_list(t)])
-    text += "\n\n" + report.table(
+    text += "\n\n" + table(
         ["tool", "workload", "anchor", "ours: ns per event", "anchor: ns per event", "ratio", "floor per event",
          "ours above floor", "spread ours / anchor"], rows)
     text += "\n\nEach program: name (kind) ns per run × runs per workload event, the costliest first.\n\n"
-    text += report.table(["tool", "ours", "anchor"], details)
+    text += table(["tool", "ours", "anchor"], details)
     return text
 
 

@@ -14,7 +14,7 @@ import time
 
 import notes
 from figures import ROOT
-from lib import median, spread
+from lib import median, pct, spread, table  # noqa: F401 (pct and table: report.pct, report.table for the figures)
 
 
 # ---- small formatters ------------------------------------------------------------------------------------
@@ -35,10 +35,6 @@ def size(b):
 
 def ratio(a, b):
     return "–" if a is None or b in (None, 0) else f"{a / b:.2f}×"
-
-
-def pct(x):
-    return "–" if x is None else f"{x:.0f}%"
 
 
 def cell_or_missing(row, side, value):
@@ -63,12 +59,6 @@ def sh(*argv):
         return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
-
-
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 # ---- machine ---------------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Shared code of the corebpf-tools, in a few rooms by what they serve.
 //!
-//! - [`tool`]: what every tool is to the multicall binary (name, one-line description, entry point) and the
-//!   name it was invoked by; [`cli`]: the command-line pieces every tool shares, and man pages and completions
-//!   from a tool's clap definition; [`run`]: the life of a tool (preflight, signals, intervals, exit codes).
+//! - [`tool`]: what every tool is to the multicall binary and the exporter (name, one-line description, entry
+//!   point); [`host`]: how a tool runs (standalone or under the exporter), its entry (preflight, exit codes)
+//!   and the serving of its metrics; [`identity`]: the name it was invoked by and the build; [`cli`]: the
+//!   command-line pieces every tool shares, and man pages and completions from a tool's clap definition;
+//!   [`run`]: the life of a running tool (signals, intervals).
 //! - [`attach`]: attaching and kernel features: BTF queries and feature checks, skeleton loading over the attach
 //!   ladder, perf events, the event stream (ring buffers and lost records), map reading, the traceable kernel
 //!   functions.
@@ -24,6 +26,8 @@ pub mod attach;
 pub mod cli;
 pub mod domain;
 pub mod functions;
+pub mod host;
+pub mod identity;
 pub mod offcpu;
 pub mod output;
 pub mod probe;

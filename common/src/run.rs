@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The life of a tool: start, wait for intervals or events, stop on a signal, exit with one clear line.
+//! The life of a running tool: wait for intervals or events, stop on a signal.
 //!
-//! [`main`] wraps a tool's body: it reports an error as one line `tool: message` on stderr with exit status 1,
-//! and treats a closed stdout pipe as a normal, quiet end (exit 0). [`Signals`] catches SIGINT, SIGTERM and SIGHUP
+//! (A tool's body is run, and its result turned into an exit status, by [`crate::host::entry`].) [`Signals`]
+//! catches SIGINT, SIGTERM and SIGHUP
 //! so the tool can print what it has and detach cleanly, and watches a pipe on stdout: when its reader goes away
 //! (`tool | head -1`), that is a stop too, noticed at once rather than at the next write; [`run_intervals`] drives histogram tools through
 //! `[interval] [count]` and calls the report once more, for the partial interval, when a signal arrives.
@@ -10,56 +10,12 @@
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-
-use crate::output::stdout::is_closed_pipe;
-
-/// Runs a tool's body and turns its result into an exit status: 0 on success or on a closed stdout pipe,
-/// 1 with `tool: error` on stderr otherwise (the tool named as it was invoked). Usage errors (exit 2) are
-/// [`crate::cli::parse`]'s, before this runs.
-pub fn main(body: impl FnOnce() -> Result<()>) -> ExitCode {
-    let tool = crate::tool::invoked_name();
-    match body() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_closed_pipe(&err) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("{tool}: {}", one_line(&err));
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// [`main`] for a tool that loads BPF programs: the preflight checks (privileges, kernel BTF) come first, and
-/// libbpf's own messages are shown at the tool's `-v` level, so no tool can forget either.
-pub fn bpf_main(verbose: crate::cli::Verbose, body: impl FnOnce() -> Result<()>) -> ExitCode {
-    main(|| {
-        crate::attach::features::preflight()?;
-        crate::attach::loader::init_libbpf_log(verbose.level);
-        body()
-    })
-}
-
-/// The error and its causes on one line, without repeating a cause the message already contains.
-fn one_line(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line.replace('\n', " ")
-}
 
 /// SIGINT, SIGTERM and SIGHUP, caught: the first one asks the tool to stop. So does the reader of a stdout pipe
 /// going away.
@@ -94,18 +50,17 @@ fn stdout_fd() -> BorrowedFd<'static> {
 }
 
 impl Signals {
-    /// Installs the handlers. Call before attaching so that a signal during start-up still ends the tool cleanly.
-    /// Inside the exporter (several tools in one process) SIGHUP is the exporter's reload, not a stop: the
-    /// exporter stops its tools itself ([`crate::output::exporter`]).
-    pub fn install() -> Result<Self> {
+    /// Installs the handlers: SIGINT, SIGTERM and, if `stop_on_hup`, SIGHUP. A tool is given them by its host
+    /// ([`crate::host::Host::signals`]) before it loads anything, so a signal during start-up still ends it
+    /// cleanly; under the exporter SIGHUP is the exporter's reload, not a stop.
+    pub fn install(stop_on_hup: bool) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let (wake, notify) = UnixStream::pair().context("creating the signal pipe")?;
         wake.set_nonblocking(true)?;
         notify.set_nonblocking(true)?;
         let mut handlers = Vec::new();
-        let hup = !crate::output::exporter::active();
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            if sig == libc::SIGHUP && !hup {
+            if sig == libc::SIGHUP && !stop_on_hup {
                 continue;
             }
             handlers.push(signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?);
@@ -307,16 +262,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_line_joins_causes_without_repeats() {
-        let err = anyhow::anyhow!("disk not found").context("resolving -d sdz");
-        assert_eq!(one_line(&err), "resolving -d sdz: disk not found");
-        let err = anyhow::anyhow!("x").context("x failed: x");
-        assert_eq!(one_line(&err), "x failed: x");
-    }
-
-    #[test]
     fn intervals_stop_after_count() {
-        let signals = Signals::install().unwrap();
+        let signals = Signals::install(true).unwrap();
         let mut ticks = Vec::new();
         run_intervals(&signals, Some(Duration::from_millis(10)), Some(3), |t| {
             ticks.push(t);

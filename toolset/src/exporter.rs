@@ -2,8 +2,8 @@
 //! `corebpf-tools exporter`: the Prometheus metrics of several tools from one process, on one port.
 //!
 //! Each tool command (`biolatency -D`, `runqlat`, from the command line or a file with one per line) runs the
-//! tool's own entry point on a thread of its own, as `TOOL ARGS --prometheus`, with the hub of
-//! [`common::output::exporter`] active: the tool loads, attaches and then answers this process's scrapes
+//! tool's own entry point on a thread of its own, as `TOOL ARGS --prometheus`, given this exporter's hub
+//! ([`common::host::hub`]) as its host: the tool loads, attaches and then answers this process's scrapes
 //! instead of binding a port. One HTTP server (bound before anything loads) serves `/metrics`, every tool's
 //! families merged into one exposition with the shared self metrics and `corebpf_exporter_tool_up`, and
 //! `/healthz`, 200 while every configured tool serves. SIGHUP re-reads the file: the new list is first checked
@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
-use common::output::exporter;
-use common::output::metrics::{encode_merged, Format, Listener, Snapshot};
-use common::output::metrics_http::{Request, Response};
+use common::host::http::{Listener, Request, Response};
+use common::host::hub::Hub;
+use common::host::Host;
+use common::output::metrics::{encode_merged, Format, Snapshot};
 use common::run::Signals;
 use common::tool::Tool;
 
@@ -76,22 +77,21 @@ struct Started {
 
 /// `corebpf-tools exporter ARGS` (argv[0] is `exporter`).
 pub fn main(tools: &'static [Tool], argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    // From here on tools register with the hub instead of binding ports (and the exporter's own arguments,
-    // parsed above, are not a tool's).
-    exporter::activate();
-    common::run::main(|| {
+    let host = Host::standalone("exporter");
+    let args: Args = common::cli::parse(argv, &host);
+    host.main(|| {
         common::attach::features::preflight()?;
-        run(tools, &args)
+        // The tools started below register with this hub instead of binding ports.
+        run(tools, &args, &Hub::new())
     })
 }
 
-fn run(tools: &'static [Tool], args: &Args) -> Result<()> {
+fn run(tools: &'static [Tool], args: &Args, hub: &Arc<Hub>) -> Result<()> {
     // Bound first: a busy port is one line before anything loads.
     let listener = if args.check { None } else { Some(Listener::bind(args.listen)?) };
     let jobs = jobs(tools, args)?.unwrap_or_else(|BadCommand(why)| common::cli::usage_error(&why));
     if args.check {
-        return check(jobs);
+        return check(hub, jobs);
     }
     let listener = listener.expect("bound unless --check");
     let stop = Arc::new(AtomicBool::new(false));
@@ -102,8 +102,8 @@ fn run(tools: &'static [Tool], args: &Args) -> Result<()> {
     signal_hook::flag::register(libc::SIGHUP, Arc::clone(&reload)).context("installing signal handlers")?;
 
     let configured: Arc<Mutex<Vec<&'static str>>> = Arc::new(Mutex::new(jobs.iter().map(|j| j.tool.name).collect()));
-    let mut running = start(jobs);
-    let ready = wait_ready(&running);
+    let mut running = start(hub, jobs);
+    let ready = wait_ready(hub, &running);
     let how: Vec<String> = ready.iter().filter_map(|(t, m)| Some(format!("{t}: {}", m.as_ref()?))).collect();
     {
         use std::io::Write;
@@ -120,11 +120,12 @@ fn run(tools: &'static [Tool], args: &Args) -> Result<()> {
 
     let server = {
         let configured = Arc::clone(&configured);
-        // In exporter mode these signals are SIGINT and SIGTERM only (and a closed stdout pipe).
-        let signals = Signals::install()?;
+        let hub = Arc::clone(hub);
+        // SIGINT and SIGTERM only (and a closed stdout pipe): SIGHUP is the reload, watched above.
+        let signals = Signals::install(false)?;
         thread::Builder::new()
             .name("http".into())
-            .spawn(move || common::output::metrics_http::run(&listener, &signals, |r| answer(r, &configured)))
+            .spawn(move || common::host::http::run(&listener, &signals, |r| answer(&hub, r, &configured)))
             .context("starting the HTTP server")?
     };
 
@@ -133,11 +134,11 @@ fn run(tools: &'static [Tool], args: &Args) -> Result<()> {
         if reload.swap(false, Ordering::SeqCst) {
             match reloaded(tools, args) {
                 Ok(jobs) => {
-                    exporter::stop_all();
+                    hub.stop_all();
                     join(std::mem::take(&mut running));
                     *configured.lock().unwrap_or_else(|e| e.into_inner()) = jobs.iter().map(|j| j.tool.name).collect();
-                    running = start(jobs);
-                    let ready = wait_ready(&running);
+                    running = start(hub, jobs);
+                    let ready = wait_ready(hub, &running);
                     let up = ready.iter().filter(|(_, m)| m.is_some()).count();
                     eprintln!("exporter: reloaded: {up} tools serving, {} not", ready.len() - up);
                 }
@@ -145,7 +146,7 @@ fn run(tools: &'static [Tool], args: &Args) -> Result<()> {
             }
         }
     }
-    exporter::stop_all();
+    hub.stop_all();
     join(running);
     match server.join() {
         Ok(result) => result,
@@ -209,16 +210,14 @@ fn reloaded(tools: &'static [Tool], args: &Args) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
-/// Starts each job's tool on a thread of its own, in the current generation.
-fn start(jobs: Vec<Job>) -> Vec<Started> {
-    let generation = exporter::generation();
+/// Starts each job's tool on a thread of its own, in the hub's current generation.
+fn start(hub: &Arc<Hub>, jobs: Vec<Job>) -> Vec<Started> {
+    let generation = hub.generation();
     jobs.into_iter()
         .filter_map(|Job { tool, argv }| {
-            let main = tool.main;
-            let spawned = thread::Builder::new().name(tool.name.into()).spawn(move || {
-                exporter::start_in(generation);
-                main(argv)
-            });
+            let hub = Arc::clone(hub);
+            let spawned =
+                thread::Builder::new().name(tool.name.into()).spawn(move || tool.run_exported(argv, hub, generation));
             match spawned {
                 Ok(thread) => Some(Started { name: tool.name, thread }),
                 Err(e) => {
@@ -232,10 +231,10 @@ fn start(jobs: Vec<Job>) -> Vec<Started> {
 
 /// Waits until every started tool serves or has ended (its own error line says why); returns each tool, in the
 /// order started, with its attach mechanism if it serves.
-fn wait_ready(running: &[Started]) -> Vec<(&'static str, Option<String>)> {
+fn wait_ready(hub: &Hub, running: &[Started]) -> Vec<(&'static str, Option<String>)> {
     let deadline = Instant::now() + ATTACH_TIMEOUT;
     loop {
-        let up = exporter::registered();
+        let up = hub.registered();
         let mechanism = |name: &str| up.iter().find(|(t, _)| t == name).map(|(_, m)| m.clone());
         let settled = running.iter().all(|s| mechanism(s.name).is_some() || s.thread.is_finished());
         if settled || Instant::now() > deadline {
@@ -255,10 +254,10 @@ fn join(running: Vec<Started>) {
 }
 
 /// `--check`: start every tool, report how each attached, stop them all.
-fn check(jobs: Vec<Job>) -> Result<()> {
+fn check(hub: &Arc<Hub>, jobs: Vec<Job>) -> Result<()> {
     let total = jobs.len();
-    let running = start(jobs);
-    let ready = wait_ready(&running);
+    let running = start(hub, jobs);
+    let ready = wait_ready(hub, &running);
     for (tool, mechanism) in &ready {
         match mechanism {
             Some(mechanism) => println!("{tool}: attached with {mechanism}"),
@@ -266,7 +265,7 @@ fn check(jobs: Vec<Job>) -> Result<()> {
         }
     }
     let down: Vec<&str> = ready.iter().filter(|(_, m)| m.is_none()).map(|(t, _)| *t).collect();
-    exporter::stop_all();
+    hub.stop_all();
     join(running);
     match down.is_empty() {
         true => Ok(()),
@@ -275,7 +274,7 @@ fn check(jobs: Vec<Job>) -> Result<()> {
 }
 
 /// The answer to one HTTP request.
-fn answer(request: &Request, configured: &Mutex<Vec<&'static str>>) -> (Response, Option<anyhow::Error>) {
+fn answer(hub: &Hub, request: &Request, configured: &Mutex<Vec<&'static str>>) -> (Response, Option<anyhow::Error>) {
     let configured = configured.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if !matches!(request.method.as_str(), "GET" | "HEAD") {
         return (Response::text(405, "use GET\n"), None);
@@ -285,7 +284,7 @@ fn answer(request: &Request, configured: &Mutex<Vec<&'static str>>) -> (Response
             let format = Format::from_accept(request.accept.as_deref());
             let mut snapshots = Vec::new();
             let mut answered = Vec::new();
-            for (tool, result) in exporter::scrape_all(SCRAPE_TIMEOUT) {
+            for (tool, result) in hub.scrape_all(SCRAPE_TIMEOUT) {
                 match result {
                     Ok(snapshot) => {
                         answered.push(tool);
@@ -307,7 +306,7 @@ fn answer(request: &Request, configured: &Mutex<Vec<&'static str>>) -> (Response
             }
         }
         "/healthz" => {
-            let up = exporter::registered();
+            let up = hub.registered();
             let down: Vec<&str> = configured.into_iter().filter(|t| !up.iter().any(|(u, _)| u == t)).collect();
             match down.is_empty() {
                 true => (Response::text(200, "ok\n"), None),

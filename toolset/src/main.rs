@@ -35,19 +35,19 @@ Prebuilt CO-RE BPF tracing tools, BCC's tools rebuilt in Rust. `corebpf-tools TO
 options.";
 
 fn main() -> ExitCode {
-    common::tool::set_build_commit(env!("COREBPF_COMMIT"));
+    common::identity::set_build_commit(env!("COREBPF_COMMIT"));
     // A tool's man page names the pages installed beside it with their prefix (SEE ALSO).
     common::cli::man_completions::set_package_tools(TOOLS.iter().map(|t| t.name).collect());
     let mut argv: Vec<OsString> = std::env::args_os().collect();
     let invoked = argv.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().into_owned());
     if let Some(tool) = invoked.as_deref().and_then(tool_for_link) {
-        return (tool.main)(argv);
+        return tool.run(argv);
     }
     argv.remove(0);
     if argv.is_empty() {
         // COREBPF_GENERATE=man: this binary's own page, corebpf-tools(8) (packaging/install-tools.sh).
         let tools: Vec<(&'static str, &'static str)> = TOOLS.iter().map(|t| (t.name, t.about)).collect();
-        common::cli::man_completions::multicall_from_env(NAME, &common::tool::version_line(), ABOUT, &tools);
+        common::cli::man_completions::multicall_from_env(NAME, &common::identity::version_line(), ABOUT, &tools);
     }
     let Some(first) = argv.first().map(|a| a.to_string_lossy().into_owned()) else {
         eprintln!("{USAGE}");
@@ -62,11 +62,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "-V" | "--version" => {
-            println!("{NAME} {}", common::tool::version_line());
+            println!("{NAME} {}", common::identity::version_line());
             ExitCode::SUCCESS
         }
-        given => match tool_named(common::tool::without_debian_suffix(given)) {
-            Some(tool) => (tool.main)(argv),
+        given => match tool_named(common::identity::without_debian_suffix(given)) {
+            Some(tool) => tool.run(argv),
             None => {
                 let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
                 eprintln!("{NAME}: no tool named '{given}' (tools: {})", names.join(", "));
@@ -91,7 +91,7 @@ fn tool_for_alias(name: &str) -> Option<&'static Tool> {
 /// name or alias that ends the link's name after an install prefix (`bpf-biolatency`, `corebpf-ext4slower`);
 /// never a part of a name inside another. Debian's names for BCC's tools (`biolatency-bpfcc`) are found too.
 fn tool_for_link(invoked: &str) -> Option<&'static Tool> {
-    let invoked = common::tool::without_debian_suffix(invoked);
+    let invoked = common::identity::without_debian_suffix(invoked);
     let names = TOOLS.iter().map(|t| (t.name, t.name)).chain(ALIASES.iter().copied());
     let (_, tool) = names
         .filter(|(name, _)| invoked == *name || invoked.ends_with(name))

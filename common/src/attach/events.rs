@@ -222,7 +222,7 @@ impl Lost {
     /// Reports the loss at the end of a run, if any: its line on stderr and, for `--json` output, the same as one
     /// more JSON line on `out`.
     pub fn report(&self, out: &mut Output, json: bool) -> io::Result<()> {
-        let Some(line) = self.line(crate::tool::invoked_name()) else { return Ok(()) };
+        let Some(line) = self.line(crate::identity::invoked_name()) else { return Ok(()) };
         eprintln!("{line}");
         if json {
             out.json_line(self)?;

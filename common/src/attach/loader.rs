@@ -11,11 +11,10 @@ use std::mem::MaybeUninit;
 
 use anyhow::Context;
 use anyhow::{anyhow, bail, Result};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{ErrorKind, Link, Object, OpenObject, PrintLevel, ProgramMut};
 
 use crate::attach::features::Attach;
-use crate::cli::filter::TaskFilter;
 
 /// The environment variable that restricts attach mechanisms, e.g. `COREBPF_ATTACH=raw_tp`.
 pub const FORCE_ATTACH_ENV: &str = "COREBPF_ATTACH";
@@ -28,18 +27,6 @@ pub fn object_storage() -> &'static mut MaybeUninit<OpenObject> {
 /// Opens a tool's skeleton (`open_skeleton::<bpf::BpfSkelBuilder>()`), ready for its options to be set.
 pub fn open_skeleton<B: SkelBuilder<'static> + Default>() -> Result<B::Output> {
     B::default().open(object_storage()).context("opening the BPF object")
-}
-
-/// Opens a tool's skeleton with its task filter already written in ([`TaskFilter::apply`]): the `-p` and `-t`
-/// of the command line, as the tool's BPF side reads them through filter.bpf.h.
-pub fn open_filtered<B>(filter: TaskFilter) -> Result<B::Output>
-where
-    B: SkelBuilder<'static> + Default,
-    B::Output: OpenSkel<'static>,
-{
-    let mut open = open_skeleton::<B>()?;
-    filter.apply(open.open_object_mut())?;
-    Ok(open)
 }
 
 /// Opens a tool's skeleton like [`open_skeleton`], for a load in which no program relocates anything against

@@ -121,7 +121,13 @@ impl DropCounter {
         // concurrently: it must be read as volatile, not as a plain Rust value.
         let total: u64 = counters.into_iter().map(|c| unsafe { std::ptr::read_volatile(c) }).sum();
         if total > self.reported {
-            eprintln!("{}: lost {} {} ({})", crate::tool::invoked_name(), total - self.reported, self.what, self.why);
+            eprintln!(
+                "{}: lost {} {} ({})",
+                crate::identity::invoked_name(),
+                total - self.reported,
+                self.what,
+                self.why
+            );
             self.reported = total;
         }
         total

@@ -4,18 +4,19 @@
 //! A tool flattens the argument groups it has, as BCC's tool of its name has them: [`PidArg`] (`-p PID`),
 //! [`RequiredPidArg`], [`TidArg`] (`-t TID`), or [`TargetPid`] (a positional PID, the runtime tools'). Each
 //! gives its part of one [`TaskFilter`], which checks itself ([`TaskFilter::check`]: the process exists, and
-//! the tool sees the host's PIDs) and writes itself into the BPF object ([`TaskFilter::apply`]): the settings of
-//! `bpf/include/filter.bpf.h` (`target_tgid`, `target_tid`), found by name in the object's `.rodata` before it is
-//! loaded. They are read-only settings, so a filter left off is a
-//! constant the verifier prunes: it costs nothing per event. What `-p` means is decided here, once for every
-//! tool.
+//! the tool sees the host's PIDs) and writes itself into the BPF object ([`TaskFilter::apply`], or
+//! [`open_filtered`] as the skeleton is opened): the settings of `bpf/include/filter.bpf.h` (`target_tgid`,
+//! `target_tid`), found by name in the object's `.rodata` before it is loaded. They are read-only settings, so a
+//! filter left off is a constant the verifier prunes: it costs nothing per event. What `-p` means is decided
+//! here, once for every tool.
 
 use anyhow::{bail, Result};
 use clap::Args;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::OpenObject;
 
 use super::{parse_pid, require_process, require_thread};
-use crate::attach::loader::set_rodata;
+use crate::attach::loader::{open_skeleton, set_rodata};
 
 /// `-p PID`: only this process.
 #[derive(Debug, Clone, Copy, Default, Args)]
@@ -106,4 +107,16 @@ impl TaskFilter {
         }
         Ok(())
     }
+}
+
+/// Opens a tool's skeleton with its task filter already written in ([`TaskFilter::apply`]): the `-p` and `-t`
+/// of the command line, as the tool's BPF side reads them through filter.bpf.h.
+pub fn open_filtered<B>(filter: TaskFilter) -> Result<B::Output>
+where
+    B: SkelBuilder<'static> + Default,
+    B::Output: OpenSkel<'static>,
+{
+    let mut open = open_skeleton::<B>()?;
+    filter.apply(open.open_object_mut())?;
+    Ok(open)
 }

@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 
+use crate::host::endpoint::Endpoint;
+use crate::host::Host;
+
 pub mod filter;
 pub mod man_completions;
 pub mod numbers;
@@ -35,18 +38,18 @@ impl IntervalCount {
     }
 }
 
-/// Parses the tool's command line `argv` (argv[0] first). Every tool calls this instead of `Args::parse()`, so
-/// that features that need the clap definition live in one place: help, `--version` and usage errors name the
-/// tool as it was invoked ([`crate::tool::invoked_name`]); with `COREBPF_GENERATE=man|bash|zsh|fish` set, the
-/// tool prints its man page or completion script instead of running (see [`man_completions`]; the Makefile
-/// uses it).
-pub fn parse<T: Parser>(argv: Vec<OsString>) -> T {
+/// Parses the tool's command line `argv` (argv[0] first) for a tool run in `host`. Every tool calls this
+/// instead of `Args::parse()`, so that features that need the clap definition live in one place: help,
+/// `--version` and usage errors name the tool as it was invoked ([`crate::identity::invoked_name`]); under the
+/// exporter a tool without `--prometheus` is refused; with `COREBPF_GENERATE=man|bash|zsh|fish` set, the tool
+/// prints its man page or completion script instead of running (see [`man_completions`]; the Makefile uses it).
+pub fn parse<T: Parser>(argv: Vec<OsString>, host: &Host) -> T {
     man_completions::from_env::<T>();
     let cmd = T::command();
-    let name = crate::tool::set_invoked_name(argv.first(), cmd.get_name());
+    let name = crate::identity::set_invoked_name(argv.first(), cmd.get_name(), host.is_exported());
     let examples = cmd.get_after_help().map(|text| with_invoked_name(&text.to_string(), cmd.get_name(), name));
-    let version: &'static str = Box::leak(crate::tool::version_line().into_boxed_str());
-    if crate::output::exporter::active() && !cmd.get_arguments().any(|a| a.get_id() == "prometheus") {
+    let version: &'static str = Box::leak(crate::identity::version_line().into_boxed_str());
+    if host.is_exported() && !cmd.get_arguments().any(|a| a.get_id() == "prometheus") {
         exit_usage_with(name, "keeps no histograms or counters to export (it has no --prometheus)");
     }
     let mut cmd = cmd.name(name).bin_name(name).display_name(name).version(version);
@@ -120,7 +123,7 @@ fn one_line(rendered: &str) -> String {
 
 /// A usage error found after parsing: `tool: MESSAGE (see --help)` on stderr, exit status 2.
 pub fn usage_error(message: &str) -> ! {
-    exit_usage_with(crate::tool::invoked_name(), message)
+    exit_usage_with(crate::identity::invoked_name(), message)
 }
 
 /// A usage error: `tool: MESSAGE (see --help)` on stderr, exit status 2.
@@ -144,26 +147,8 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     }
 }
 
-/// The flags of every tool that keeps histograms or counters in kernel maps: `--prometheus ADDR:PORT` serves
-/// them at scrape time instead of printing them ([`crate::output::metrics`]), `--max-series` bounds label sets,
-/// and `--heatmap FILE.svg` also draws the printed intervals as a latency heat map ([`crate::output::heatmap`]).
-#[derive(Debug, Clone, Args)]
-pub struct ExportArgs {
-    /// Serve the histograms as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given) instead of
-    /// printing them
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen, conflicts_with = "json")]
-    pub prometheus: Option<std::net::SocketAddr>,
-    /// With --prometheus: the most label sets per metric (1 to 100000); later ones are summed into one series
-    /// labelled "other". Each set is one more series in every scrape
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SERIES, value_parser = parse_max_series,
-          requires = "prometheus")]
-    pub max_series: usize,
-    /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
-    #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus", value_parser = parse_output_file)]
-    pub heatmap: Option<std::path::PathBuf>,
-}
-
-/// `--prometheus` and `--max-series` alone, for a tool with no heat map ([`ExportArgs`] without `--heatmap`).
+/// `--prometheus ADDR:PORT` and `--max-series N`: the flags of every tool that keeps histograms or counters in
+/// kernel maps, which it serves at scrape time instead of printing them ([`crate::output::metrics`]).
 #[derive(Debug, Clone, Args)]
 pub struct MetricsArgs {
     /// Serve the histograms or counts as Prometheus metrics on ADDR:PORT (127.0.0.1 if only a port is given)
@@ -178,36 +163,6 @@ pub struct MetricsArgs {
 }
 
 impl MetricsArgs {
-    /// As [`ExportArgs::display`].
-    pub fn display(&self, flag: bool) -> bool {
-        flag && self.prometheus.is_none()
-    }
-
-    /// As [`ExportArgs::endpoint`].
-    pub fn endpoint(
-        &self,
-        tool: &str,
-        interval_given: bool,
-    ) -> anyhow::Result<Option<crate::output::metrics::Endpoint>> {
-        endpoint(self.prometheus, self.max_series, tool, interval_given)
-    }
-}
-
-/// The endpoint of `--prometheus listen`, bound now; an interval or count as well is a usage error.
-fn endpoint(
-    listen: Option<SocketAddr>,
-    max_series: usize,
-    tool: &str,
-    interval_given: bool,
-) -> anyhow::Result<Option<crate::output::metrics::Endpoint>> {
-    let Some(listen) = listen else { return Ok(None) };
-    if interval_given {
-        usage_error("--prometheus serves cumulative metrics: it takes no interval or count");
-    }
-    crate::output::metrics::Endpoint::bind(tool, listen, max_series).map(Some)
-}
-
-impl ExportArgs {
     /// A display flag (`-m` milliseconds, `-N` nanoseconds, ...) as it applies: off when serving metrics. Display
     /// flags never change metrics: every exported histogram is collected in one fixed base unit, so hosts run
     /// with different flags can be aggregated. A tool passes its unit flags through this before using them.
@@ -215,15 +170,35 @@ impl ExportArgs {
         flag && self.prometheus.is_none()
     }
 
-    /// With `--prometheus`: the endpoint, bound now (call before loading anything, so a busy port is one line at
-    /// once). `interval_given`: the tool was also given an interval or count, which metrics have no use for (a
-    /// usage error).
-    pub fn endpoint(
-        &self,
-        tool: &str,
-        interval_given: bool,
-    ) -> anyhow::Result<Option<crate::output::metrics::Endpoint>> {
-        endpoint(self.prometheus, self.max_series, tool, interval_given)
+    /// With `--prometheus`: the endpoint of `host`'s tool, bound now (call before loading anything, so a busy
+    /// port is one line at once). `interval_given`: the tool was also given an interval or count, which metrics
+    /// have no use for (a usage error).
+    pub fn endpoint(&self, host: &Host, interval_given: bool) -> anyhow::Result<Option<Endpoint>> {
+        let Some(listen) = self.prometheus else { return Ok(None) };
+        if interval_given {
+            usage_error("--prometheus serves cumulative metrics: it takes no interval or count");
+        }
+        Endpoint::bind(host, listen, self.max_series).map(Some)
+    }
+}
+
+/// [`MetricsArgs`] and `--heatmap FILE.svg`, which also draws the printed intervals as a latency heat map
+/// ([`crate::output::heatmap`]): the flags of the latency histogram tools.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+    /// Also draw the intervals as a latency heat map (one column per interval) in this SVG file
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "prometheus", value_parser = parse_output_file)]
+    pub heatmap: Option<std::path::PathBuf>,
+}
+
+impl std::ops::Deref for ExportArgs {
+    type Target = MetricsArgs;
+
+    /// `--prometheus` and `--max-series` are read through the export flags as through [`MetricsArgs`].
+    fn deref(&self) -> &MetricsArgs {
+        &self.metrics
     }
 }
 
@@ -275,7 +250,7 @@ pub fn parse_pid(s: &str) -> Result<u32, String> {
 
 /// Fails with `no process with PID N` unless process (or thread) `pid` exists now, and says why a PID cannot be
 /// filtered on when the tool runs in a PID namespace of its own (a container's). Every tool with a PID filter
-/// calls this in its body, so an unknown PID is one line on stderr and exit status 1 ([`crate::run::main`]).
+/// calls this in its body, so an unknown PID is one line on stderr and exit status 1 ([`crate::host::Host::main`]).
 pub fn require_process(pid: u32) -> anyhow::Result<()> {
     if !in_initial_pid_namespace() {
         anyhow::bail!(

@@ -124,7 +124,7 @@ impl FsType {
     /// The file system a BCC-style name stands for: `ext4slower` (or an installed `bpf-ext4slower`) is ext4 for
     /// the tool whose names end in `suffix` (`slower`), as BCC's ext4slower, xfsslower, ... are.
     pub fn from_invoked_name(invoked: &str, suffix: &str) -> Option<FsType> {
-        let base = crate::tool::without_debian_suffix(Path::new(invoked).file_name()?.to_str()?);
+        let base = crate::identity::without_debian_suffix(Path::new(invoked).file_name()?.to_str()?);
         FsType::ALL.into_iter().find(|fs| base.ends_with(&format!("{}{suffix}", fs.name())))
     }
 

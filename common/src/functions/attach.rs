@@ -255,7 +255,7 @@ impl<S> Attached<S> {
         let Some((first, why)) = self.failed.first() else { return };
         let more = self.failed.len() - 1;
         let others = if more > 0 { format!(" and {more} more") } else { String::new() };
-        eprintln!("{}: could not attach to {first}{others}: {why}", crate::tool::invoked_name());
+        eprintln!("{}: could not attach to {first}{others}: {why}", crate::identity::invoked_name());
     }
 }
 
@@ -546,7 +546,7 @@ mod tests {
 
     fn target(kind: Kind, n: usize) -> Target {
         let m = |i: usize| Match { name: format!("f{i}"), site: Site::Kernel(format!("f{i}")) };
-        Target { kind, matches: (0..n).map(m).collect() }
+        Target { kind, matches: (0..n).map(m).collect(), note: None }
     }
 
     #[test]

@@ -83,6 +83,25 @@ impl Match {
 pub struct Target {
     pub kind: Kind,
     pub matches: Vec<Match>,
+    /// How the pattern was read, where it is not as written (BCC's `sys_NAME` as this architecture's system
+    /// call wrapper): said under `-v`.
+    pub note: Option<String>,
+}
+
+/// The prefix of this architecture's system call wrappers in the kernel (`__x64_sys_read`), where it has one.
+const SYSCALL_WRAPPER_PREFIX: Option<&str> = if cfg!(target_arch = "x86_64") {
+    Some("__x64_sys_")
+} else if cfg!(target_arch = "aarch64") {
+    Some("__arm64_sys_")
+} else {
+    None
+};
+
+/// BCC's `sys_NAME` or `SyS_NAME` (the names of system call entries before kernels wrapped them per
+/// architecture) as this architecture's wrapper, `__x64_sys_NAME`, as BCC reads them; `None` for any other name.
+pub fn syscall_wrapper_name(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("sys_").or_else(|| name.strip_prefix("SyS_"))?;
+    Some(format!("{}{rest}", SYSCALL_WRAPPER_PREFIX?))
 }
 
 /// Parses `pattern` in BCC's forms and finds what it matches; fails on a malformed pattern, an unknown library,
@@ -90,8 +109,19 @@ pub struct Target {
 pub fn resolve(pattern: &str, regex: bool, pid: Option<u32>) -> Result<Target> {
     let (kind_char, library, name) = split(pattern)?;
     let compile = |text: &str| if regex { Pattern::regex(text) } else { Pattern::glob(text) };
+    let mut note = None;
     let (kind, matches) = match (kind_char, library.as_str()) {
-        ('p', "") => (Kind::Kernel, kernel_functions(&compile(&name)?)?),
+        ('p', "") => {
+            let mut matches = kernel_functions(&compile(&name)?)?;
+            // A kernel that wraps its system calls has no sys_read: BCC's examples mean __x64_sys_read.
+            if let Some(wrapper) = syscall_wrapper_name(&name).filter(|_| matches.is_empty() && !regex) {
+                matches = kernel_functions(&compile(&wrapper)?)?;
+                if !matches.is_empty() {
+                    note = Some(format!("\"{name}\" is read as \"{wrapper}\", this kernel's system call wrapper"));
+                }
+            }
+            (Kind::Kernel, matches)
+        }
         ('t', _) => (Kind::Tracepoint, tracepoints(&compile(&name)?)?),
         ('p', lib) => {
             let binary = binary(lib, pid)?;
@@ -120,7 +150,7 @@ pub fn resolve(pattern: &str, regex: bool, pid: Option<u32>) -> Result<Target> {
             kind.noun()
         );
     }
-    Ok(Target { kind, matches })
+    Ok(Target { kind, matches, note })
 }
 
 /// BCC's split of a pattern into (type, library, name pattern): `func`, `lib:func`, `p:lib:func`, `p::func`,

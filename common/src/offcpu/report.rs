@@ -17,8 +17,9 @@ use crate::attach::events::{EventStream, Lost};
 use crate::attach::features::{Attach, KernelBtf};
 use crate::attach::loader::load_first_working;
 use crate::attach::maps::DropCounter;
+use crate::host::endpoint::Endpoint;
 use crate::offcpu::sched::{self, BlockFilters, BlockTimeArgs, ThreadArgs};
-use crate::output::metrics::{Endpoint, Snapshot};
+use crate::output::metrics::Snapshot;
 use crate::output::stackseries::StackNames;
 use crate::output::stdout::Output;
 use crate::process::symbols::Symbolizer;
@@ -129,15 +130,16 @@ impl StackToolArgs {
 }
 
 /// A tool's `main` after parsing: a usage error of the `filters` (with `-U`: `user_stacks_only`) ends it with
-/// status 2, else `body` runs under [`crate::run::bpf_main`].
+/// status 2, else `body` runs under [`crate::host::Host::bpf_main`].
 pub fn start(
+    host: &crate::host::Host,
     filters: BlockFilters,
     user_stacks_only: bool,
     verbose: crate::cli::Verbose,
-    body: impl FnOnce(BlockFilters) -> Result<()>,
+    body: impl FnOnce(BlockFilters, Signals) -> Result<()>,
 ) -> std::process::ExitCode {
     match filters.check_usage(user_stacks_only) {
-        Ok(()) => crate::run::bpf_main(verbose, || body(filters)),
+        Ok(()) => host.bpf_main(verbose, |signals| body(filters, signals)),
         Err(code) => code,
     }
 }
@@ -246,6 +248,7 @@ macro_rules! stack_skel_maps {
 /// metrics `write` reads from the skeleton (its stacks named once each through the [`StackNames`] it is given, the
 /// tracing machinery's kernel frames dropped), with the `.bss` counters of [`StackSkel::lost`] as self metrics.
 pub fn serve<S: StackSkel>(
+    signals: &Signals,
     mut endpoint: Endpoint,
     collected: Collected,
     attach: &[Attach],
@@ -254,11 +257,10 @@ pub fn serve<S: StackSkel>(
     mut write: impl FnMut(&mut Snapshot, &mut StackNames, &S) -> Result<()>,
 ) -> Result<()> {
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
     let ((skel, _links), mech) = load_first_working(attach, verbose, |mech| load(mech, &btf))?;
     endpoint.attached(mech, skel.bpf_object());
     let mut names = StackNames::new(collected, true);
-    endpoint.serve(&signals, |s| {
+    endpoint.serve(signals, |s| {
         if let Some([blocks, starts, missed, _recovered]) = skel.lost() {
             s.map_full("totals", blocks);
             s.map_full("starts", starts);
@@ -272,19 +274,19 @@ pub fn serve<S: StackSkel>(
 /// the kernel's BTF), BCC's header, tracing until a stop signal or the duration while saving the memory maps of
 /// the processes seen ([`collect`]), detaching, the [`report`] of the `collected` stacks, and what was lost.
 pub fn run<S: StackSkel>(
+    signals: &Signals,
     report: Report,
     collected: Collected,
     attach: &[Attach],
     mut load: impl FnMut(Attach, &KernelBtf) -> Result<(S, Vec<Link>)>,
 ) -> Result<()> {
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
     let ((skel, links), _) = load_first_working(attach, report.verbose, |mech| load(mech, &btf))?;
     let mut out = Output::new();
     header(&mut out, report.form, &report.header, report.duration)?;
     let mut symbolizer = Symbolizer::new();
     let json = report.form == Form::Json;
-    let lost_notices = collect(&signals, &skel.notices()?, report.duration, &mut symbolizer)?;
+    let lost_notices = collect(signals, &skel.notices()?, report.duration, &mut symbolizer)?;
     drop(links); // stop tracing before reading, so the snapshot is consistent
     let tool = report.tool;
     self::report(&mut out, skel.read_samples(collected)?, &mut symbolizer, report)?;

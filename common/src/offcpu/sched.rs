@@ -170,7 +170,7 @@ impl BlockFilters {
     pub fn check_usage(&self, user_stacks_only: bool) -> Result<(), std::process::ExitCode> {
         match self.usage_error(user_stacks_only) {
             Some(error) => {
-                eprintln!("{}: {error}", crate::tool::invoked_name());
+                eprintln!("{}: {error}", crate::identity::invoked_name());
                 Err(std::process::ExitCode::from(2))
             }
             None => Ok(()),

@@ -62,8 +62,8 @@ impl IrqArgs {
     }
 
     /// With `--prometheus`, the endpoint, bound now (before loading); see [`crate::cli::ExportArgs::endpoint`].
-    pub fn endpoint(&self, tool: &str) -> Result<Option<crate::output::metrics::Endpoint>> {
-        self.export.endpoint(tool, self.every.interval.is_some())
+    pub fn endpoint(&self, host: &crate::host::Host) -> Result<Option<crate::host::endpoint::Endpoint>> {
+        self.export.endpoint(host, self.every.interval.is_some())
     }
 
     /// What the report shows, from `-C` and `-d`.
@@ -234,7 +234,7 @@ pub fn run(
     kind: Kind,
     args: &IrqArgs,
     signals: &Signals,
-    endpoint: Option<crate::output::metrics::Endpoint>,
+    endpoint: Option<crate::host::endpoint::Endpoint>,
     full: Option<&u64>,
     mut read: impl FnMut() -> Result<Vec<(Irq, Log2Hist)>>,
 ) -> Result<()> {

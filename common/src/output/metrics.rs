@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--prometheus ADDR:PORT`: a tool's cumulative kernel maps served as Prometheus metrics.
 //!
-//! Instead of printing intervals, a tool hands [`serve`] a closure that reads its maps into a [`Snapshot`]; the
-//! closure runs on the tool's own thread once per scrape, so a scrape costs one map read and nothing is lost
-//! between scrapes (the kernel's counts are cumulative). The exposition is written by the official
-//! `prometheus-client` crate (OpenMetrics text, or the Prometheus text format 0.0.4 derived from it, chosen from
-//! the request's `Accept` header) and served by a bounded server on the same thread ([`super::metrics_http`]),
-//! bound before anything is loaded ([`Endpoint::bind`]). Label sets are bounded ([`SeriesCap`]): past the cap
+//! Instead of printing intervals, a tool hands its endpoint ([`crate::host::endpoint`]) a closure that reads its
+//! maps into a [`Snapshot`]; the closure runs on the tool's own thread once per scrape, so a scrape costs one map
+//! read and nothing is lost between scrapes (the kernel's counts are cumulative). The exposition is written by the
+//! official `prometheus-client` crate (OpenMetrics text, or the Prometheus text format 0.0.4 derived from it,
+//! chosen from the request's `Accept` header: [`Format`]). Label sets are bounded ([`SeriesCap`]): past the cap
 //! new ones are folded into one series labelled `other`, and the number folded is exported. Every tool's
 //! exposition also carries the same self metrics ([`super::metrics_self`]): build, attach mechanism, lost
 //! events, full maps, and each BPF program's run time and count.
-//!
-//! A tool serves in a few lines: `let endpoint = args.export.endpoint(TOOL_NAME, interval_given)?` before
-//! loading, `endpoint.attached(mech, skel.object())` after attaching, then `endpoint.serve(&signals, |s| ...)`.
 //!
 //! Conventions: names `corebpf_<tool>_...`, base units (seconds), counters `_total`, histograms with every
 //! bucket and `+Inf`. A BCC log2 slot `i` counts values whose whole number of units (the floor: `ns / 1000` for
@@ -22,20 +18,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::net::SocketAddr;
 
 use anyhow::{anyhow, Result};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
-
-pub use super::metrics_http::Listener;
-use super::metrics_http::{Request, Response};
-pub use super::metrics_self::SelfMetrics;
-pub use crate::cli::{parse_listen, DEFAULT_MAX_SERIES};
-use crate::run::Signals;
 
 /// A bucketed value: sum (in seconds), count and per-bucket counts with their upper bounds (last `+Inf`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -553,87 +541,6 @@ fn openmetrics_to_prometheus(open: &str) -> String {
         let _ = writeln!(out, "{}", renamed.as_deref().unwrap_or(line));
     }
     out
-}
-
-/// A bound `--prometheus` endpoint: made before the BPF programs are loaded, then told what was attached, then
-/// served.
-#[derive(Debug)]
-pub struct Endpoint {
-    tool: String,
-    /// None inside the exporter, whose one server serves every tool ([`super::exporter`]).
-    listener: Option<Listener>,
-    max_series: usize,
-    own: SelfMetrics,
-}
-
-impl Endpoint {
-    /// Binds `listen` for `tool`'s metrics (a busy port or a foreign address fails here, before anything loads);
-    /// inside the exporter nothing is bound: the exporter's server serves the tool.
-    pub fn bind(tool: &str, listen: SocketAddr, max_series: usize) -> Result<Endpoint> {
-        let listener = match super::exporter::active() {
-            true => None,
-            false => Some(Listener::bind(listen)?),
-        };
-        Ok(Endpoint { tool: tool.to_string(), listener, max_series, own: SelfMetrics::new() })
-    }
-
-    /// Records how the programs were attached and which programs of `object` are loaded, for the self metrics
-    /// (call once per BPF object a tool loads).
-    pub fn attached(&mut self, mechanism: impl std::fmt::Display, object: &libbpf_rs::Object) {
-        self.own.attached(&mechanism.to_string(), object);
-    }
-
-    /// Serves `/metrics` until a stop signal: prints where, then answers each scrape with what `collect` reads
-    /// at that moment (on this thread), capped at `max_series` label sets per metric, with the self metrics.
-    pub fn serve(self, signals: &Signals, mut collect: impl FnMut(&mut Snapshot) -> Result<()>) -> Result<()> {
-        let Some(listener) = &self.listener else {
-            return super::exporter::serve_tool(&self.tool, signals, &self.own, self.max_series, collect);
-        };
-        let bound = listener.local_addr();
-        {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "Serving Prometheus metrics on http://{bound}/metrics... Hit Ctrl-C to end.");
-            let _ = stdout.flush();
-        }
-        let mut cap = SeriesCap::new(self.max_series);
-        let (tool, own) = (self.tool.as_str(), &self.own);
-        super::metrics_http::run(listener, signals, |request: &Request| {
-            let get = matches!(request.method.as_str(), "GET" | "HEAD");
-            match (request.path.as_str(), get) {
-                ("/metrics", true) => {
-                    let format = Format::from_accept(request.accept.as_deref());
-                    let mut snapshot = Snapshot::new(tool);
-                    let read = collect(&mut snapshot).and_then(|()| {
-                        let overflow = cap.apply(&mut snapshot);
-                        own.add_to(&mut snapshot);
-                        encode(tool, snapshot, overflow, format)
-                    });
-                    match read {
-                        Ok(body) => (Response { status: 200, content_type: format.content_type(), body }, None),
-                        Err(e) => (Response::text(500, &format!("{e:#}\n")), Some(e)),
-                    }
-                }
-                ("/metrics", false) => (Response::text(405, "use GET\n"), None),
-                ("/", true) => {
-                    let body = "<html><body><a href=\"/metrics\">/metrics</a></body></html>\n".to_string();
-                    (Response { status: 200, content_type: "text/html", body }, None)
-                }
-                _ => (Response::text(404, "not found: try /metrics\n"), None),
-            }
-        })
-    }
-}
-
-/// Serves `/metrics` on `listen` until a stop signal (binding it now): [`Endpoint`] in one call, for a tool
-/// that has nothing to bind early.
-pub fn serve(
-    tool: &str,
-    listen: SocketAddr,
-    max_series: usize,
-    signals: &Signals,
-    collect: impl FnMut(&mut Snapshot) -> Result<()>,
-) -> Result<()> {
-    Endpoint::bind(tool, listen, max_series)?.serve(signals, collect)
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ impl SelfMetrics {
     /// Adds the self metrics to a scrape's snapshot.
     pub fn add_to(&self, s: &mut Snapshot) {
         let gauge = |name, help, labels| Global { name, help, unit: None, kind: MetricType::Gauge, labels };
-        let commit = crate::tool::build_commit().unwrap_or("unknown").to_string();
+        let commit = crate::identity::build_commit().unwrap_or("unknown").to_string();
         let build = gauge("build_info", "Build of the tool serving these metrics (always 1)", &["version", "commit"]);
         s.add_global(&build, vec![env!("CARGO_PKG_VERSION").to_string(), commit], Some(1.0));
         let attach = gauge("attach_info", "The attach mechanism the tool's programs use (always 1)", &["mechanism"]);

@@ -4,17 +4,15 @@
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
 //! [`namedhist`] is the run and report of tools with a histogram per name (bitesize).
 //! [`taskhist`] is the run and report of the scheduler latency histogram tools (cpudist, runqlat).
-//! [`exporter`] is the hub of `corebpf-tools exporter`, several tools' metrics in one process.
+//! [`metrics`] is the Prometheus exposition of a tool's maps (served by [`crate::host::endpoint`]).
 //! [`topscreen`] is the top of BCC's top-style screens (cleared screen, loadavg line); [`taskrows`] turns those
 //! tools' per-task rows into counters that outlive the tasks.
 //! [`sockevents`] is what the socket event tools (tcpaccept, tcpconnect, tcpdrop, tcpretrans, tcplife) share.
 
-pub mod exporter;
 pub mod heatmap;
 pub mod hist;
 pub mod irqtime;
 pub mod metrics;
-pub mod metrics_http;
 pub mod metrics_self;
 pub mod namedhist;
 pub mod sockevents;

@@ -149,7 +149,7 @@ pub fn run_with_mean(
 /// the same (two cgroups of the host, or of one container) are added up.
 #[allow(clippy::too_many_arguments)]
 pub fn serve(
-    endpoint: crate::output::metrics::Endpoint,
+    endpoint: crate::host::endpoint::Endpoint,
     signals: &Signals,
     layout: &Layout,
     (name, help): (&str, &str),

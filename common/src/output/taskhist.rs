@@ -243,7 +243,7 @@ impl Report {
 /// `--prometheus`: serves the histograms (see [`Report::metrics`]) and the BPF side's counters of the start map
 /// and the histogram map being full (`full`: start, hists), until a stop signal.
 pub fn serve(
-    endpoint: crate::output::metrics::Endpoint,
+    endpoint: crate::host::endpoint::Endpoint,
     signals: &Signals,
     report: &Report,
     (name, help): (&str, &str),

@@ -44,7 +44,7 @@ pub type SpecResult<T> = Result<T, SpecError>;
 
 /// Prints a spec error as the tool's one line on stderr and exits with status 2 (nothing is attached yet).
 pub fn usage_exit(err: &SpecError) -> ! {
-    eprintln!("{}: {err}", crate::tool::invoked_name());
+    eprintln!("{}: {err}", crate::identity::invoked_name());
     std::process::exit(2);
 }
 

@@ -19,7 +19,7 @@ pub fn warn_if_hidden() {
             };
             eprintln!(
                 "{}: {}",
-                crate::tool::invoked_name(),
+                crate::identity::invoked_name(),
                 warning(sysctl("kptr_restrict"), sysctl("perf_event_paranoid"))
             );
         }

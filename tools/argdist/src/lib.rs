@@ -21,12 +21,13 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, require_process};
+use common::host::Host;
 use common::output::stdout::{clock_hms, Output};
 use common::probe::attach::Site;
 use common::probe::plan::{plan, Limits};
 use common::probe::spec::{parse_argdist, Spec};
 use common::probe::usage_exit;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::Skel;
 
 use crate::bpf::consts::{LIT_MAX, MAX_ENTRY, MAX_FETCH, MAX_INSNS, MAX_KEYS, MAX_LITS, STR_MAX, VM_DEPTH};
@@ -82,13 +83,13 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Fentry, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     if args.histogram.is_empty() && args.count_spec.is_empty() {
-        eprintln!("{}: at least one specifier is required (-H or -C)", common::tool::invoked_name());
+        eprintln!("{}: at least one specifier is required (-H or -C)", common::identity::invoked_name());
         return ExitCode::from(2);
     }
-    run::bpf_main(args.verbose, || argdist(args))
+    host.bpf_main(args.verbose, |signals| argdist(args, &host, signals))
 }
 
 const LIMITS: Limits = Limits {
@@ -107,7 +108,7 @@ fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, Site, bool)
         match common::attach::features::tracefs() {
             Ok(dir) => Some(dir),
             Err(err) => {
-                eprintln!("{}: {err:#}", common::tool::invoked_name());
+                eprintln!("{}: {err:#}", common::identity::invoked_name());
                 std::process::exit(1);
             }
         }
@@ -130,24 +131,23 @@ fn resolve_all(args: &Args) -> Vec<(Spec, common::probe::plan::Plan, Site, bool)
     out
 }
 
-fn argdist(args: Args) -> Result<()> {
+fn argdist(args: Args, host: &Host, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
     if !args.include.is_empty() {
         eprintln!(
             "{}: -I {} ignored: this argdist is prebuilt, nothing is compiled (types come from tracefs and the spec)",
-            common::tool::invoked_name(),
+            common::identity::invoked_name(),
             args.include.join(" -I ")
         );
     }
     let resolved = resolve_all(&args);
-    let signals = Signals::install()?;
     let reports = args.interval.is_some() || args.duration.is_some() || args.count.is_some();
     if args.export.prometheus.is_some() && (args.cumulative || args.top.is_some()) {
         common::cli::usage_error("--prometheus serves every value since the start: -c and -T do not apply");
     }
-    let endpoint = args.export.endpoint("argdist", reports)?;
+    let endpoint = args.export.endpoint(host, reports)?;
     let options = |hist| attach::Options {
         pid: args.pid.pid,
         tid: args.tid.tid,

@@ -21,9 +21,10 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton};
 use common::attach::uprobe;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::procmaps;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -54,14 +55,13 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::UprobeMulti, Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || bashreadline(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| bashreadline(args, signals))
 }
 
-fn bashreadline(args: Args) -> Result<()> {
+fn bashreadline(args: Args, signals: Signals) -> Result<()> {
     let (file, function, offset) = readline_target(args.shared.as_deref())?;
-    let signals = Signals::install()?;
     let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let skel = load(mech)?;
         let prog =

@@ -19,12 +19,14 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
 use common::cli::{parse_port_list, parse_uid};
 use common::domain::containers::{ContainerArgs, ContainerMaps};
+use common::host::Host;
 use common::output::sockevents;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::consts::MAX_PORTS;
@@ -80,17 +82,16 @@ struct Args {
 /// tracepoints serve where kernel functions cannot be traced.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || bindsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| bindsnoop(args, signals))
 }
 
-fn bindsnoop(args: Args) -> Result<()> {
+fn bindsnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let containers = args.containers.open()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         load_and_attach(&args, cgroup.as_ref(), &containers, mech)
     })?;

@@ -21,9 +21,10 @@ use common::attach::loader::{
 use common::attach::maps::DropCounter;
 use common::cli::IntervalCount;
 use common::domain::blockdev::{Disks, RqFlagNames};
+use common::host::Host;
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -73,19 +74,18 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     args.milliseconds = args.export.display(args.milliseconds);
-    run::bpf_main(args.verbose, || biolatency(args))
+    host.bpf_main(args.verbose, |signals| biolatency(args, &host, signals))
 }
 
-fn biolatency(args: Args) -> Result<()> {
+fn biolatency(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let disks = Disks::scan();
     let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("biolatency", args.every.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
 
     let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         load_and_attach(&args, &disks, &btf, target_dev, cgroup.as_ref(), mech)

@@ -22,8 +22,9 @@ use common::attach::loader::{
 use common::attach::maps::{hash_entries, DropCounter};
 use common::cli::IntervalCount;
 use common::domain::blockdev::{Disks, RqOps};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::types::disk_pattern;
@@ -60,18 +61,17 @@ struct Args {
 /// block_rq_complete with its BTF types, else as a raw tracepoint.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || biopattern(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| biopattern(args, &host, signals))
 }
 
-fn biopattern(args: Args) -> Result<()> {
+fn biopattern(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let mut disks = Disks::scan();
     let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
     // Only reads and writes are counted: the operations' numbers, from BTF.
     let ops = RqOps::from_btf(&KernelBtf::load()?);
-    let signals = Signals::install()?;
-    let endpoint = args.metrics.endpoint("biopattern", args.every.interval.is_some())?;
+    let endpoint = args.metrics.endpoint(host, args.every.interval.is_some())?;
     let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let mut open = open_skeleton::<BpfSkelBuilder>()?;
         let rodata = rodata(&mut open.maps.rodata_data)?;

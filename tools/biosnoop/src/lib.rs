@@ -23,8 +23,9 @@ use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
 };
 use common::domain::blockdev::{Disks, RqFlagNames, RqOps};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -70,17 +71,16 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || biosnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| biosnoop(args, signals))
 }
 
-fn biosnoop(args: Args) -> Result<()> {
+fn biosnoop(args: Args, signals: Signals) -> Result<()> {
     let disks = Disks::scan();
     let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
     let verbose = args.verbose.on();
     let ((skel, _links), _mech) = load_first_working(TOOL.attach, verbose, |mech| {
         load_and_attach(&args, &btf, target_dev, cgroup.as_ref(), mech)
@@ -138,7 +138,7 @@ fn load_and_attach(
     let merge = btf.has_tracepoint("block_rq_merge");
     rodata.have_io_start = io_start;
     if args.verbose.on() && !io_start {
-        let tool = common::tool::invoked_name();
+        let tool = common::identity::invoked_name();
         eprintln!("{tool}: no block_io_start tracepoint; the issuing process is taken at insert or issue");
     }
 

@@ -26,6 +26,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::domain::blockdev::Disks;
+use common::host::Host;
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::hist::{log2_buckets, write_log2_hist, Bucket};
 use common::output::stdout::{clock_rfc3339, Output};
@@ -72,10 +73,10 @@ struct Args {
 /// The block tracepoints with their BTF types, else as raw tracepoints.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     args.milliseconds = args.metrics.display(args.milliseconds);
-    run::bpf_main(args.verbose, || biostacks(args))
+    host.bpf_main(args.verbose, |signals| biostacks(args, &host, signals))
 }
 
 /// One histogram as printed: a process, its disk, the named kernel stack (innermost first) and the latencies.
@@ -107,15 +108,14 @@ struct Totals {
     sum_ns: u64,
 }
 
-fn biostacks(args: Args) -> Result<()> {
+fn biostacks(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let disks = Disks::scan();
     let target_dev = args.disk.as_deref().map(|d| disks.resolve(d)).transpose()?;
     let btf = KernelBtf::load()?;
     // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
     // sees those that go through a scheduler or a plug (block_rq_issue notes the rest).
     let noted_at = if btf.has_tracepoint("block_io_start") { "block_io_start" } else { "block_rq_insert" };
-    let signals = Signals::install()?;
-    let endpoint = args.metrics.endpoint("biostacks", args.duration.is_some())?;
+    let endpoint = args.metrics.endpoint(host, args.duration.is_some())?;
     let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let mut open = open_skeleton::<BpfSkelBuilder>()?;
         let rodata = rodata(&mut open.maps.rodata_data)?;

@@ -20,12 +20,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
 use common::attach::maps::{from_bytes, DropCounter};
+use common::cli::filter::open_filtered;
 use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::domain::blockdev::{Disks, RqOps, SubmitterNotes};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -86,20 +86,19 @@ struct Args {
 /// The block tracepoints with their BTF types, else as raw tracepoints.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || biotop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| biotop(args, &host, signals))
 }
 
-fn biotop(args: Args) -> Result<()> {
+fn biotop(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     let btf = KernelBtf::load()?;
     // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
     let notes = SubmitterNotes::new(&btf);
     let ops = RqOps::from_btf(&btf);
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("biotop", args.interval.is_some() || args.count.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.count.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, notes, mech))?;
     if let Some(mut endpoint) = endpoint {

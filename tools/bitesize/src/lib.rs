@@ -23,9 +23,10 @@ use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
 use common::domain::blockdev::{Disks, RqOps, SubmitterNotes};
 use common::domain::container_names::ContainerLabelArgs;
+use common::host::Host;
 use common::output::hist::Log2Hist;
 use common::output::namedhist::{self, Layout};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -70,9 +71,9 @@ struct Args {
 /// The block tracepoints with their BTF types, else as raw tracepoints.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || bitesize(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| bitesize(args, &host, signals))
 }
 
 /// The `-c` name as the kernel keeps it: at most 15 bytes and a NUL.
@@ -89,15 +90,14 @@ fn comm_filter(comm: &str) -> Result<[i8; bpf::consts::NAME_LEN], String> {
     Ok(name)
 }
 
-fn bitesize(args: Args) -> Result<()> {
+fn bitesize(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let target_dev = args.disk.as_deref().map(|d| Disks::scan().resolve(d)).transpose()?;
     let target_comm = args.comm;
     let btf = KernelBtf::load()?;
     // Where the submitter is current: block_io_start (6.5+) sees every request there; before it, block_rq_insert
     // sees those that go through a scheduler or a plug (the rest are issued by their submitter).
     let notes = SubmitterNotes::new(&btf);
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("bitesize", args.every.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
     let containers = args.containers.open_by_cgroup(endpoint.is_some());
     let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let mut open = open_skeleton::<BpfSkelBuilder>()?;

@@ -20,8 +20,9 @@ use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton};
 use common::attach::maps::{percpu_counters, CounterDeltas};
 use common::cli::{parse_interval_secs, parse_positive_u64};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -57,15 +58,14 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || cachestat(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| cachestat(args, &host, signals))
 }
 
-fn cachestat(args: Args) -> Result<()> {
+fn cachestat(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("cachestat", args.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&btf, mech, args.verbose.on()))?;
     let functions = matches!(mech, Attach::Fentry | Attach::Kprobe);

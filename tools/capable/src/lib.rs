@@ -17,14 +17,14 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
 use common::domain::capabilities::{function_ranges, CALLERS};
 use common::domain::containers::{ContainerArgs, ContainerMaps};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -70,19 +70,18 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Fentry, Attach::TpBtf, Attach::RawTp, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     // -v is BCC's "non-audit checks too" and says which mechanism attached; libbpf's own messages wait for -vv, so
     // that a plain -v does not fill stderr with the failed steps of the ladder.
     let libbpf = if args.verbose >= 2 { 2 } else { 0 };
-    run::bpf_main(common::cli::Verbose { level: libbpf }, || capable(args))
+    host.bpf_main(common::cli::Verbose { level: libbpf }, |signals| capable(args, signals))
 }
 
-fn capable(args: Args) -> Result<()> {
+fn capable(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     let containers = args.containers.open()?;
     let callers = function_ranges(&CALLERS.map(|(name, _)| name))?;
-    let signals = Signals::install()?;
     let debug = args.verbose > 0;
     // -U names user frames from the process's memory maps, which are gone once it exits: -p's process has them
     // saved now, before its first check (any other process on its first check, see report.rs).

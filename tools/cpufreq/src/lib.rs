@@ -28,9 +28,10 @@ use common::attach::loader::{autoload_by_section, load_first_working, open_skele
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::attach::perf::{open_event, Rate};
 use common::cli::MetricsArgs;
+use common::host::Host;
 use common::output::metrics::{HistogramValue, Snapshot};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 use serde::Serialize;
@@ -75,13 +76,13 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || cpufreq(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| cpufreq(args, &host, signals))
 }
 
-fn cpufreq(args: Args) -> Result<()> {
-    let endpoint = args.metrics.endpoint("cpufreq", args.duration.is_some())?;
+fn cpufreq(args: Args, host: &Host, signals: Signals) -> Result<()> {
+    let endpoint = args.metrics.endpoint(host, args.duration.is_some())?;
     let rate = Rate::Frequency(args.frequency);
     common::attach::perf::check_rate(rate)?;
     let cpus = common::attach::perf::sampling_cpus(None)?;
@@ -91,7 +92,6 @@ fn cpufreq(args: Args) -> Result<()> {
     // Without a frequency to start from there is nothing to sample: say so before loading anything.
     let start = starting_frequencies(&cpus)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let signals = Signals::install()?;
     let ((skel, links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         load_and_attach(mech, cgroup.as_ref(), &cpus, &start, rate)
     })?;

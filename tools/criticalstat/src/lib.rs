@@ -26,9 +26,10 @@ use common::attach::loader::{
     attach_loaded_tracepoints, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
 };
 use common::attach::maps::from_bytes;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::{Symbol, Symbolizer};
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::stacks::{Collected, Stack, StackTraces};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -69,9 +70,9 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || criticalstat(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| criticalstat(args, signals))
 }
 
 /// Which sections: interrupts off (BCC's default, and its choice when both -i and -p are given) or preemption off.
@@ -117,7 +118,7 @@ impl Kind {
     }
 }
 
-fn criticalstat(args: Args) -> Result<()> {
+fn criticalstat(args: Args, signals: Signals) -> Result<()> {
     let kind = Kind::of(&args);
     let threshold_ns = args.duration.checked_mul(1000).context("the duration is too large")?;
     let (wanted, _) = kind.tracepoints();
@@ -132,7 +133,6 @@ fn criticalstat(args: Args) -> Result<()> {
             kind.needs()
         );
     }
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(kind, threshold_ns, mech))?;
 

@@ -17,11 +17,13 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{autoload_by_section, load_first_working, open_filtered};
+use common::attach::loader::{autoload_by_section, load_first_working};
 use common::attach::maps::{percpu_counters, CounterDeltas};
+use common::cli::filter::open_filtered;
 use common::cli::{parse_interval_secs, parse_positive_u64};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, IntervalClock, Signals};
+use common::run::{run_intervals, IntervalClock, Signals};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
 
@@ -55,15 +57,14 @@ struct Args {
 /// What the multicall binary knows of the tool: its entry and its attach ladder.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || dcstat(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| dcstat(args, &host, signals))
 }
 
-fn dcstat(args: Args) -> Result<()> {
+fn dcstat(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("dcstat", args.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))
             .context("needs fentry or kprobes on lookup_fast, d_lookup and d_alloc_parallel")?;

@@ -18,10 +18,12 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata, skip_tracepoint,
 };
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -71,18 +73,17 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || drsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| drsnoop(args, signals))
 }
 
-fn drsnoop(args: Args) -> Result<()> {
+fn drsnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     args.tid.tid.map(common::cli::require_thread).transpose()?;
     if args.name.as_deref() == Some("") {
         bail!("the name given to -n is empty");
     }
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

@@ -21,8 +21,9 @@ use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, rodata};
 use common::cli::parse_pid;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 use regex_lite::Regex;
 
@@ -83,9 +84,9 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || execsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| execsnoop(args, signals))
 }
 
 fn parse_regex(s: &str) -> Result<Regex, String> {
@@ -100,10 +101,9 @@ fn parse_max_args(s: &str) -> Result<u32, String> {
     }
 }
 
-fn execsnoop(args: Args) -> Result<()> {
+fn execsnoop(args: Args, signals: Signals) -> Result<()> {
     args.ppid.map(common::cli::require_process).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
 

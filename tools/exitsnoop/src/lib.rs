@@ -19,11 +19,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -65,15 +65,14 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || exitsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| exitsnoop(args, signals))
 }
 
-fn exitsnoop(args: Args) -> Result<()> {
+fn exitsnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let signals = Signals::install()?;
     let ((skel, _link), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
 

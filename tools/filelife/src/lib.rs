@@ -17,9 +17,11 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -47,14 +49,13 @@ struct Args {
 /// system calls' tracepoints where kernel functions cannot be traced.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || filelife(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| filelife(args, signals))
 }
 
-fn filelife(args: Args) -> Result<()> {
+fn filelife(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
     let mut out = Output::new();

@@ -24,10 +24,12 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, rodata};
 use common::attach::maps::{from_bytes, DropCounter};
+use common::cli::filter::open_filtered;
 use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::domain::blockdev::kernel_dev;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::run::{self, run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -101,16 +103,16 @@ struct Args {
 /// vfs_read and vfs_write (fentry, else BCC's kprobes); else the read and write system calls' tracepoints.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || filetop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| filetop(args, &host, signals))
 }
 
 /// The system calls whose tracepoints count reads (first) and writes, where kernel functions cannot be traced.
 const READ_CALLS: [&str; 5] = ["read", "pread64", "readv", "preadv", "preadv2"];
 const WRITE_CALLS: [&str; 5] = ["write", "pwrite64", "writev", "pwritev", "pwritev2"];
 
-fn filetop(args: Args) -> Result<()> {
+fn filetop(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     // -d: the directory's inode and file system (its device number in the kernel's encoding).
     let dir = match &args.directory {
@@ -122,8 +124,7 @@ fn filetop(args: Args) -> Result<()> {
         }
         None => None,
     };
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("filetop", args.interval.is_some() || args.count.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.count.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, dir, mech))?;
     if let Some(mut endpoint) = endpoint {

@@ -19,13 +19,15 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{load_first_working, open_filtered, rodata};
+use common::attach::loader::{load_first_working, rodata};
 use common::attach::maps::DropCounter;
+use common::cli::filter::open_filtered;
 use common::cli::IntervalCount;
 use common::domain::fsop::{FsType, Op, Plan};
+use common::host::Host;
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -63,20 +65,20 @@ struct Args {
 /// cannot be traced, the system calls' tracepoints filtered by the file's file system.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     args.milliseconds = args.export.display(args.milliseconds);
-    let fs = args.fs.or_else(|| FsType::from_invoked_name(common::tool::invoked_name(), "dist")).unwrap_or_else(|| {
-        common::cli::usage_error("no file system to trace: give one with -t (btrfs, ext4, nfs or xfs)")
-    });
-    run::bpf_main(args.verbose, || fsdist(args, fs))
+    let fs =
+        args.fs.or_else(|| FsType::from_invoked_name(common::identity::invoked_name(), "dist")).unwrap_or_else(|| {
+            common::cli::usage_error("no file system to trace: give one with -t (btrfs, ext4, nfs or xfs)")
+        });
+    host.bpf_main(args.verbose, |signals| fsdist(args, fs, &host, signals))
 }
 
-fn fsdist(args: Args, fs: FsType) -> Result<()> {
+fn fsdist(args: Args, fs: FsType, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     fs.require_registered()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint(env!("CARGO_PKG_NAME"), args.every.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, fs, mech))?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
@@ -133,7 +135,7 @@ fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'st
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     let links = plan.attach(skel.object())?;
     if args.verbose.on() {
-        eprintln!("{}: tracing {}", common::tool::invoked_name(), plan.describe());
+        eprintln!("{}: tracing {}", common::identity::invoked_name(), plan.describe());
     }
     Ok((skel, links))
 }

@@ -19,11 +19,13 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{load_first_working, open_filtered, rodata};
+use common::attach::loader::{load_first_working, rodata};
+use common::cli::filter::open_filtered;
 use common::cli::parse_interval_secs;
 use common::domain::fsop::{FsType, Op, Plan};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -106,28 +108,27 @@ impl BccArgs {
     }
 }
 
-fn main(argv: Vec<OsString>) -> ExitCode {
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
     // Under a BCC name the command line is BCC's; under fsslower (or an unknown name), libbpf-tools'.
     let bcc_fs = argv.first().and_then(|a| FsType::from_invoked_name(&a.to_string_lossy(), "slower"));
     let args: Args = match bcc_fs {
-        Some(fs) => common::cli::parse::<BccArgs>(argv).into_args(fs),
-        None => common::cli::parse(argv),
+        Some(fs) => common::cli::parse::<BccArgs>(argv, &host).into_args(fs),
+        None => common::cli::parse(argv, &host),
     };
     let fs = file_system(args.fs);
-    run::bpf_main(args.verbose, || fsslower(args, fs))
+    host.bpf_main(args.verbose, |signals| fsslower(args, fs, signals))
 }
 
 /// The file system to trace: `-t`, else the one the invoked name stands for; neither is a usage error.
 fn file_system(given: Option<FsType>) -> FsType {
-    given.or_else(|| FsType::from_invoked_name(common::tool::invoked_name(), "slower")).unwrap_or_else(|| {
+    given.or_else(|| FsType::from_invoked_name(common::identity::invoked_name(), "slower")).unwrap_or_else(|| {
         common::cli::usage_error("no file system to trace: give one with -t (btrfs, ext4, nfs or xfs)")
     })
 }
 
-fn fsslower(args: Args, fs: FsType) -> Result<()> {
+fn fsslower(args: Args, fs: FsType, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     fs.require_registered()?;
-    let signals = Signals::install()?;
     let verbose = args.verbose.on();
     let ((skel, _links), _mech) = load_first_working(TOOL.attach, verbose, |mech| load_and_attach(&args, fs, mech))?;
 
@@ -168,7 +169,7 @@ fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'st
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     let links = plan.attach(skel.object())?;
     if args.verbose.on() {
-        eprintln!("{}: tracing {}", common::tool::invoked_name(), plan.describe());
+        eprintln!("{}: tracing {}", common::identity::invoked_name(), plan.describe());
     }
     Ok((skel, links))
 }

@@ -19,8 +19,9 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::cli::parse_interval_secs;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals, Tick};
+use common::run::{run_intervals, Signals, Tick};
 use libbpf_rs::skel::Skel;
 
 use crate::bpf::consts::FUNCCOUNT_SLOTS;
@@ -62,13 +63,8 @@ struct Args {
     /// Print JSON lines: an object per report
     #[arg(short = 'j', long)]
     json: bool,
-    /// Serve the counts on ADDR:PORT as Prometheus metrics (on 127.0.0.1 when only a port is given) and print
-    /// nothing
-    #[arg(long, value_name = "ADDR:PORT", value_parser = common::output::metrics::parse_listen, conflicts_with = "json")]
-    prometheus: Option<std::net::SocketAddr>,
-    /// With --prometheus: the most label sets a metric may have; the rest add up in one series labelled "other"
-    #[arg(long, value_name = "N", default_value_t = common::output::metrics::DEFAULT_MAX_SERIES, requires = "prometheus")]
-    max_series: usize,
+    #[command(flatten)]
+    metrics: common::cli::MetricsArgs,
     #[command(flatten)]
     verbose: common::cli::Verbose,
     /// What to count: func, p::func, t:category:event, lib:func, p:lib:func, /path:func or u:lib:probe, with * in
@@ -90,12 +86,12 @@ pub const TOOL: common::tool::Tool = common::tool!(
     ]
 );
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || funccount(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| funccount(args, &host, signals))
 }
 
-fn funccount(args: Args) -> Result<()> {
+fn funccount(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     if let Some(cpu) = args.cpu {
         let cpus = libbpf_rs::num_possible_cpus()?;
@@ -104,19 +100,15 @@ fn funccount(args: Args) -> Result<()> {
         }
     }
     let target = targets::resolve(&args.pattern, args.regexp, args.pid.pid)?;
+    if let Some(note) = target.note.as_deref().filter(|_| args.verbose.on()) {
+        eprintln!("{}: {note}", common::identity::invoked_name());
+    }
     let btf = KernelBtf::load()?;
     if args.debug {
         return print_plan(&target, &btf);
     }
-    let signals = Signals::install()?;
     let interval_given = args.interval.is_some() || args.duration.is_some();
-    let endpoint = args.prometheus.map(|listen| {
-        if interval_given {
-            common::cli::usage_error("--prometheus serves cumulative metrics: it takes no interval or duration");
-        }
-        common::output::metrics::Endpoint::bind("funccount", listen, args.max_series)
-    });
-    let endpoint = endpoint.transpose()?;
+    let endpoint = args.metrics.endpoint(host, interval_given)?;
     let filters = Filters { pid: args.pid.pid, cpu: args.cpu, matches: target.matches.len() };
     let cookies = if kernel_has_cookies(&btf) { Cookies::Index } else { Cookies::Slots };
     if args.verbose.on() && cookies == Cookies::Slots {

@@ -23,8 +23,9 @@ use common::attach::features::{Attach, KernelBtf};
 use common::cli::{parse_interval_secs, require_process};
 use common::functions::attach::{missed_counter, Attacher, Cookies};
 use common::functions::targets::{resolve, Kind, Target};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals, Tick};
+use common::run::{run_intervals, Signals, Tick};
 use libbpf_rs::skel::Skel;
 
 use report::{Report, Unit};
@@ -72,14 +73,14 @@ pub const TOOL: common::tool::Tool = common::tool!(
     [Attach::Fentry, Attach::KprobeMulti, Attach::Kprobe, Attach::Tracepoint, Attach::UprobeMulti, Attach::Uprobe]
 );
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     (args.milliseconds, args.microseconds) =
         (args.export.display(args.milliseconds), args.export.display(args.microseconds));
-    run::bpf_main(args.verbose, || funcinterval(args))
+    host.bpf_main(args.verbose, |signals| funcinterval(args, &host, signals))
 }
 
-fn funcinterval(args: Args) -> Result<()> {
+fn funcinterval(args: Args, host: &Host, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
@@ -91,8 +92,7 @@ fn funcinterval(args: Args) -> Result<()> {
         );
     }
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("funcinterval", args.interval.is_some() || args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.duration.is_some())?;
     let unit = Unit::from_flags(args.microseconds, args.milliseconds);
     let options = object::Options { pid: args.pid.pid, ns_per_unit: unit.ns };
     let attacher =

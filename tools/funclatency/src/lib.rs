@@ -21,9 +21,10 @@ use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, require_process};
 use common::functions::attach::{missed_counter, Attacher};
 use common::functions::targets::{resolve, Kind};
+use common::host::Host;
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals, Tick};
+use common::run::{run_intervals, Signals, Tick};
 use libbpf_rs::skel::Skel;
 
 use report::{Report, Unit};
@@ -74,14 +75,14 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Fentry, Attach::KprobeMulti, Attach::Kprobe, Attach::UprobeMulti, Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     (args.milliseconds, args.microseconds) =
         (args.export.display(args.milliseconds), args.export.display(args.microseconds));
-    run::bpf_main(args.verbose, || funclatency(args))
+    host.bpf_main(args.verbose, |signals| funclatency(args, &host, signals))
 }
 
-fn funclatency(args: Args) -> Result<()> {
+fn funclatency(args: Args, host: &Host, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
@@ -94,8 +95,7 @@ fn funclatency(args: Args) -> Result<()> {
         );
     }
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("funclatency", args.interval.is_some() || args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.duration.is_some())?;
     let unit = Unit::from_flags(args.microseconds, args.milliseconds);
     let options = object::Options {
         pid: args.pid.pid,

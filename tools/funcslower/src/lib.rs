@@ -23,9 +23,10 @@ use common::attach::maps::{c_string, from_bytes};
 use common::cli::require_process;
 use common::functions::attach::{kernel_has_cookies, missed_counter, Attached, Attacher, Cookies};
 use common::functions::targets::{resolve, Kind, Target};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::stacks::maps::StackTraces;
 use common::stacks::{Collected, Sample, Stack};
 use libbpf_rs::MapCore;
@@ -89,12 +90,12 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
     }
 }
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     if args.folded && !(args.user_stack || args.kernel_stack) {
         common::cli::usage_error("-f prints stacks: give -U, -K or both");
     }
-    run::bpf_main(args.verbose, || funcslower(args))
+    host.bpf_main(args.verbose, |signals| funcslower(args, signals))
 }
 
 /// One pattern, resolved and attached.
@@ -105,7 +106,7 @@ struct Traced {
     kind: Kind,
 }
 
-fn funcslower(args: Args) -> Result<()> {
+fn funcslower(args: Args, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
@@ -132,7 +133,6 @@ fn funcslower(args: Args) -> Result<()> {
         (Some(us), None) => Threshold { unit: "us", value: us },
         (_, ms) => Threshold { unit: "ms", value: ms.unwrap_or(1.0) },
     };
-    let signals = Signals::install()?;
 
     // Every function of every pattern, in one list: (printed name, pattern number).
     let mut funcs: Vec<(String, usize)> = Vec::new();

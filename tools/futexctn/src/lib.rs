@@ -24,9 +24,10 @@ use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_
 use common::attach::maps::DropCounter;
 use common::cli::IntervalCount;
 use common::domain::container_names::ContainerLabelArgs;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -86,19 +87,18 @@ fn parse_lock(s: &str) -> Result<u64, String> {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     // Metrics are per process name in microseconds, whatever the display flags say.
     args.milliseconds = args.metrics.display(args.milliseconds);
     args.summary |= args.metrics.prometheus.is_some();
-    run::bpf_main(args.verbose, || futexctn(args))
+    host.bpf_main(args.verbose, |signals| futexctn(args, &host, signals))
 }
 
-fn futexctn(args: Args) -> Result<()> {
+fn futexctn(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     args.tid.tid.map(common::cli::require_thread).transpose()?;
-    let signals = Signals::install()?;
-    let endpoint = args.metrics.endpoint("futexctn", args.every.interval.is_some())?;
+    let endpoint = args.metrics.endpoint(host, args.every.interval.is_some())?;
     let containers = args.containers.open_by_cgroup(endpoint.is_some());
     let ((mut skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;

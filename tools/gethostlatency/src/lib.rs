@@ -22,11 +22,13 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{autoload_by_section, load_first_working, open_filtered};
+use common::attach::loader::{autoload_by_section, load_first_working};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::elf::ElfSymbols;
 use common::process::procmaps;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{Link, ProgramMut, UprobeMultiOpts, UprobeOpts};
 
@@ -54,16 +56,15 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::UprobeMulti, Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || gethostlatency(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| gethostlatency(args, signals))
 }
 
-fn gethostlatency(args: Args) -> Result<()> {
+fn gethostlatency(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     let libc = libc_path(&args)?;
     let funcs = resolver_functions(&libc)?;
-    let signals = Signals::install()?;
 
     let ((skel, links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let skel = load(&args, mech)?;
@@ -84,7 +85,7 @@ fn gethostlatency(args: Args) -> Result<()> {
     drop(links);
 
     if bss.untimed > 0 {
-        let tool = common::tool::invoked_name();
+        let tool = common::identity::invoked_name();
         eprintln!("{tool}: {} calls not timed: too many threads inside resolver calls", bss.untimed);
     }
     Ok(())

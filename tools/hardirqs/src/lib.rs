@@ -16,9 +16,10 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
 use common::attach::maps::{c_string, DropCounter};
+use common::host::Host;
 use common::output::hist::Log2Hist;
 use common::output::irqtime::{self, Irq, IrqArgs, Kind};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -43,15 +44,14 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.irq.verbose, || hardirqs(args.irq.applied()))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.irq.verbose, |signals| hardirqs(args.irq.applied(), &host, signals))
 }
 
-fn hardirqs(args: IrqArgs) -> Result<()> {
+fn hardirqs(args: IrqArgs, host: &Host, signals: Signals) -> Result<()> {
     args.check_cpu()?;
-    let signals = Signals::install()?;
-    let mut endpoint = args.endpoint("hardirqs")?;
+    let mut endpoint = args.endpoint(host)?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
     if let Some(endpoint) = endpoint.as_mut() {

@@ -18,8 +18,9 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::maps::from_bytes;
+use common::host::Host;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::runtime::{self, Language, RuntimeProbes};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
@@ -67,12 +68,12 @@ struct JsonGc<'a> {
     full: bool,
 }
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || javagc(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| javagc(args, signals))
 }
 
-fn javagc(args: Args) -> Result<()> {
+fn javagc(args: Args, signals: Signals) -> Result<()> {
     let pid = args.pid.pid.context("no PID")?;
     common::cli::require_process(pid)?;
     let found = runtime::find_probes(pid, Language::Java)?;
@@ -80,7 +81,6 @@ fn javagc(args: Args) -> Result<()> {
     if args.verbose.on() {
         eprintln!("HotSpot probes of process {pid} in {}", found.file.display());
     }
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &found, mech))?;
 

@@ -20,8 +20,9 @@ use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{load_first_working, open_skeleton_core_free, rodata};
 use common::domain::killcalls::{self, SignalEvent, SignalSet};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -62,9 +63,9 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || killsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| killsnoop(args, signals))
 }
 
 /// A target PID as kill(2) takes it: any integer but 0 is a process (or, negative, a process group); 0 is the
@@ -73,9 +74,8 @@ fn parse_tpid(s: &str) -> Result<i32, String> {
     s.parse::<i32>().map_err(|_| format!("'{s}' is not a PID (an integer, negative for a process group)"))
 }
 
-fn killsnoop(args: Args) -> Result<()> {
+fn killsnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

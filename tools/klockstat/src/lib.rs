@@ -19,10 +19,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
 use common::attach::maps::DropCounter;
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::run::{self, Signals, Tick};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -91,15 +91,15 @@ pub const TOOL: common::tool::Tool =
 /// where the kernel lacks them; a kernel with CONFIG_DEBUG_LOCK_ALLOC has mutex_lock_nested instead).
 const REQUIRED_FUNCTIONS: [&str; 2] = ["mutex_lock", "mutex_unlock"];
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     if args.per_thread && args.stacks != 1 {
         common::cli::usage_error("--per-thread and --stacks cannot be used together");
     }
     if args.reset && args.metrics.prometheus.is_some() {
         common::cli::usage_error("--prometheus serves counters that only grow: it cannot be used with --reset");
     }
-    run::bpf_main(args.verbose, || klockstat(args))
+    host.bpf_main(args.verbose, |signals| klockstat(args, &host, signals))
 }
 
 /// The reports' interval and how many there are: -d alone is one report at its end; -d with -i, as many
@@ -116,12 +116,11 @@ fn schedule(args: &Args) -> (Option<Duration>, Option<u64>) {
     }
 }
 
-fn klockstat(args: Args) -> Result<()> {
+fn klockstat(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.pid.or(args.tid.tid).map(common::cli::require_process).transpose()?;
     let lock = args.lock.as_deref().map(report::resolve_lock).transpose()?;
-    let signals = Signals::install()?;
     let timed = args.duration.is_some() || args.interval.is_some();
-    let endpoint = args.metrics.endpoint("klockstat", timed)?;
+    let endpoint = args.metrics.endpoint(host, timed)?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, lock, mech))?;
     // Said in each text report where the hold table would be (JSON: hold is null).

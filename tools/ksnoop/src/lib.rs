@@ -22,9 +22,11 @@ use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser};
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{load_first_working, open_filtered, rodata};
+use common::attach::loader::{load_first_working, rodata};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore};
 
@@ -76,8 +78,8 @@ enum Command {
     Info,
 }
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     let (command, funcs) = match args.words[0].as_str() {
         "help" => {
             let _ = Args::command().print_help();
@@ -95,8 +97,8 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     }
     let funcs = funcs.to_vec();
     match command {
-        Command::Info => run::main(|| info(&funcs)),
-        Command::Trace => run::bpf_main(args.verbose, || trace(&args, &funcs)),
+        Command::Info => host.main(|| info(&funcs)),
+        Command::Trace => host.bpf_main(args.verbose, |signals| trace(&args, &funcs, signals)),
     }
 }
 
@@ -134,14 +136,13 @@ fn info(specs: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn trace(args: &Args, specs: &[String]) -> Result<()> {
+fn trace(args: &Args, specs: &[String], signals: Signals) -> Result<()> {
     let types = Types::load()?;
     let funcs = resolve(&types, specs, args.debug);
     if let Some(pid) = args.pid.pid {
         common::cli::require_process(pid)?;
     }
     let layouts: Vec<(Layout, Layout)> = funcs.iter().map(layout).collect();
-    let signals = Signals::install()?;
     let names: Vec<&str> = funcs.iter().map(|f| f.name.as_str()).collect();
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(args, &funcs, &layouts, mech))

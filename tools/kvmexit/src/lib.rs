@@ -21,6 +21,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton_core_free, rodata};
 use common::attach::maps::{hash_entries, DropCounter};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -77,10 +78,10 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     let libbpf = if args.debug { 2 } else { 0 };
-    run::bpf_main(common::cli::Verbose { level: libbpf }, || kvmexit(args))
+    host.bpf_main(common::cli::Verbose { level: libbpf }, |signals| kvmexit(args, &host, signals))
 }
 
 /// -T's threads (one value to clap, which would take a bare Vec for a repeated flag).
@@ -151,7 +152,7 @@ fn vcpu_thread(pid: u32, vcpu: u32) -> Result<u32> {
     bail!("PID {pid} has no thread of vCPU {vcpu} (named \"CPU {vcpu}/KVM\", as QEMU names them)")
 }
 
-fn kvmexit(args: Args) -> Result<()> {
+fn kvmexit(args: Args, host: &Host, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid {
         common::cli::require_process(pid)?;
     }
@@ -172,15 +173,14 @@ fn kvmexit(args: Args) -> Result<()> {
     if !Path::new("/sys/module/kvm").exists() {
         bail!("KVM is not loaded (no kvm module), so there is no kvm:kvm_exit tracepoint to count exits at");
     }
-    let signals = Signals::install()?;
-    let endpoint = args.metrics.endpoint("kvmexit", args.duration.is_some())?;
+    let endpoint = args.metrics.endpoint(host, args.duration.is_some())?;
     let ((skel, _link), mech) =
         load_first_working(TOOL.attach, args.verbose, |mech| load_and_attach(args.pid.pid, &tids, mech))?;
     if Path::new("/sys/module/kvm_pvm").exists() {
         eprintln!(
             "{}: this host's KVM is PVM (kvm_pvm), which does not report VM exits to kvm:kvm_exit, so no exits will \
              be counted",
-            common::tool::invoked_name()
+            common::identity::invoked_name()
         );
     }
     if let Some(mut endpoint) = endpoint {

@@ -25,9 +25,10 @@ use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::attach::perf::{open_event, Rate};
 use common::cli::MetricsArgs;
+use common::host::Host;
 use common::output::metrics::Snapshot;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 use serde::Serialize;
@@ -70,9 +71,9 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::PerfEvent]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || llcstat(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| llcstat(args, &host, signals))
 }
 
 /// The two events counted, as `perf_event_open(2)` types and configs, with their names for messages.
@@ -102,8 +103,8 @@ fn counters() -> Result<(Counter, Counter)> {
     }
 }
 
-fn llcstat(args: Args) -> Result<()> {
-    let endpoint = args.metrics.endpoint("llcstat", args.duration.is_some())?;
+fn llcstat(args: Args, host: &Host, signals: Signals) -> Result<()> {
+    let endpoint = args.metrics.endpoint(host, args.duration.is_some())?;
     let (refs, misses) = counters()?;
     let cpus = common::attach::perf::sampling_cpus(None)?;
     // The counters first: without them nothing else is worth loading, and the error names the one missing.
@@ -119,7 +120,6 @@ fn llcstat(args: Args) -> Result<()> {
             common::attach::perf::format_cpu_list(&cpus)
         );
     }
-    let signals = Signals::install()?;
     let mut fds = Some((ref_fds, miss_fds));
     let ((skel, links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |_| {
         let (r, m) = fds.take().context("the perf events were already used")?;

@@ -20,8 +20,9 @@ use common::attach::events::EventStream;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton};
 use common::attach::maps::{c_string, from_bytes};
+use common::host::Host;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 use serde::Serialize;
@@ -54,9 +55,9 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || mdflush(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| mdflush(args, signals))
 }
 
 /// One flush request, as JSON.
@@ -81,12 +82,11 @@ fn md_driver_present() -> bool {
         .is_ok_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("md-mod.ko")))
 }
 
-fn mdflush(args: Args) -> Result<()> {
+fn mdflush(args: Args, signals: Signals) -> Result<()> {
     // Without the driver no array can ever be made, so no line could ever come: say so rather than wait.
     if !md_driver_present() {
         bail!("this kernel has no md driver (no /sys/module/md_mod, no md-mod module to load): no md array can exist");
     }
-    let signals = Signals::install()?;
     // The tracepoint's form: (bio) since 5.11, (q, bio) before; read once for every step of the ladder.
     let bio_queue_arity = KernelBtf::load()?.tracepoint_arity("block_bio_queue");
     let ((skel, _links), _mech) =
@@ -147,7 +147,7 @@ fn load_and_attach(args: &Args, bio_queue_arity: Option<usize>, mech: Attach) ->
         _ => attach_loaded_tracepoint(skel.object(), "block", "block_bio_queue")?,
     };
     if args.verbose.on() && !kernel_function {
-        eprintln!("{}: flushes counted as REQ_PREFLUSH bios queued to md disks", common::tool::invoked_name());
+        eprintln!("{}: flushes counted as REQ_PREFLUSH bios queued to md disks", common::identity::invoked_name());
     }
     Ok((skel, vec![link]))
 }

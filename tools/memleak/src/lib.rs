@@ -27,9 +27,10 @@ use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
 use common::attach::maps::DropCounter;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -111,8 +112,8 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::UprobeMulti, Attach::Uprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     if let (Some(min), Some(max)) = (args.min_size, args.max_size) {
         if min > max {
             common::cli::usage_error("min size (-z) can't be greater than max size (-Z)");
@@ -121,7 +122,7 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     if args.top == 0 {
         common::cli::usage_error("-T must be at least 1");
     }
-    run::bpf_main(args.verbose, || memleak(args))
+    host.bpf_main(args.verbose, |signals| memleak(args, &host, signals))
 }
 
 /// What is traced: one process (its PID, and the held child of -c) or the kernel.
@@ -130,8 +131,8 @@ enum Target {
     Kernel,
 }
 
-fn memleak(args: Args) -> Result<()> {
-    let endpoint = args.export.endpoint("memleak", args.interval.is_some() || args.count.is_some())?;
+fn memleak(args: Args, host: &Host, signals: Signals) -> Result<()> {
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.count.is_some())?;
     let mut out = Output::new();
     let mut target = match (&args.command, args.pid.pid) {
         (Some(command), _) => {
@@ -149,7 +150,6 @@ fn memleak(args: Args) -> Result<()> {
         }
         (None, None) => Target::Kernel,
     };
-    let signals = Signals::install()?;
     let verbose = args.verbose.on();
 
     let ((skel, _links), mech) = match &target {

@@ -18,9 +18,11 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, load_first_working, open_filtered};
+use common::attach::loader::{attach_tracepoint, load_first_working};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -49,14 +51,13 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || mountsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| mountsnoop(args, signals))
 }
 
-fn mountsnoop(args: Args) -> Result<()> {
+fn mountsnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
@@ -117,7 +118,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
         } else if args.verbose.on() {
             eprintln!(
                 "{}: no tracepoint syscalls:sys_enter_{call} on this kernel; not traced",
-                common::tool::invoked_name()
+                common::identity::invoked_name()
             );
         }
     }

@@ -17,11 +17,13 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working};
 use common::attach::maps::{percpu_counters, CounterDeltas, DropCounter};
+use common::cli::filter::open_filtered;
 use common::cli::{parse_interval_secs, parse_positive_u64};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, IntervalClock, Signals};
+use common::run::{run_intervals, IntervalClock, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -61,9 +63,9 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || numamove(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| numamove(args, &host, signals))
 }
 
 /// How many NUMA nodes this machine can ever have (/sys/devices/system/node/possible; none without NUMA support).
@@ -74,7 +76,7 @@ fn possible_nodes() -> usize {
         .map_or(0, |nodes| nodes.len())
 }
 
-fn numamove(args: Args) -> Result<()> {
+fn numamove(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     // With one node, NUMA balancing has nowhere to move a page: no migration can ever be counted.
     match possible_nodes() {
@@ -82,8 +84,7 @@ fn numamove(args: Args) -> Result<()> {
         1 => bail!("this machine has one NUMA node (/sys/devices/system/node/possible): no page can be misplaced"),
         _ => {}
     }
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("numamove", args.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some())?;
     let btf = KernelBtf::load()?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
@@ -164,7 +165,7 @@ fn load_and_attach(args: &Args, btf: &KernelBtf, mech: Attach) -> Result<(BpfSke
         let what = function.map_or("migrate_pages() runs for NUMA balancing (migrate tracepoints)".to_string(), |f| {
             format!("calls of {f}")
         });
-        eprintln!("{}: counting {what}", common::tool::invoked_name());
+        eprintln!("{}: counting {what}", common::identity::invoked_name());
     }
     Ok((skel, links))
 }

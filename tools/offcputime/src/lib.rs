@@ -17,8 +17,10 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
+use common::host::Host;
 use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
 use common::offcpu::{self, StackSkel, StackToolArgs};
+use common::run::Signals;
 use common::stacks::{Collected, Palette, Sample, Style};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -50,17 +52,20 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     let filters = args.rest.filters(&args.threads);
-    offcpu::start(filters, args.stacks.user_stacks_only, args.rest.output.verbose, |f| offcputime(args, f))
+    offcpu::start(&host, filters, args.stacks.user_stacks_only, args.rest.output.verbose, |f, signals| {
+        offcputime(args, &host, f, signals)
+    })
 }
 
-fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
+fn offcputime(args: Args, host: &Host, filters: BlockFilters, signals: Signals) -> Result<()> {
     filters.require_processes()?;
-    if let Some(endpoint) = args.export.endpoint("offcputime", args.rest.output.duration.is_some())? {
+    if let Some(endpoint) = args.export.endpoint(host, args.rest.output.duration.is_some())? {
         let verbose = args.rest.output.verbose.on();
         return offcpu::serve(
+            &signals,
             endpoint,
             args.stacks.collected(),
             TOOL.attach,
@@ -72,13 +77,15 @@ fn offcputime(args: Args, filters: BlockFilters) -> Result<()> {
     // BCC's header phrase: `PIDs 185,175 by user + kernel stack`.
     let context = format!("{} by {} stack", args.threads.phrase(), args.stacks.phrase());
     let report = args.rest.output.report(
-        "offcputime",
+        TOOL.name,
         format!("Tracing off-CPU time (us) of {context}"),
         args.stacks.folded,
         Style { offsets: args.offset, ..args.stacks.style() },
         (format!("Off-CPU Time Flame Graph: {context}"), Palette::Io),
     )?;
-    offcpu::run(report, args.stacks.collected(), TOOL.attach, |mech, btf| load_and_attach(&args, &filters, btf, mech))
+    offcpu::run(&signals, report, args.stacks.collected(), TOOL.attach, |mech, btf| {
+        load_and_attach(&args, &filters, btf, mech)
+    })
 }
 
 unsafe impl plain::Plain for stack_key {}

@@ -18,8 +18,10 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
+use common::host::Host;
 use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
 use common::offcpu::{self, StackSkel, StackToolArgs};
+use common::run::Signals;
 use common::stacks::{self, Collected, Palette, Sample};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -49,17 +51,20 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     let filters = args.rest.filters(&args.threads);
-    offcpu::start(filters, args.stacks.user_stacks_only, args.rest.output.verbose, |f| offwaketime(args, f))
+    offcpu::start(&host, filters, args.stacks.user_stacks_only, args.rest.output.verbose, |f, signals| {
+        offwaketime(args, &host, f, signals)
+    })
 }
 
-fn offwaketime(args: Args, filters: BlockFilters) -> Result<()> {
+fn offwaketime(args: Args, host: &Host, filters: BlockFilters, signals: Signals) -> Result<()> {
     filters.require_processes()?;
-    if let Some(endpoint) = args.export.endpoint("offwaketime", args.rest.output.duration.is_some())? {
+    if let Some(endpoint) = args.export.endpoint(host, args.rest.output.duration.is_some())? {
         let verbose = args.rest.output.verbose.on();
         return offcpu::serve(
+            &signals,
             endpoint,
             args.stacks.collected(),
             TOOL.attach,
@@ -71,13 +76,15 @@ fn offwaketime(args: Args, filters: BlockFilters) -> Result<()> {
     // BCC's header phrase: `user + kernel`.
     let stacks = args.stacks.phrase();
     let report = args.rest.output.report(
-        "offwaketime",
+        TOOL.name,
         format!("Tracing blocked time (us) by {stacks} off-CPU and waker stack"),
         args.stacks.folded,
         args.stacks.style(),
         (format!("Off-Wake Time Flame Graph: {stacks} stacks"), Palette::Wakeup),
     )?;
-    offcpu::run(report, args.stacks.collected(), TOOL.attach, |mech, btf| load_and_attach(&args, &filters, btf, mech))
+    offcpu::run(&signals, report, args.stacks.collected(), TOOL.attach, |mech, btf| {
+        load_and_attach(&args, &filters, btf, mech)
+    })
 }
 
 unsafe impl plain::Plain for wake_key {}

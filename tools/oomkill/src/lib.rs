@@ -17,8 +17,9 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -40,13 +41,12 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || oomkill(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| oomkill(args, signals))
 }
 
-fn oomkill(args: Args) -> Result<()> {
-    let signals = Signals::install()?;
+fn oomkill(args: Args, signals: Signals) -> Result<()> {
     let ((skel, _link), _mech) = load_first_working(TOOL.attach, args.verbose.on(), load_and_attach)?;
 
     let mut out = Output::new();

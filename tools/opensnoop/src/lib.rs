@@ -20,8 +20,9 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton, open_skeleton_core_free, rodata};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -99,16 +100,15 @@ fn page_size() -> u64 {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || opensnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| opensnoop(args, signals))
 }
 
-fn opensnoop(args: Args) -> Result<()> {
+fn opensnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     args.tid.tid.map(common::cli::require_thread).transpose()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let signals = Signals::install()?;
     let verbose = args.verbose.on();
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, verbose, |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
@@ -192,7 +192,10 @@ fn load_and_attach(args: &Args, cgroup: Option<&std::fs::File>, mech: Attach) ->
         let tracefs = common::attach::features::tracefs()?;
         if !required && !tracefs.join("events/syscalls").join(name).exists() {
             if args.verbose.on() {
-                eprintln!("{}: no tracepoint syscalls:{name} on this kernel; not traced", common::tool::invoked_name());
+                eprintln!(
+                    "{}: no tracepoint syscalls:{name} on this kernel; not traced",
+                    common::identity::invoked_name()
+                );
             }
             continue;
         }

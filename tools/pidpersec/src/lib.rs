@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton};
+use common::host::Host;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::run::{self, Signals, Tick};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -40,9 +41,9 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || pidpersec(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| pidpersec(args, &host, signals))
 }
 
 /// One second, as JSON.
@@ -63,9 +64,8 @@ fn monotonic_secs() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
-fn pidpersec(args: Args) -> Result<()> {
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("pidpersec", false)?;
+fn pidpersec(args: Args, host: &Host, signals: Signals) -> Result<()> {
+    let endpoint = args.export.endpoint(host, false)?;
     let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), load_and_attach)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     if let Some(mut endpoint) = endpoint {

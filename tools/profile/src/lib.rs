@@ -23,9 +23,10 @@ use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::perf::{Rate, SamplingEvents};
 use common::domain::containers::{ContainerArgs, ContainerMaps};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::stacks::{self, Collected, FlameGraph, FrameFormat, MergeBy, Palette, Sample, StackTraces, Style};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
@@ -116,12 +117,12 @@ fn parse_map_size(s: &str) -> Result<u32, String> {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::PerfEvent]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || profile(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| profile(args, &host, signals))
 }
 
-fn profile(args: Args) -> Result<()> {
+fn profile(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pids.iter().chain(&args.tids).flatten().try_for_each(|&id| common::cli::require_process(id))?;
     let cpus = common::attach::perf::sampling_cpus(only_cpu(&args))?;
     // Every filter is opened now, so that a bad path is a one-line error before anything is loaded.
@@ -132,9 +133,8 @@ fn profile(args: Args) -> Result<()> {
     };
     // Fail now, not after the profile, if the flame graph cannot be written.
     let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.as_ref());
-    let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
-    let endpoint = args.export.endpoint("profile", args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.duration.is_some())?;
 
     let ((skel, links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &filters, &cpus, rate))?;

@@ -19,8 +19,9 @@ use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -47,16 +48,15 @@ struct Args {
 /// fentry/fexit and kprobes follow BCC's kernel functions; the readahead and filemap tracepoints (recent kernels) serve where neither works.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || readahead(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| readahead(args, &host, signals))
 }
 
-fn readahead(args: Args) -> Result<()> {
+fn readahead(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
     // -d with --prometheus is a usage error, as an interval is for the other tools.
-    let endpoint = args.export.endpoint("readahead", args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.duration.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&btf, mech))?;
     if let Some(mut endpoint) = endpoint {

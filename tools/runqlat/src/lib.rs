@@ -14,14 +14,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::loader::{
-    attach_loaded_tracepoints, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoints, autoload_by_section, load_first_working, rodata};
 use common::attach::maps::{c_string, hash_entries, DropCounter};
+use common::cli::filter::open_filtered;
 use common::cli::IntervalCount;
+use common::host::Host;
 use common::output::hist::Log2Hist;
 use common::output::taskhist::{self, Per, Report};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -70,23 +70,22 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     args.milliseconds = args.export.display(args.milliseconds);
-    run::bpf_main(args.verbose, || runqlat(args))
+    host.bpf_main(args.verbose, |signals| runqlat(args, &host, signals))
 }
 
 fn per(args: &Args) -> Per {
     Per::from_flags(args.pids, args.tids, args.pidnss)
 }
 
-fn runqlat(args: Args) -> Result<()> {
+fn runqlat(args: Args, host: &Host, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid {
         common::cli::require_process(pid)?;
     }
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("runqlat", args.every.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &btf, mech))?;
 

@@ -18,8 +18,9 @@ use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton};
 use common::attach::perf::{online_cpus, Rate, SamplingEvents};
 use common::cli::IntervalCount;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
@@ -57,15 +58,14 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::PerfEvent]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || runqlen(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| runqlen(args, &host, signals))
 }
 
-fn runqlen(args: Args) -> Result<()> {
+fn runqlen(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let cpus = online_cpus()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("runqlen", args.every.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
     let ((skel, _links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |_| load_and_attach(&args, &cpus))?;
 
     let mut out = Output::new();

@@ -19,8 +19,9 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, load_first_working, open_skeleton_core_free, rodata};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -59,18 +60,17 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || shmsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| shmsnoop(args, signals))
 }
 
-fn shmsnoop(args: Args) -> Result<()> {
+fn shmsnoop(args: Args, signals: Signals) -> Result<()> {
     match (args.tid.tid, args.pid.pid) {
         (Some(tid), _) => common::cli::require_thread(tid)?,
         (None, Some(pid)) => common::cli::require_process(pid)?,
         (None, None) => {}
     }
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
@@ -133,7 +133,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
         } else if args.verbose.on() {
             eprintln!(
                 "{}: no tracepoint syscalls:sys_enter_{call} on this kernel; not traced",
-                common::tool::invoked_name()
+                common::identity::invoked_name()
             );
         }
     }

@@ -20,12 +20,12 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
 use common::domain::killcalls::{self, SignalEvent, SignalSet};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -61,14 +61,13 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || sigsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| sigsnoop(args, signals))
 }
 
-fn sigsnoop(args: Args) -> Result<()> {
+fn sigsnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

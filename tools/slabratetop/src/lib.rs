@@ -19,10 +19,12 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata, skip_tracepoint,
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
+use common::cli::filter::open_filtered;
 use common::cli::{parse_interval_secs, parse_positive_u64};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use common::run::{self, run_intervals, Signals};
@@ -85,12 +87,12 @@ struct Args {
 /// kmem:kmem_cache_alloc with its BTF types, else as a raw tracepoint, else as a classic one (tracefs).
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || slabratetop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| slabratetop(args, &host, signals))
 }
 
-fn slabratetop(args: Args) -> Result<()> {
+fn slabratetop(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     let btf = KernelBtf::load()?;
     // 6.1 made kmem_cache_alloc pass the cache and folded kmem_cache_alloc_node into it: the second tracepoint
@@ -99,8 +101,7 @@ fn slabratetop(args: Args) -> Result<()> {
     if !has_cache && args.verbose.on() {
         eprintln!("this kernel's kmem_cache_alloc tracepoint does not pass the cache: rows are allocating functions");
     }
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("slabratetop", false)?;
+    let endpoint = args.export.endpoint(host, false)?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, has_cache, mech))?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;

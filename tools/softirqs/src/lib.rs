@@ -15,9 +15,10 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
+use common::host::Host;
 use common::output::hist::Log2Hist;
 use common::output::irqtime::{self, Irq, IrqArgs, Kind};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -42,16 +43,15 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.irq.verbose, || softirqs(args.irq.applied()))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.irq.verbose, |signals| softirqs(args.irq.applied(), &host, signals))
 }
 
-fn softirqs(args: IrqArgs) -> Result<()> {
+fn softirqs(args: IrqArgs, host: &Host, signals: Signals) -> Result<()> {
     args.check_cpu()?;
     let names = vector_names()?;
-    let signals = Signals::install()?;
-    let mut endpoint = args.endpoint("softirqs")?;
+    let mut endpoint = args.endpoint(host)?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
     if let Some(endpoint) = endpoint.as_mut() {

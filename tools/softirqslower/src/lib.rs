@@ -20,8 +20,9 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton_core_free, rodata,
 };
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -55,17 +56,16 @@ fn parse_min_us(s: &str) -> Result<u64, String> {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || softirqslower(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| softirqslower(args, signals))
 }
 
-fn softirqslower(args: Args) -> Result<()> {
+fn softirqslower(args: Args, signals: Signals) -> Result<()> {
     if let Some(cpu) = args.cpu {
         common::attach::perf::sampling_cpus(Some(cpu))?;
     }
     let names = vector_names()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

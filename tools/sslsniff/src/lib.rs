@@ -24,11 +24,13 @@ use clap::{Parser, ValueEnum};
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{autoload_by_section, load_first_working, open_filtered, rodata};
+use common::attach::loader::{autoload_by_section, load_first_working, rodata};
 use common::attach::uprobe;
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::procmaps;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::ProgramMut;
 
@@ -172,10 +174,10 @@ fn parse_extra_lib(s: &str) -> Result<(Kind, PathBuf), String> {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::UprobeMulti, Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     args.verbose.level = args.verbose.level.saturating_add(args.debug);
-    run::bpf_main(args.verbose, || sslsniff(args))
+    host.bpf_main(args.verbose, |signals| sslsniff(args, signals))
 }
 
 /// One function of one library file to probe.
@@ -186,13 +188,12 @@ struct Target {
     call: Call,
 }
 
-fn sslsniff(args: Args) -> Result<()> {
+fn sslsniff(args: Args, signals: Signals) -> Result<()> {
     if args.no_openssl && args.no_gnutls && args.no_nss && args.extra_lib.is_empty() {
         common::cli::usage_error("-o, -g and -n leave no library to probe; name one with --extra-lib");
     }
     args.pid.filter().check()?;
     let targets = targets(&args)?;
-    let signals = Signals::install()?;
     let ((skel, links), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let skel = load(&args, mech)?;
         let links = attach(&skel, mech, args.pid.pid, &targets)?;

@@ -26,9 +26,10 @@ use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, require_process};
 use common::functions::attach::{missed_counter, write_plan, Attacher, Cookies};
 use common::functions::targets::{resolve, Target};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::stacks::{self, Collected};
 
 use report::{Layout, Report};
@@ -105,20 +106,19 @@ pub const TOOL: common::tool::Tool = common::tool!(
     [Attach::Fentry, Attach::KprobeMulti, Attach::Kprobe, Attach::Tracepoint, Attach::UprobeMulti, Attach::Uprobe]
 );
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     let verbose = common::cli::Verbose { level: args.verbose.saturating_sub(1) };
-    run::bpf_main(verbose, || stackcount(args))
+    host.bpf_main(verbose, |signals| stackcount(args, &host, signals))
 }
 
-fn stackcount(args: Args) -> Result<()> {
+fn stackcount(args: Args, host: &Host, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid {
         require_process(pid)?;
     }
     let target = resolve(&args.pattern, args.regexp, args.pid.pid)?;
-    let endpoint = args.export.endpoint("stackcount", args.interval.is_some() || args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.duration.is_some())?;
     let flamegraph = stacks::create_flamegraph_file(args.flamegraph.as_deref())?.zip(args.flamegraph.clone());
-    let signals = Signals::install()?;
     let collected = Collected { user: !args.kernel_stacks_only, kernel: !args.user_stacks_only };
     let options = object::Options {
         pid: args.pid.pid,

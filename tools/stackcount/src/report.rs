@@ -194,7 +194,11 @@ impl Report {
         let named = self.name(samples, symbolizer, false);
         if named.is_empty() {
             let _ = std::fs::remove_file(path);
-            eprintln!("{}: no events, so no flame graph written to {}", common::tool::invoked_name(), path.display());
+            eprintln!(
+                "{}: no events, so no flame graph written to {}",
+                common::identity::invoked_name(),
+                path.display()
+            );
             return Ok(());
         }
         let graph = FlameGraph {

@@ -23,8 +23,9 @@ use common::attach::loader::{
 };
 use common::attach::maps::{hash_entries, DropCounter};
 use common::cli::{parse_interval_secs, parse_positive_u64};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals, Tick};
+use common::run::{run_intervals, Signals, Tick};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
@@ -68,24 +69,23 @@ pub const TOOL: common::tool::Tool =
 /// Chooses the tracepoint path's hook instead of the tool: `memcg` or `bio` (see doc.md, ENVIRONMENT).
 const SOURCE_ENV: &str = "COREBPF_SWAPIN_SOURCE";
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || swapin(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| swapin(args, &host, signals))
 }
 
-fn swapin(args: Args) -> Result<()> {
+fn swapin(args: Args, host: &Host, signals: Signals) -> Result<()> {
     match std::env::var(SOURCE_ENV).unwrap_or_default().as_str() {
         "" | "memcg" | "bio" => {}
         other => bail!("{SOURCE_ENV}={other}: use memcg or bio"),
     }
     let btf = KernelBtf::load()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("swapin", args.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some())?;
     let ((skel, _links, source), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&btf, mech, args.verbose.on()))?;
     if source == Source::Bio {
         for blind in bio_blind_spots(&btf) {
-            eprintln!("{}: {blind}", common::tool::invoked_name());
+            eprintln!("{}: {blind}", common::identity::invoked_name());
         }
     }
     let mut full = DropCounter::new("swapped-in pages", "too many processes at once");

@@ -21,8 +21,9 @@ use common::attach::loader::{
     attach_loaded_tracepoints, load_first_working, open_skeleton_core_free, rodata, skip_tracepoint,
 };
 use common::attach::maps::c_string;
+use common::host::Host;
 use common::output::stdout::{clock_rfc3339, Output};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use serde::Serialize;
 
@@ -53,9 +54,9 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 /// The calls by their CALL_* number in syncsnoop.h, as tracepoint names (and as the CALL column shows them).
 const CALLS: [&str; 7] = ["sync", "fsync", "fdatasync", "msync", "sync_file_range", "syncfs", "sync_file_range2"];
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || syncsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| syncsnoop(args, signals))
 }
 
 /// One call, as JSON.
@@ -76,9 +77,8 @@ struct Call<'a> {
     addr: Option<u64>,
 }
 
-fn syncsnoop(args: Args) -> Result<()> {
+fn syncsnoop(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
     let mut out = Output::new();
@@ -133,7 +133,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
         if args.verbose.on() {
             eprintln!(
                 "{}: no tracepoint syscalls:sys_enter_{call} on this kernel; not traced",
-                common::tool::invoked_name()
+                common::identity::invoked_name()
             );
         }
     }

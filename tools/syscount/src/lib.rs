@@ -21,14 +21,16 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata, skip_tracepoint,
+    attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata, skip_tracepoint,
 };
 use common::attach::maps::DropCounter;
+use common::cli::filter::open_filtered;
 use common::cli::{parse_interval_secs, parse_positive_u64, require_process};
 use common::domain::container_names::ContainerLabelArgs;
 use common::domain::syscalls;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals, Tick};
+use common::run::{run_intervals, Signals, Tick};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore};
 
@@ -99,13 +101,13 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     if args.list {
         // Needs neither privileges nor BPF.
-        return run::main(list);
+        return host.main(list);
     }
-    run::bpf_main(args.verbose, || syscount(args))
+    host.bpf_main(args.verbose, |signals| syscount(args, &host, signals))
 }
 
 /// An errno by name (`ENOENT`) or number, as BCC's `-e`.
@@ -131,7 +133,7 @@ fn list() -> Result<()> {
     Ok(())
 }
 
-fn syscount(mut args: Args) -> Result<()> {
+fn syscount(mut args: Args, host: &Host, signals: Signals) -> Result<()> {
     for pid in [args.pid.pid, args.tid.tid, args.ppid].into_iter().flatten() {
         require_process(pid)?;
     }
@@ -141,9 +143,8 @@ fn syscount(mut args: Args) -> Result<()> {
         args.pid.pid = Some(command.pid());
     }
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let signals = Signals::install()?;
     let mut containers = args.containers.open(args.export.prometheus.is_some(), args.process, "-P");
-    let endpoint = args.export.endpoint("syscount", args.interval.is_some() || args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.duration.is_some())?;
 
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;

@@ -17,11 +17,13 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata};
+use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
 use common::cli::parse_port_list;
+use common::host::Host;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::consts::MAX_PORTS;
@@ -59,15 +61,14 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcpaccept(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcpaccept(args, signals))
 }
 
-fn tcpaccept(args: Args) -> Result<()> {
+fn tcpaccept(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

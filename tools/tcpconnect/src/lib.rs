@@ -21,12 +21,14 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{
-    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
+    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, rodata,
 };
+use common::cli::filter::open_filtered;
 use common::cli::parse_port_list;
+use common::host::Host;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -82,12 +84,12 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcpconnect(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcpconnect(args, signals))
 }
 
-fn tcpconnect(args: Args) -> Result<()> {
+fn tcpconnect(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     sockevents::check_port_count("-P", args.port.as_ref(), MAX_PORTS)?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
@@ -99,7 +101,6 @@ fn tcpconnect(args: Args) -> Result<()> {
     } else {
         None
     };
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         load_and_attach(&args, cgroup.as_ref(), resolver.as_ref(), mech)
     })?;

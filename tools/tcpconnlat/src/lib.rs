@@ -17,12 +17,12 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::sockevents::FamilyArgs;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -67,14 +67,13 @@ fn parse_min_ms(s: &str) -> Result<f64, String> {
 /// What the multicall binary knows of the tool: its entry and its attach ladder.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcpconnlat(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcpconnlat(args, signals))
 }
 
-fn tcpconnlat(args: Args) -> Result<()> {
+fn tcpconnlat(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
-    let signals = Signals::install()?;
     let ((skel, _link), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

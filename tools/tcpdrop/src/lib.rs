@@ -23,9 +23,10 @@ use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
 use common::attach::maps::DropCounter;
+use common::host::Host;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
@@ -68,12 +69,12 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcpdrop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcpdrop(args, &host, signals))
 }
 
-fn tcpdrop(args: Args) -> Result<()> {
+fn tcpdrop(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let netns = match (args.netns_id, args.pid_netns) {
         (Some(id), _) => id,
         (_, Some(pid)) => {
@@ -91,9 +92,8 @@ fn tcpdrop(args: Args) -> Result<()> {
     if wanted.is_some() && !with_reason {
         bail!("this kernel gives no drop reasons (skb:kfree_skb has no reason), so --reasons cannot filter");
     }
-    let signals = Signals::install()?;
     // Served metrics are the summary's counts: the BPF side counts instead of sending events.
-    let endpoint = args.export.endpoint("tcpdrop", false)?;
+    let endpoint = args.export.endpoint(host, false)?;
     let summary = args.summary || endpoint.is_some();
     let opts = Options { args: &args, netns, wanted: wanted.as_deref(), with_reason, summary };
     let ((skel, _link), mech) =

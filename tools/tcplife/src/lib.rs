@@ -18,12 +18,12 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::sockevents::{FamilyArgs, Layout, PortArgs, Style};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -68,16 +68,15 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcplife(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcplife(args, &host, signals))
 }
 
-fn tcplife(args: Args) -> Result<()> {
+fn tcplife(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     args.ports.check(MAX_PORTS)?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("tcplife", false)?;
+    let endpoint = args.export.endpoint(host, false)?;
     let ((skel, _link), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;

@@ -17,11 +17,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -74,15 +74,14 @@ fn parse_port(s: &str) -> Result<u16, String> {
 /// with no kernel function to fall back on; every kernel with BTF has them and can attach a raw_tp.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcppktlat(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcppktlat(args, signals))
 }
 
-fn tcppktlat(args: Args) -> Result<()> {
+fn tcppktlat(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     args.tid.tid.map(common::cli::require_thread).transpose()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

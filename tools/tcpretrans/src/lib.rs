@@ -18,9 +18,10 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
+use common::host::Host;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -55,21 +56,20 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     // Metrics are -c's counts, served instead of printed.
     args.count |= args.export.prometheus.is_some();
-    run::bpf_main(args.verbose, || tcpretrans(args))
+    host.bpf_main(args.verbose, |signals| tcpretrans(args, &host, signals))
 }
 
-fn tcpretrans(args: Args) -> Result<()> {
+fn tcpretrans(args: Args, host: &Host, signals: Signals) -> Result<()> {
     if args.lossprobe && !std::path::Path::new("/sys/kernel/tracing/events/tcp/tcp_send_loss_probe").exists() {
         // BCC puts a kprobe on tcp_send_loss_probe(); no kernel has a tracepoint there, and a TLP sent by it
         // reaches tcp:tcp_retransmit_skb unmarked (as an R), so a TLP cannot be told apart without that probe.
         bail!("-l needs a probe on tcp_send_loss_probe(): this kernel has no tail loss probe tracepoint");
     }
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("tcpretrans", false)?;
+    let endpoint = args.export.endpoint(host, false)?;
     let ((skel, _link), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

@@ -21,11 +21,12 @@ use common::attach::loader::{autoload_by_section, load_first_working, open_skele
 use common::attach::maps::{hash_entries, DropCounter};
 use common::cli::IntervalCount;
 use common::domain::net::{ip_addr, AF_INET, AF_INET6};
+use common::host::Host;
 use common::output::heatmap::HeatmapFile;
 use common::output::hist::Log2Hist;
 use common::output::namedhist::{self, Layout};
 use common::output::sockevents::FamilyArgs;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -106,10 +107,10 @@ fn parse_addr(s: &str) -> Result<IpAddr, String> {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Fentry, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     args.milliseconds = args.export.display(args.milliseconds);
-    run::bpf_main(args.verbose, || tcprtt(args))
+    host.bpf_main(args.verbose, |signals| tcprtt(args, &host, signals))
 }
 
 /// BCC's -i/-d: a report every INTERVAL seconds (DURATION when only it is given) until DURATION has passed.
@@ -134,10 +135,9 @@ fn layout(args: &Args) -> Layout {
     Layout { what: "TCP RTT", header, field: "addr", unit }
 }
 
-fn tcprtt(args: Args) -> Result<()> {
+fn tcprtt(args: Args, host: &Host, signals: Signals) -> Result<()> {
     check_filters(&args)?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("tcprtt", args.interval.is_some() || args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.duration.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
@@ -169,7 +169,7 @@ fn tcprtt(args: Args) -> Result<()> {
 /// `--prometheus`: the cumulative histograms as `corebpf_tcprtt_smoothed_rtt_seconds` (microsecond slots, whatever
 /// `-m` says), labelled `addr` with -b or -B, and the map-full counter, until a stop signal.
 fn serve(
-    endpoint: common::output::metrics::Endpoint,
+    endpoint: common::host::endpoint::Endpoint,
     signals: &Signals,
     by_addr: bool,
     full: &u64,

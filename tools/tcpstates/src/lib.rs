@@ -19,9 +19,10 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
+use common::host::Host;
 use common::output::sockevents::{FamilyArgs, Layout, PortArgs, Style};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -65,21 +66,20 @@ struct Args {
 /// What the multicall binary knows of the tool: its entry and its attach ladder.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     if args.journal {
         // BCC's -Y writes each change to the journal through Python's systemd module; this binary has no journal
         // client, and a usage error is better than silently printing to stdout alone.
-        let tool = common::tool::invoked_name();
+        let tool = common::identity::invoked_name();
         eprintln!("{tool}: -Y (systemd journal) is not supported: pipe the output to systemd-cat (see --help)");
         return ExitCode::from(2);
     }
-    run::bpf_main(args.verbose, || tcpstates(args))
+    host.bpf_main(args.verbose, |signals| tcpstates(args, signals))
 }
 
-fn tcpstates(args: Args) -> Result<()> {
+fn tcpstates(args: Args, signals: Signals) -> Result<()> {
     args.ports.check(MAX_PORTS)?;
-    let signals = Signals::install()?;
     let ((skel, _link), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 

@@ -20,8 +20,9 @@ use common::attach::features::Attach;
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata,
 };
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -70,9 +71,9 @@ pub struct Subnets(pub Vec<Subnet>);
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Fentry, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcpsubnet(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcpsubnet(args, &host, signals))
 }
 
 /// `ADDRESS/BITS[,ADDRESS/BITS...]`, IPv4 only, at most MAX_SUBNETS of them.
@@ -136,15 +137,14 @@ fn report(out: &mut Output, subnets: &[Subnet], delta: &[u64], format: &str, jso
     Ok(())
 }
 
-fn tcpsubnet(args: Args) -> Result<()> {
+fn tcpsubnet(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let subnets = &args.subnets.0;
     if args.verbose.on() {
         for (i, s) in subnets.iter().enumerate() {
             eprintln!("subnet {i}: {} (network {}, mask {})", s.name, Ipv4Addr::from(s.net), Ipv4Addr::from(s.mask));
         }
     }
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("tcpsubnet", args.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(subnets, mech))?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;

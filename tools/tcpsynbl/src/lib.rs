@@ -20,9 +20,10 @@ use common::attach::features::Attach;
 use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton};
 use common::attach::maps::{hash_entries, DropCounter};
 use common::cli::IntervalCount;
+use common::host::Host;
 use common::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -60,9 +61,9 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcpsynbl(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcpsynbl(args, &host, signals))
 }
 
 /// `--prometheus`: each backlog limit's cumulative histogram as `corebpf_tcpsynbl_accept_queue_length`, labelled
@@ -88,9 +89,8 @@ struct JsonHist<'a> {
     count: u64,
 }
 
-fn tcpsynbl(args: Args) -> Result<()> {
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("tcpsynbl", args.every.interval.is_some())?;
+fn tcpsynbl(args: Args, host: &Host, signals: Signals) -> Result<()> {
+    let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))
             .context("needs fentry or kprobes on tcp_v4_syn_recv_sock and tcp_v6_syn_recv_sock")?;

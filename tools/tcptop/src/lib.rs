@@ -21,14 +21,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use common::attach::features::Attach;
-use common::attach::loader::{
-    attach_loaded_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
-};
+use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
 use common::attach::maps::DropCounter;
+use common::cli::filter::open_filtered;
 use common::cli::{parse_interval_secs, parse_positive_u64};
 use common::domain::net::{AF_INET, AF_INET6};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -95,9 +95,9 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Fentry, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcptop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcptop(args, &host, signals))
 }
 
 /// `--max-connections N`: from 1 to MAX_CONNECTIONS, checked before anything is loaded.
@@ -109,11 +109,10 @@ fn parse_max_connections(s: &str) -> Result<u32, String> {
     }
 }
 
-fn tcptop(args: Args) -> Result<()> {
+fn tcptop(args: Args, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("tcptop", args.interval.is_some() || args.count.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.count.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, cgroup.as_ref(), mech))?;
     if let Some(mut endpoint) = endpoint {

@@ -19,13 +19,15 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{
-    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, open_filtered, rodata,
+    attach_loaded_tracepoint, attach_tracepoint, autoload_by_section, load_first_working, rodata,
 };
+use common::cli::filter::open_filtered;
 use common::cli::parse_uid;
 use common::domain::containers::{ContainerArgs, ContainerMaps};
+use common::host::Host;
 use common::output::sockevents::{self, FamilyArgs};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
@@ -83,16 +85,15 @@ fn parse_netns(s: &str) -> Result<u32, String> {
 /// accept()/accept4() returns (BCC's kprobes on tcp_v4/v6_connect, tcp_close and inet_csk_accept are not needed).
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || tcptracer(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| tcptracer(args, signals))
 }
 
-fn tcptracer(args: Args) -> Result<()> {
+fn tcptracer(args: Args, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     let cgroup = args.cgroup.as_deref().map(common::domain::cgroup::open).transpose()?;
     let containers = args.containers.open()?;
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         load_and_attach(&args, cgroup.as_ref(), &containers, mech)
     })?;

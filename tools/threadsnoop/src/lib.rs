@@ -23,9 +23,10 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton};
 use common::attach::uprobe;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::process::procmaps;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
 
@@ -50,14 +51,13 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::UprobeMulti, Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || threadsnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| threadsnoop(args, signals))
 }
 
-fn threadsnoop(args: Args) -> Result<()> {
+fn threadsnoop(args: Args, signals: Signals) -> Result<()> {
     let (library, offset) = pthread_library()?;
-    let signals = Signals::install()?;
     let ((skel, _link), mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         let (skel, with_file) = match load(mech, true) {
             Ok(skel) => (skel, true),

@@ -22,12 +22,13 @@ use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{open_skeleton, rodata};
 use common::cli::{parse_pid, require_process};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::probe::attach::{at_user_function_entry, attach as probe_attach, load_first, select_programs, site, Site};
 use common::probe::plan::{plan, Limits, Plan};
 use common::probe::spec::{parse_trace, TraceSpec};
 use common::probe::{usage_exit, SpecError};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -118,9 +119,9 @@ struct Args {
 pub const TOOL: common::tool::Tool =
     common::tool!(main, [Attach::Tracepoint, Attach::Uprobe, Attach::Fentry, Attach::Kprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || trace(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| trace(args, signals))
 }
 
 const LIMITS: Limits = Limits {
@@ -145,7 +146,7 @@ fn resolve_all(args: &Args) -> Vec<Probe> {
         match common::attach::features::tracefs() {
             Ok(dir) => Some(dir),
             Err(err) => {
-                eprintln!("{}: {err:#}", common::tool::invoked_name());
+                eprintln!("{}: {err:#}", common::identity::invoked_name());
                 std::process::exit(1);
             }
         }
@@ -220,11 +221,11 @@ fn load(
     Ok((skel, links))
 }
 
-fn trace(args: Args) -> Result<()> {
+fn trace(args: Args, signals: Signals) -> Result<()> {
     if let Some(pid) = args.pid.pid.or(args.tid) {
         require_process(pid)?;
     }
-    let tool = common::tool::invoked_name();
+    let tool = common::identity::invoked_name();
     if let Some(files) = &args.sym_file_list {
         eprintln!("{tool}: -s {files} ignored: user frames are named from each process's own mapped files");
     }
@@ -233,7 +234,6 @@ fn trace(args: Args) -> Result<()> {
     }
     let probes = resolve_all(&args);
     let cgroup = args.cgroup_path.as_deref().map(common::domain::cgroup::open).transpose()?;
-    let signals = Signals::install()?;
     let mut skels: Vec<BpfSkel<'static>> = Vec::new();
     let mut links = Links::default();
     for (i, probe) in probes.iter().enumerate() {

@@ -21,8 +21,9 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
 use common::attach::loader::{attach_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::OpenSkel;
 
 use bpf::consts::{MAX_DATACOUNT, MAX_DATASIZE};
@@ -59,9 +60,9 @@ struct Args {
 /// serve where kernel functions cannot be traced.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || ttysnoop(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| ttysnoop(args, signals))
 }
 
 /// The device's identity as the kernel sees it: inode number and the device of its file system (kernel dev_t).
@@ -71,9 +72,8 @@ struct Target {
     dev: u32,
 }
 
-fn ttysnoop(args: Args) -> Result<()> {
+fn ttysnoop(args: Args, signals: Signals) -> Result<()> {
     let target = find_device(&args.device)?;
-    let signals = Signals::install()?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &target, mech))?;
     if args.verbose.on() {

@@ -19,7 +19,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_filtered, rodata};
+use common::attach::loader::{attach_loaded_tracepoint, load_first_working, rodata};
+use common::cli::filter::open_filtered;
+use common::host::Host;
 use common::output::stdout::Output;
 use common::run::{self, Signals};
 use common::runtime::{self, Language, RuntimeProbes};
@@ -71,12 +73,12 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || ucalls(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| ucalls(args, &host, signals))
 }
 
-fn ucalls(args: Args) -> Result<()> {
+fn ucalls(args: Args, host: &Host, signals: Signals) -> Result<()> {
     common::cli::require_process(args.pid.pid)?;
     let language = match args.language.as_deref() {
         Some("none") => None,
@@ -99,8 +101,7 @@ fn ucalls(args: Args) -> Result<()> {
             eprintln!("{} probes of process {} in {}", found.language, args.pid.pid, found.file.display());
         }
     }
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("ucalls", args.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, found.as_ref(), mech))?;
     if let Some(mut endpoint) = endpoint {

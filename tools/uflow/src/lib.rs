@@ -19,8 +19,9 @@ use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::maps::{c_string, from_bytes};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::runtime::{self, monotonic_ns, Language, RuntimeProbes};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
@@ -76,12 +77,12 @@ struct JsonCall<'a> {
     method: &'a str,
 }
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || uflow(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| uflow(args, signals))
 }
 
-fn uflow(args: Args) -> Result<()> {
+fn uflow(args: Args, signals: Signals) -> Result<()> {
     common::cli::require_process(args.pid.pid)?;
     for (flag, prefix, size) in [("-C", &args.clazz, consts::CLASS_LEN), ("-M", &args.method, consts::METHOD_LEN)] {
         if prefix.as_ref().is_some_and(|p| p.len() >= size) {
@@ -100,7 +101,6 @@ fn uflow(args: Args) -> Result<()> {
     if args.verbose.on() {
         eprintln!("{language} probes of process {} in {}", args.pid.pid, found.file.display());
     }
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &found, mech))?;
 

@@ -19,8 +19,9 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::runtime::{self, GcKind, Language, RuntimeProbes};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
@@ -60,12 +61,12 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || ugc(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| ugc(args, signals))
 }
 
-fn ugc(args: Args) -> Result<()> {
+fn ugc(args: Args, signals: Signals) -> Result<()> {
     common::cli::require_process(args.pid.pid)?;
     let language = match &args.language {
         Some(name) => name.parse::<Language>().map_err(|e| anyhow!(e))?,
@@ -80,7 +81,6 @@ fn ugc(args: Args) -> Result<()> {
     if args.verbose.on() {
         eprintln!("{language} probes of process {} in {}", args.pid.pid, found.file.display());
     }
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, &found, mech))?;
 

@@ -22,6 +22,7 @@ use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton};
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::attach::uprobe;
+use common::host::Host;
 use common::output::stdout::{clock_rfc3339, Output};
 use common::process::procmaps;
 use common::run::{self, Signals};
@@ -92,12 +93,12 @@ enum Hook {
     Malloc(std::path::PathBuf, u64),
 }
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || uobjnew(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| uobjnew(args, &host, signals))
 }
 
-fn uobjnew(args: Args) -> Result<()> {
+fn uobjnew(args: Args, host: &Host, signals: Signals) -> Result<()> {
     common::cli::require_process(args.pid.pid)?;
     let language = match &args.language {
         Some(name) => name.parse::<Language>().map_err(|e| anyhow!(e))?,
@@ -105,8 +106,7 @@ fn uobjnew(args: Args) -> Result<()> {
             .ok_or_else(|| anyhow!("cannot tell the language of process {}: name it with -l", args.pid.pid))?,
     };
     let hook = hook(args.pid.pid, language)?;
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("uobjnew", args.interval.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(args.pid.pid, &hook, mech))?;
     if let Some(mut endpoint) = endpoint {

@@ -26,6 +26,7 @@ use clap::{Parser, ValueEnum};
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton};
 use common::attach::maps::{hash_entries, DropCounter};
+use common::host::Host;
 use common::output::stdout::Output;
 use common::output::topscreen::Screen;
 use common::run::{self, run_intervals, IntervalClock, Signals};
@@ -97,18 +98,17 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || ustat(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| ustat(args, &host, signals))
 }
 
-fn ustat(args: Args) -> Result<()> {
+fn ustat(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let languages: Vec<Language> = match &args.language {
         Some(name) => vec![name.parse::<Language>().map_err(|e| anyhow::anyhow!(e))?],
         None => LANGUAGES.to_vec(),
     };
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("ustat", args.interval.is_some() || args.count.is_some())?;
+    let endpoint = args.export.endpoint(host, args.interval.is_some() || args.count.is_some())?;
     let (skel, mech) = load_first_working(TOOL.attach, args.verbose.on(), |mech| {
         open_skeleton::<BpfSkelBuilder>()?.load().with_context(|| format!("loading the BPF program ({mech})"))
     })?;

@@ -20,8 +20,9 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton};
+use common::host::Host;
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use common::runtime::{self, Language, RuntimeProbes, ThreadKind};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
@@ -49,9 +50,9 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || uthreads(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| uthreads(args, signals))
 }
 
 /// The files of the process whose probes are attached, with the probes of each.
@@ -61,7 +62,7 @@ struct Targets {
     sets: Vec<(RuntimeProbes, Vec<runtime::ThreadProbe>)>,
 }
 
-fn uthreads(args: Args) -> Result<()> {
+fn uthreads(args: Args, signals: Signals) -> Result<()> {
     common::cli::require_process(args.pid.pid)?;
     let targets = targets(&args)?;
     if args.verbose.on() {
@@ -70,7 +71,6 @@ fn uthreads(args: Args) -> Result<()> {
             eprintln!("{} of process {} in {}", names.join(", "), args.pid.pid, found.file.display());
         }
     }
-    let signals = Signals::install()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&targets, mech))?;
 

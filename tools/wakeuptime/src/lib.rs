@@ -19,10 +19,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton, skip_tracepoint};
+use common::host::Host;
 use common::offcpu::sched::{self, BlockFilters, BlockTimeArgs, ThreadFilters};
 use common::offcpu::{self, Form};
 use common::output::stdout::Output;
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -66,8 +67,8 @@ struct Args {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
     // The filters apply to the threads that block.
     let threads = ThreadFilters {
         pids: args.pid.pid.map(|pid| vec![pid]),
@@ -76,19 +77,20 @@ fn main(argv: Vec<OsString>) -> ExitCode {
     };
     let filters = args.block_time.filters(threads);
     match filters.check_usage(false) {
-        Ok(()) => run::bpf_main(common::cli::Verbose { level: args.verbose }, || wakeuptime(args, filters)),
+        Ok(()) => host.bpf_main(common::cli::Verbose { level: args.verbose }, |signals| {
+            wakeuptime(args, filters, &host, signals)
+        }),
         Err(code) => code,
     }
 }
 
-fn wakeuptime(args: Args, filters: BlockFilters) -> Result<()> {
+fn wakeuptime(args: Args, filters: BlockFilters, host: &Host, signals: Signals) -> Result<()> {
     filters.require_processes()?;
-    let endpoint = args.export.endpoint("wakeuptime", args.duration.is_some())?;
+    let endpoint = args.export.endpoint(host, args.duration.is_some())?;
     let form = Form::from_flags(args.folded, args.json);
     let flamegraph = offcpu::flamegraph_file(args.flamegraph.as_deref())?;
     let btf = KernelBtf::load()?;
     let wakeup = sched::wakeup_tracepoint(&btf)?;
-    let signals = Signals::install()?;
     let ((skel, links), mech) =
         load_first_working(TOOL.attach, args.verbose > 0, |mech| load_and_attach(&args, &filters, &btf, wakeup, mech))?;
     if let Some(mut endpoint) = endpoint {

@@ -22,10 +22,11 @@ use common::attach::loader::{
 };
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::cli::IntervalCount;
+use common::host::Host;
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::hist::Log2Hist;
 use common::output::stdout::Output;
-use common::run::{self, run_intervals, Signals};
+use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -82,11 +83,11 @@ fn parse_wqname(s: &str) -> Result<String, String> {
 
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::TpBtf, Attach::RawTp, Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv);
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let mut args: Args = common::cli::parse(argv, &host);
     (args.milliseconds, args.nanoseconds) =
         (args.export.display(args.milliseconds), args.export.display(args.nanoseconds));
-    run::bpf_main(args.verbose, || wqlat(args))
+    host.bpf_main(args.verbose, |signals| wqlat(args, &host, signals))
 }
 
 fn unit(args: &Args) -> Unit {
@@ -99,9 +100,8 @@ fn unit(args: &Args) -> Unit {
     }
 }
 
-fn wqlat(args: Args) -> Result<()> {
-    let signals = Signals::install()?;
-    let endpoint = args.export.endpoint("wqlat", args.every.interval.is_some())?;
+fn wqlat(args: Args, host: &Host, signals: Signals) -> Result<()> {
+    let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
     let ((skel, _links), mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
