@@ -369,6 +369,27 @@ fn patterns_match_as_bcc_matches_them() {
     assert!(done.stdout.contains("sched:sched_switch"), "{}", done.stdout);
 }
 
+/// BCC's examples name system calls by their old kernel names (`funccount sys_getpid`, `SyS_nanosleep`): where the
+/// kernel has no such function, the name is read as this architecture's wrapper, as BCC does, and `-v` says so
+/// (issue 53). A wrapper that does not exist is still no match, and a regex is taken as written.
+#[test]
+fn old_syscall_names_are_read_as_this_kernels_wrappers() {
+    let wrapper = if cfg!(target_arch = "aarch64") { "__arm64_sys_getpid" } else { "__x64_sys_getpid" };
+    for name in ["sys_getpid", "SyS_getpid"] {
+        let done = run_tool("funccount", &["-D", "-v", name]);
+        done.assert_success();
+        assert!(done.stdout.contains(&format!(" {wrapper}")), "{name}: {}", done.stdout);
+        assert!(done.stderr.contains(&format!("\"{name}\" is read as \"{wrapper}\"")), "{name}: {}", done.stderr);
+    }
+    let quiet = run_tool("funccount", &["-D", "sys_getpid"]);
+    assert!(quiet.stderr.is_empty(), "without -v: {}", quiet.stderr);
+    let none = run_tool("funccount", &["-D", "sys_no_such_call_here"]);
+    assert_eq!(none.status.code(), Some(1), "{}", none.stderr);
+    assert!(none.stderr.contains("no kernel function"), "{}", none.stderr);
+    let regex = run_tool("funccount", &["-D", "-r", "^sys_getpid$"]);
+    assert_eq!(regex.status.code(), Some(1), "a regex is not rewritten: {}", regex.stdout);
+}
+
 /// Issue 23 item 9: syscall tracepoints can be counted by one raw tracepoint on sys_enter and one on sys_exit,
 /// filtered by syscall number in BPF, with the same counts as a tracepoint link each. Issue 31 item 18: that
 /// path runs for every system call, so a pattern naming a few calls gets a link each unless raw_tp is asked for.
