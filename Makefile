@@ -18,8 +18,8 @@
 #   make test-build   the unit and integration test binaries (also what the kernel matrix runs in its guests);
 #                     ARCH=aarch64 cross-builds them for the arm64 column (TEST_SELECT: cargo's -p/--test arguments)
 #   make test-run     run them (cargo-nextest) against the static corebpf-tools in target/bin; T=FILTERSET picks
-#   make new-tool NAME=x  start tools/x from template/ (scripts/new-tool.sh); the folder is all you edit
-#   make template-check  make a tool from template/ in a scratch copy of the workspace: build, lint, check, test it
+#   make new-tool NAME=x [KIND=hist|snoop]  start tools/x from templates/KIND (scripts/new-tool.sh); the folder is all you edit
+#   make template-check  make a tool from each template in a scratch copy of the workspace: build, lint, check, test them
 #   make deps         install build and test dependencies (Debian/Ubuntu, as root)
 #   make lint         clippy and rustfmt checks
 #   make license-check  SPDX lines, dependency licences, debian/copyright (CI); make copyright rewrites it
@@ -163,8 +163,8 @@ template-check:
 	./scripts/template-check.sh
 
 new-tool:
-	@[ -n "$(NAME)" ] || { echo 'usage: make new-tool NAME=mytool' >&2; exit 2; }
-	./scripts/new-tool.sh $(NAME)
+	@[ -n "$(NAME)" ] || { echo 'usage: make new-tool NAME=mytool [KIND=hist|snoop]' >&2; exit 2; }
+	./scripts/new-tool.sh $(NAME) $(or $(KIND),hist)
 
 # --help is snapshot-tested (tests/tests/packaging.rs) at a fixed width, with no terminal attached.
 snapshots: build

@@ -260,10 +260,33 @@ def doc_problems(tool, doc, src):
     return found
 
 
+def description(folder):
+    """The one-line description in a crate's Cargo.toml (what `corebpf-tools --list` prints for a tool)."""
+    m = re.search(r'^description = "(.*)"$', read(os.path.join(folder, "Cargo.toml")), re.M)
+    return m.group(1) if m else None
+
+
+def description_problem(tool):
+    """Why tools/<tool>'s description is not its own: missing, the template's, or another tool's."""
+    own = description(path("tools", tool))
+    if not own:
+        return "no description (the line `corebpf-tools --list` prints for it)"
+    templates = [description(path("templates", k)) for k in sorted(os.listdir(path("templates")))]
+    if own in templates:
+        return "its description is still its template's: say what this tool shows"
+    twins = [t for t in tools() if t != tool and description(path("tools", t)) == own]
+    if twins:
+        return f"its description is also {', '.join(twins)}'s: say what this tool shows"
+    return None
+
+
 def problems_of(tool, doc):
     """What the tool folder lacks, one line each."""
     src = f"tools/{tool}/doc.md"
     found = []
+    why = description_problem(tool)
+    if why:
+        found.append(f"tools/{tool}/Cargo.toml: {why}")
     if doc is None:
         found.append(f"{src}: missing (every tool documents itself there; see docs/tool-doc.md)")
     else:

@@ -68,7 +68,7 @@ def expected_license(path):
     kernel = (
         path.endswith(".bpf.c")
         or path.startswith("bpf/include/")
-        or re.match(r"^(tools/[^/]+|template|toolset)/src/[^/]+\.h$", path) is not None
+        or re.match(r"^(tools/[^/]+|templates/[^/]+|toolset)/src/[^/]+\.h$", path) is not None
     )
     return KERNEL_SIDE if kernel else USER_SPACE
 
@@ -242,7 +242,7 @@ def copyright_text(metadata):
         "Copyright: 2026 The corebpf-tools authors",
         "License: Apache-2.0 or MIT",
         "",
-        "Files: bpf/include/* tools/*/src/*.bpf.c tools/*/src/*.h template/src/*.bpf.c template/src/*.h",
+        "Files: bpf/include/* tools/*/src/*.bpf.c tools/*/src/*.h templates/*/src/*.bpf.c templates/*/src/*.h",
         " toolset/src/*.bpf.c",
         "Copyright: 2026 The corebpf-tools authors",
         "License: GPL-2.0-only or BSD-2-Clause",

@@ -15,12 +15,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
-use common::attach::loader::{attach_loaded_tracepoint, load_first_working, open_skeleton, rodata};
+use common::attach::loader::{attach_loaded_tracepoint, load_first_working};
 use common::attach::maps::{c_string, hash_entries, DropCounter};
+use common::cli::filter::open_filtered;
 use common::cli::IntervalCount;
+use common::host::Host;
 use common::output::hist::Log2Hist;
 use common::output::namedhist::{self, Layout};
-use common::run::{self, Signals};
+use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
 
@@ -40,9 +42,8 @@ const LAYOUT: Layout = Layout { what: "read() sizes", header: "Process Name", fi
 #[derive(Debug, Parser)]
 #[command(name = env!("CARGO_PKG_NAME"), version, after_help = EXAMPLES)]
 struct Args {
-    /// Trace this PID only
-    #[arg(short = 'p', long, value_name = "PID", value_parser = common::cli::parse_pid)]
-    pid: Option<u32>,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
     /// Include timestamp on output
     #[arg(short = 'T', long)]
     timestamp: bool,
@@ -59,16 +60,13 @@ struct Args {
 /// first; `corebpf-tools features` lists them and `COREBPF_ATTACH` forces one).
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Tracepoint]);
 
-fn main(argv: Vec<OsString>) -> ExitCode {
-    let args: Args = common::cli::parse(argv);
-    run::bpf_main(args.verbose, || trace(args))
+fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
+    let args: Args = common::cli::parse(argv, &host);
+    host.bpf_main(args.verbose, |signals| trace(args, signals))
 }
 
-fn trace(args: Args) -> Result<()> {
-    if let Some(pid) = args.pid {
-        common::cli::require_process(pid)?;
-    }
-    let signals = Signals::install()?;
+fn trace(args: Args, signals: Signals) -> Result<()> {
+    args.pid.filter().check()?;
     let ((skel, _links), _mech) =
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
     let mut hists_full = DropCounter::new("reads", "too many process names");
@@ -84,10 +82,9 @@ fn trace(args: Args) -> Result<()> {
     })
 }
 
-/// Opens the BPF object, fills its filters, loads it and attaches its one program.
+/// Opens the BPF object with the task filter written in, loads it and attaches its one program.
 fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
-    let mut open = open_skeleton::<BpfSkelBuilder>()?;
-    rodata(&mut open.maps.rodata_data)?.target_tgid = args.pid.unwrap_or(0);
+    let open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
     let link = attach_loaded_tracepoint(skel.object(), "syscalls", "sys_exit_read")?;
     Ok((skel, vec![link]))
