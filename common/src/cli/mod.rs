@@ -171,12 +171,12 @@ impl MetricsArgs {
     }
 
     /// With `--prometheus`: the endpoint of `host`'s tool, bound now (call before loading anything, so a busy
-    /// port is one line at once). `interval_given`: the tool was also given an interval or count, which metrics
-    /// have no use for (a usage error).
+    /// port is one line at once). `interval_given`: the tool was also given an interval, count or duration, which
+    /// metrics have no use for (a usage error).
     pub fn endpoint(&self, host: &Host, interval_given: bool) -> anyhow::Result<Option<Endpoint>> {
         let Some(listen) = self.prometheus else { return Ok(None) };
         if interval_given {
-            usage_error("--prometheus serves cumulative metrics: it takes no interval or count");
+            usage_error("--prometheus serves cumulative metrics: it takes no interval, count or duration");
         }
         Endpoint::bind(host, listen, self.max_series).map(Some)
     }

@@ -105,15 +105,3 @@ impl Endpoint {
         })
     }
 }
-
-/// Serves `/metrics` on `listen` until a stop signal (binding it now): [`Endpoint`] in one call, for a tool
-/// that has nothing to bind early.
-pub fn serve(
-    host: &Host,
-    listen: SocketAddr,
-    max_series: usize,
-    signals: &Signals,
-    collect: impl FnMut(&mut Snapshot) -> Result<()>,
-) -> Result<()> {
-    Endpoint::bind(host, listen, max_series)?.serve(signals, collect)
-}

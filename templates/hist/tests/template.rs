@@ -2,7 +2,6 @@
 //! template against a helper whose reads are known (tests/reader.c): with -p, the histogram of its process name
 //! holds exactly its reads, in text and in JSON; and a PID that does not exist is one line and exit 1.
 
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -27,13 +26,7 @@ fn trace_helper(extra: &[&str]) -> (Finished, String) {
     args.extend_from_slice(extra);
     let mut run = Running::start(TOOL, &args);
     run.wait_attached(Duration::from_secs(20));
-    let mut stdin = helper.0.stdin.take().unwrap();
-    stdin.write_all(b"g").unwrap();
-    let mut line = String::new();
-    BufReader::new(helper.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line, "done\n");
-    drop(stdin);
-    assert!(helper.0.wait().unwrap().success(), "the helper failed");
+    go_and_wait(&mut helper.0);
     run.signal(libc::SIGINT);
     (run.finish(Duration::from_secs(20)), comm)
 }
