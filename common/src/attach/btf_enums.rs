@@ -13,21 +13,14 @@ use libbpf_rs::btf::Btf;
 /// enumerator called `member`; empty if no enum has one.
 pub fn enum_with_member(member: &str) -> Result<Vec<(String, i64)>> {
     let btf = Btf::from_vmlinux().context("cannot read kernel BTF from /sys/kernel/btf/vmlinux")?;
-    let members = |names: Vec<(Option<String>, i64)>| -> Option<Vec<(String, i64)>> {
-        let all: Vec<(String, i64)> = names.into_iter().filter_map(|(n, v)| Some((n?, v))).collect();
-        all.iter().any(|(n, _)| n == member).then_some(all)
-    };
-    for e in btf.type_by_kind::<Enum<'_>>() {
-        let names = e.iter().map(|m| (m.name.and_then(|n| n.to_str()).map(str::to_string), m.value)).collect();
-        if let Some(found) = members(names) {
-            return Ok(found);
-        }
+    // Names are compared where they lie in the BTF; only the enum that has `member` is copied out.
+    let has = |name: Option<&std::ffi::OsStr>| name.is_some_and(|n| n.as_encoded_bytes() == member.as_bytes());
+    let named = |name: Option<&std::ffi::OsStr>, value: i64| Some((name?.to_str()?.to_string(), value));
+    if let Some(e) = btf.type_by_kind::<Enum<'_>>().find(|e| e.iter().any(|m| has(m.name))) {
+        return Ok(e.iter().filter_map(|m| named(m.name, m.value)).collect());
     }
-    for e in btf.type_by_kind::<Enum64<'_>>() {
-        let names = e.iter().map(|m| (m.name.and_then(|n| n.to_str()).map(str::to_string), m.value as i64)).collect();
-        if let Some(found) = members(names) {
-            return Ok(found);
-        }
+    if let Some(e) = btf.type_by_kind::<Enum64<'_>>().find(|e| e.iter().any(|m| has(m.name))) {
+        return Ok(e.iter().filter_map(|m| named(m.name, m.value as i64)).collect());
     }
     Ok(Vec::new())
 }

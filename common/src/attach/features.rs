@@ -7,6 +7,7 @@
 //! struct has a field) so that tools pick the right code path for the running kernel. [`Attach`] names the attach
 //! mechanisms tools choose between, and [`tracefs`] finds or mounts tracefs for classic tracepoints.
 
+use std::ffi::CStr;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::btf::types::{Enum, Enum64, FuncProto, Typedef};
 use libbpf_rs::btf::{Btf, BtfType};
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::AsRawLibbpf;
 
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
@@ -77,7 +80,50 @@ impl KernelBtf {
 
     /// The value of enumerator `name` in any enum of the kernel.
     pub fn enum_value(&self, name: &str) -> Option<i64> {
-        self.enums().find_map(|(n, v)| (n == name).then_some(v))
+        self.enum_values([name])[0]
+    }
+
+    /// The values of several enumerators, found in one pass over the kernel's types (a tool's start-up asks for
+    /// up to 27: one pass each was 27 walks of 126,000 types with a string made for every enumerator met).
+    /// Enumerators are compared as bytes where they lie in the BTF: nothing is allocated per type.
+    pub fn enum_values<const N: usize>(&self, names: [&str; N]) -> [Option<i64>; N] {
+        let mut found = [None; N];
+        let btf = self.btf.as_libbpf_object().as_ptr();
+        // SAFETY: `btf` stays valid while `self` lives; every id below `btf__type_cnt` names a type libbpf has
+        // checked, and an enum's members (`vlen` of them) follow its header in the type section.
+        let count = unsafe { libbpf_sys::btf__type_cnt(btf) };
+        let name_at = |off: u32| unsafe { CStr::from_ptr(libbpf_sys::btf__name_by_offset(btf, off)) }.to_bytes();
+        let mut missing = N;
+        let mut note = |off: u32, value: i64| {
+            let member = name_at(off);
+            for (slot, name) in found.iter_mut().zip(names) {
+                if slot.is_none() && member == name.as_bytes() {
+                    *slot = Some(value);
+                    missing -= 1;
+                }
+            }
+            missing == 0
+        };
+        for id in 1..count {
+            let ty = unsafe { &*libbpf_sys::btf__type_by_id(btf, id) };
+            let (kind, vlen) = ((ty.info >> 24) & 0x1f, (ty.info & 0xffff) as usize);
+            let after = unsafe { (ty as *const libbpf_sys::btf_type).add(1) };
+            let done = match kind {
+                libbpf_sys::BTF_KIND_ENUM => {
+                    let m = unsafe { std::slice::from_raw_parts(after as *const libbpf_sys::btf_enum, vlen) };
+                    m.iter().any(|e| note(e.name_off, e.val as i64))
+                }
+                libbpf_sys::BTF_KIND_ENUM64 => {
+                    let m = unsafe { std::slice::from_raw_parts(after as *const libbpf_sys::btf_enum64, vlen) };
+                    m.iter().any(|e| note(e.name_off, ((e.val_hi32 as u64) << 32 | e.val_lo32 as u64) as i64))
+                }
+                _ => false,
+            };
+            if done {
+                break;
+            }
+        }
+        found
     }
 
     /// The enumerators of enum type `enum_name` as (name, value) pairs.
@@ -92,12 +138,6 @@ impl KernelBtf {
             return e.iter().filter_map(|m| Some((m.name?.to_str()?.to_string(), m.value as i64))).collect();
         }
         Vec::new()
-    }
-
-    fn enums(&self) -> impl Iterator<Item = (String, i64)> + '_ {
-        self.btf
-            .type_by_kind::<Enum<'_>>()
-            .flat_map(|e| e.iter().filter_map(|m| Some((m.name?.to_str()?.to_string(), m.value))).collect::<Vec<_>>())
     }
 
     /// True if the kernel has a function `name` in its BTF (a candidate for fentry).
@@ -209,6 +249,18 @@ pub fn find_tracefs() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn enumerators_are_found_in_one_pass() {
+        let btf = KernelBtf::load().unwrap();
+        let members = btf.enum_members("bpf_func_id");
+        let (first, last) = (&members[1], members.last().unwrap());
+        let [a, b, none] = btf.enum_values([first.0.as_str(), last.0.as_str(), "NO_SUCH_ENUMERATOR_X"]);
+        assert_eq!((a, b, none), (Some(first.1), Some(last.1), None));
+        assert_eq!(btf.enum_value("BPF_FUNC_map_lookup_elem"), Some(1));
+        // The first enum that has the name answers, as the kernel's enums are laid out.
+        assert_eq!(btf.enum_values(["BPF_FUNC_map_lookup_elem", "BPF_FUNC_map_lookup_elem"]), [Some(1), Some(1)]);
+    }
 
     #[test]
     fn capabilities_are_read() {

@@ -142,18 +142,25 @@ pub struct RqOps {
 
 impl RqOps {
     pub fn from_btf(btf: &KernelBtf) -> Self {
-        let op_bits = btf.enum_value("__REQ_FAILFAST_DEV").unwrap_or(8) as u32;
-        let value = |name: &str, stable: u64| btf.enum_value(name).map_or(stable, |v| v as u64);
-        let ops = [
-            (value("REQ_OP_READ", 0), RqOp::Read),
-            (value("REQ_OP_WRITE", 1), RqOp::Write),
-            (value("REQ_OP_FLUSH", 2), RqOp::Flush),
-            (value("REQ_OP_DISCARD", 3), RqOp::Discard),
-            (value("REQ_OP_SECURE_ERASE", 5), RqOp::SecureErase),
-            (value("REQ_OP_WRITE_ZEROES", 9), RqOp::WriteZeroes),
-        ]
-        .into_iter()
-        .collect();
+        const KNOWN: [(&str, u64, RqOp); 6] = [
+            ("REQ_OP_READ", 0, RqOp::Read),
+            ("REQ_OP_WRITE", 1, RqOp::Write),
+            ("REQ_OP_FLUSH", 2, RqOp::Flush),
+            ("REQ_OP_DISCARD", 3, RqOp::Discard),
+            ("REQ_OP_SECURE_ERASE", 5, RqOp::SecureErase),
+            ("REQ_OP_WRITE_ZEROES", 9, RqOp::WriteZeroes),
+        ];
+        let [first_flag, values @ ..] = btf.enum_values([
+            "__REQ_FAILFAST_DEV",
+            KNOWN[0].0,
+            KNOWN[1].0,
+            KNOWN[2].0,
+            KNOWN[3].0,
+            KNOWN[4].0,
+            KNOWN[5].0,
+        ]);
+        let op_bits = first_flag.unwrap_or(8) as u32;
+        let ops = KNOWN.iter().zip(values).map(|(&(_, stable, op), v)| (v.map_or(stable, |v| v as u64), op)).collect();
         RqOps { mask: (1u64 << op_bits) - 1, ops }
     }
 
@@ -255,7 +262,7 @@ impl RqFlagNames {
     /// Reads `enum req_op` (or `req_opf`) and `enum req_flag_bits` from the kernel's BTF; falls back to the
     /// values BCC hard-codes where the BTF lacks them.
     pub fn from_btf(btf: &KernelBtf) -> Self {
-        let op_bits = btf.enum_value("__REQ_FAILFAST_DEV").unwrap_or(8) as u32;
+        let kinds = RqOps::from_btf(btf);
         let mut ops = BTreeMap::new();
         let mut members = btf.enum_members("req_op");
         if members.is_empty() {
@@ -275,14 +282,13 @@ impl RqFlagNames {
                 ops.insert(v, n.to_string());
             }
         }
+        let bits = btf.enum_values(FLAG_NAMES.map(|(enumerator, _, _)| enumerator));
         let flags = FLAG_NAMES
             .iter()
-            .map(|&(enumerator, name, usual)| {
-                let bit = btf.enum_value(enumerator).map(|v| v as u32).unwrap_or(usual);
-                (1u64 << bit, name)
-            })
+            .zip(bits)
+            .map(|(&(_, name, usual), bit)| (1u64 << bit.map_or(usual, |v| v as u32), name))
             .collect();
-        RqFlagNames { kinds: RqOps::from_btf(btf), op_mask: (1u64 << op_bits) - 1, ops, flags }
+        RqFlagNames { op_mask: kinds.mask, kinds, ops, flags }
     }
 
     /// `cmd_flags` as BCC prints it, e.g. `Sync-Write`, `NoMerge-Read`, `Unknown`.
