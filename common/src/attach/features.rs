@@ -80,20 +80,20 @@ impl KernelBtf {
 
     /// The value of enumerator `name` in any enum of the kernel.
     pub fn enum_value(&self, name: &str) -> Option<i64> {
-        self.enum_values([name])[0]
+        self.enum_values(&[name])[0]
     }
 
     /// The values of several enumerators, found in one pass over the kernel's types (a tool's start-up asks for
     /// up to 27: one pass each was 27 walks of 126,000 types with a string made for every enumerator met).
     /// Enumerators are compared as bytes where they lie in the BTF: nothing is allocated per type.
-    pub fn enum_values<const N: usize>(&self, names: [&str; N]) -> [Option<i64>; N] {
-        let mut found = [None; N];
+    pub fn enum_values(&self, names: &[&str]) -> Vec<Option<i64>> {
+        let mut found = vec![None; names.len()];
         let btf = self.btf.as_libbpf_object().as_ptr();
         // SAFETY: `btf` stays valid while `self` lives; every id below `btf__type_cnt` names a type libbpf has
         // checked, and an enum's members (`vlen` of them) follow its header in the type section.
         let count = unsafe { libbpf_sys::btf__type_cnt(btf) };
         let name_at = |off: u32| unsafe { CStr::from_ptr(libbpf_sys::btf__name_by_offset(btf, off)) }.to_bytes();
-        let mut missing = N;
+        let mut missing = names.len();
         let mut note = |off: u32, value: i64| {
             let member = name_at(off);
             for (slot, name) in found.iter_mut().zip(names) {
@@ -255,11 +255,11 @@ mod tests {
         let btf = KernelBtf::load().unwrap();
         let members = btf.enum_members("bpf_func_id");
         let (first, last) = (&members[1], members.last().unwrap());
-        let [a, b, none] = btf.enum_values([first.0.as_str(), last.0.as_str(), "NO_SUCH_ENUMERATOR_X"]);
-        assert_eq!((a, b, none), (Some(first.1), Some(last.1), None));
+        let found = btf.enum_values(&[first.0.as_str(), last.0.as_str(), "NO_SUCH_ENUMERATOR_X"]);
+        assert_eq!(found, [Some(first.1), Some(last.1), None]);
         assert_eq!(btf.enum_value("BPF_FUNC_map_lookup_elem"), Some(1));
         // The first enum that has the name answers, as the kernel's enums are laid out.
-        assert_eq!(btf.enum_values(["BPF_FUNC_map_lookup_elem", "BPF_FUNC_map_lookup_elem"]), [Some(1), Some(1)]);
+        assert_eq!(btf.enum_values(&["BPF_FUNC_map_lookup_elem", "BPF_FUNC_map_lookup_elem"]), [Some(1), Some(1)]);
     }
 
     #[test]

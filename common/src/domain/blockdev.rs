@@ -150,17 +150,11 @@ impl RqOps {
             ("REQ_OP_SECURE_ERASE", 5, RqOp::SecureErase),
             ("REQ_OP_WRITE_ZEROES", 9, RqOp::WriteZeroes),
         ];
-        let [first_flag, values @ ..] = btf.enum_values([
-            "__REQ_FAILFAST_DEV",
-            KNOWN[0].0,
-            KNOWN[1].0,
-            KNOWN[2].0,
-            KNOWN[3].0,
-            KNOWN[4].0,
-            KNOWN[5].0,
-        ]);
+        let names: Vec<&str> = std::iter::once("__REQ_FAILFAST_DEV").chain(KNOWN.iter().map(|k| k.0)).collect();
+        let found = btf.enum_values(&names);
+        let (first_flag, values) = (found[0], &found[1..]);
         let op_bits = first_flag.unwrap_or(8) as u32;
-        let ops = KNOWN.iter().zip(values).map(|(&(_, stable, op), v)| (v.map_or(stable, |v| v as u64), op)).collect();
+        let ops = KNOWN.iter().zip(values).map(|(&(_, stable, op), &v)| (v.map_or(stable, |v| v as u64), op)).collect();
         RqOps { mask: (1u64 << op_bits) - 1, ops }
     }
 
@@ -239,7 +233,6 @@ impl SubmitterNotes {
 #[derive(Debug, Clone)]
 pub struct RqFlagNames {
     kinds: RqOps,
-    op_mask: u64,
     ops: BTreeMap<u64, String>,
     /// Flag bit and name, in the order BCC prepends them.
     flags: Vec<(u64, &'static str)>,
@@ -282,18 +275,18 @@ impl RqFlagNames {
                 ops.insert(v, n.to_string());
             }
         }
-        let bits = btf.enum_values(FLAG_NAMES.map(|(enumerator, _, _)| enumerator));
+        let bits = btf.enum_values(&FLAG_NAMES.map(|(enumerator, _, _)| enumerator));
         let flags = FLAG_NAMES
             .iter()
             .zip(bits)
             .map(|(&(_, name, usual), bit)| (1u64 << bit.map_or(usual, |v| v as u32), name))
             .collect();
-        RqFlagNames { op_mask: kinds.mask, kinds, ops, flags }
+        RqFlagNames { kinds, ops, flags }
     }
 
     /// `cmd_flags` as BCC prints it, e.g. `Sync-Write`, `NoMerge-Read`, `Unknown`.
     pub fn describe(&self, cmd_flags: u64) -> String {
-        let mut desc = self.ops.get(&(cmd_flags & self.op_mask)).cloned().unwrap_or_else(|| "Unknown".into());
+        let mut desc = self.ops.get(&(cmd_flags & self.kinds.mask)).cloned().unwrap_or_else(|| "Unknown".into());
         for &(bit, name) in &self.flags {
             if cmd_flags & bit != 0 {
                 desc = format!("{name}-{desc}");
