@@ -84,6 +84,12 @@ impl Signals {
         self.stdout_gone.load(Ordering::SeqCst)
     }
 
+    /// True once a stop has been noted: a stop signal, or the reader of stdout gone as last polled. Unlike
+    /// [`Signals::stopped`] it makes no system call, so it can be asked once per record.
+    pub fn stop_noted(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || self.stdout_gone.load(Ordering::SeqCst)
+    }
+
     /// True once the reader of the stdout pipe has gone away (the tool ends quietly: nobody reads its report).
     pub fn stdout_gone(&self) -> bool {
         self.stdout_gone.load(Ordering::SeqCst)

@@ -6,7 +6,7 @@
 //! of the program's `.bss` (`lost`, by convention; `lost_notices` for the stack tools' process notices).
 //! [`EventStream`] names the ring buffer and that counter; [`EventStream::poll`] wakes on new records, on
 //! SIGINT/SIGTERM/SIGHUP, or when the reader of a stdout pipe goes away (all polled together, so `tool | head -1`
-//! ends at once), drains what is left before returning, and turns an error of the record handler (a closed stdout
+//! ends at once), drains what the probes had reserved when the stop came before returning, and turns an error of the record handler (a closed stdout
 //! pipe, typically) into its error instead of a panic inside libbpf's C callback. It returns the [`Lost`] records,
 //! which every tool reports the same way at the end ([`Lost::report`]): one line `tool: lost N <what> (<why>)` on
 //! stderr and, with `--json`, one more JSON line `{"lost":N,"what":...,"why":...}` on stdout; nothing if none was
@@ -16,13 +16,13 @@
 //! queued [`STOP_GRACE`] after a stop signal (not shown, so a stop always ends the tool), and the probe runs the
 //! kernel skipped ([`crate::attach::skipped`]), an upper bound on the records those runs would have made.
 
-use std::cell::RefCell;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::io;
 use std::os::fd::BorrowedFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use libbpf_rs::{ErrorKind, MapCore, RingBufferBuilder};
+use libbpf_rs::{libbpf_sys, AsRawLibbpf, ErrorKind, MapCore, RingBufferBuilder};
 use serde::Serialize;
 
 use crate::attach::maps::DropCounter;
@@ -88,7 +88,9 @@ impl<'a> EventStream<'a> {
     /// Calls `handle` for every record until a stop signal arrives, `until` returns true (it is polled between
     /// batches: for `-d DURATION` style limits and interval reports) or `handle` fails. Returns the records lost:
     /// those the BPF side could not send, and those not handled because they were still queued [`STOP_GRACE`]
-    /// after a stop (records already queued at a stop are handled for up to that long).
+    /// after a stop. The trace ends at the stop: records already reserved then are handled (for up to that long),
+    /// those the probes, still attached, make after it are left unread, neither shown nor lost (a stream of
+    /// records as fast as the handler, threshold 0 on a busy host, would otherwise never let the drain end).
     pub fn poll(
         &self,
         signals: &Signals,
@@ -97,21 +99,30 @@ impl<'a> EventStream<'a> {
     ) -> Result<[Lost; 2]> {
         let failure: RefCell<Option<anyhow::Error>> = RefCell::new(None);
         let handle = RefCell::new(handle);
-        let stopping: RefCell<Option<std::time::Instant>> = RefCell::new(None);
-        let not_drained = std::cell::Cell::new(0u64);
+        // libbpf's rings, in the order they were added; set once the ring buffer is built, before any record.
+        let rings: OnceCell<Vec<*mut libbpf_sys::ring>> = OnceCell::new();
+        let stop: OnceCell<StopMark> = OnceCell::new();
+        let mark_stop = || stop.get_or_init(|| StopMark::now(rings.get().map_or(&[][..], Vec::as_slice)));
+        let not_drained = Cell::new(0u64);
         let lost = || [self.lost(), Lost { count: not_drained.get(), what: self.what, why: NOT_DRAINED }];
         let mut builder = RingBufferBuilder::new();
-        for ring in &self.rings {
+        for (index, ring) in self.rings.iter().enumerate() {
+            let (failure, handle, rings, not_drained, mark_stop) =
+                (&failure, &handle, &rings, &not_drained, &mark_stop);
             builder
-                .add(*ring, |data: &[u8]| {
+                .add(*ring, move |data: &[u8]| {
                     if failure.borrow().is_some() {
                         return -1;
                     }
-                    if signals.stopped()
-                        && stopping.borrow_mut().get_or_insert_with(std::time::Instant::now).elapsed() > STOP_GRACE
-                    {
-                        not_drained.set(not_drained.get() + 1);
-                        return 0;
+                    if signals.stop_noted() {
+                        let mark = mark_stop();
+                        if rings.get().is_some_and(|rings| mark.passed(rings, index)) {
+                            return PAST_THE_STOP;
+                        }
+                        if mark.at.elapsed() > STOP_GRACE {
+                            not_drained.set(not_drained.get() + 1);
+                            return 0;
+                        }
                     }
                     match (handle.borrow_mut())(data) {
                         Ok(()) => 0,
@@ -124,6 +135,15 @@ impl<'a> EventStream<'a> {
                 .context("setting up the ring buffer")?;
         }
         let ring = builder.build().context("setting up the ring buffer")?;
+        let manager = ring.as_libbpf_object().as_ptr();
+        // SAFETY: `manager` is the ring buffer just built, which holds one ring per map added (`index` < its count);
+        // the rings live as long as `ring`, which outlives every use of these pointers in this function.
+        _ = rings.set(
+            (0..self.rings.len())
+                .map(|index| unsafe { libbpf_sys::ring_buffer__ring(manager, index as u32) })
+                .collect(),
+        );
+        let rings = rings.get().expect("set just above");
 
         // SAFETY: the ring buffer's epoll descriptor lives as long as `ring`, which outlives this borrow.
         let epoll = unsafe { BorrowedFd::borrow_raw(ring.epoll_fd()) };
@@ -137,6 +157,7 @@ impl<'a> EventStream<'a> {
             }
             match polled {
                 Ok(()) => {}
+                Err(_) if stop.get().is_some() => break,
                 Err(err) if err.kind() == ErrorKind::Interrupted => {}
                 Err(err) => return Err(err).context("polling the ring buffer"),
             }
@@ -144,13 +165,46 @@ impl<'a> EventStream<'a> {
         if signals.stdout_gone() {
             return Ok(lost());
         }
-        // Records already in the buffer when the stop came are still reported.
-        let drained = ring.consume();
-        if let Some(err) = failure.borrow_mut().take() {
-            return Err(err);
+        // Records already reserved when the stop came are still reported, ring by ring up to where its producer
+        // stood then.
+        mark_stop();
+        for &one in rings {
+            // SAFETY: `one` is a ring of the live ring buffer `ring` (see above).
+            let drained = unsafe { libbpf_sys::ring__consume(one) };
+            if let Some(err) = failure.borrow_mut().take() {
+                return Err(err);
+            }
+            if drained < 0 && drained != PAST_THE_STOP {
+                return Err(io::Error::from_raw_os_error(-drained)).context("draining the ring buffer");
+            }
         }
-        drained.context("draining the ring buffer")?;
         Ok(lost())
+    }
+}
+
+/// What a record handler returns to end the consumption of a ring at the first record reserved after the stop.
+const PAST_THE_STOP: i32 = -libc::ECANCELED;
+
+/// When the stop was noted and where each ring's producer stood then: records from there on came after the stop.
+struct StopMark {
+    at: Instant,
+    ends: Vec<u64>,
+}
+
+impl StopMark {
+    fn now(rings: &[*mut libbpf_sys::ring]) -> StopMark {
+        // SAFETY: each pointer is a ring of the live ring buffer of [`EventStream::poll`].
+        let ends = rings.iter().map(|&ring| unsafe { libbpf_sys::ring__producer_pos(ring) } as u64).collect();
+        StopMark { at: Instant::now(), ends }
+    }
+
+    /// True if the record being handled from ring `index` was reserved after the stop. (Inside a record's
+    /// handler, the ring's consumer position is the start of that record: libbpf moves it past a record once
+    /// its handler has returned.)
+    fn passed(&self, rings: &[*mut libbpf_sys::ring], index: usize) -> bool {
+        let Some(&end) = self.ends.get(index) else { return false };
+        // SAFETY: as in [`StopMark::now`].
+        (unsafe { libbpf_sys::ring__consumer_pos(rings[index]) } as u64) >= end
     }
 }
 
