@@ -19,6 +19,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::{Attach, KernelBtf};
+use common::attach::links::Links;
 use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, rodata};
 use common::attach::maps::DropCounter;
 use common::cli::filter::open_filtered;
@@ -26,7 +27,6 @@ use common::host::Host;
 use common::output::stdout::Output;
 use common::run::{self, Signals, Tick};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 use report::{Report, Sort};
@@ -183,7 +183,7 @@ fn klockstat(args: Args, host: &Host, signals: Signals) -> Result<()> {
 /// Opens the BPF object, sets its filters, keeps the programs of `mech` (only those whose lock function this
 /// kernel has), loads and attaches them: returns and unlocks first, so that no lock is followed from a start whose
 /// end nobody sees.
-fn load_and_attach(args: &Args, lock: Option<u64>, mech: Attach) -> Result<(BpfSkel<'static>, Vec<Link>)> {
+fn load_and_attach(args: &Args, lock: Option<u64>, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter().tid(args.tid))?;
     let ro = rodata(&mut open.maps.rodata_data)?;
     ro.target_lock = lock.unwrap_or(0);
@@ -217,7 +217,7 @@ fn load_and_attach(args: &Args, lock: Option<u64>, mech: Attach) -> Result<(BpfS
     let skel = open.load().with_context(|| format!("loading the BPF programs ({mech})"))?;
     let links = match mech {
         Attach::Fentry | Attach::Kprobe => {
-            let mut links = Vec::new();
+            let mut links = Links::default();
             for first in [true, false] {
                 for prog in skel.object().progs_mut().filter(|p| p.autoload()) {
                     let section = prog.section().to_string_lossy().into_owned();
@@ -232,10 +232,10 @@ fn load_and_attach(args: &Args, lock: Option<u64>, mech: Attach) -> Result<(BpfS
             }
             links
         }
-        _ => vec![
+        _ => Links::from(vec![
             attach_loaded_tracepoint(skel.object(), "lock", "contention_end")?,
             attach_loaded_tracepoint(skel.object(), "lock", "contention_begin")?,
-        ],
+        ]),
     };
     Ok((skel, links))
 }
