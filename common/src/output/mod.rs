@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! What tools print: [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
+//! What tools print: [`name`] (a name from the traced system, escaped in text and plain in JSON), [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
 //! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
 //! [`namedhist`] is the run and report of tools with a histogram per name (bitesize).
@@ -14,6 +14,7 @@ pub mod hist;
 pub mod irqtime;
 pub mod metrics;
 pub mod metrics_self;
+pub mod name;
 pub mod namedhist;
 pub mod sockevents;
 pub mod stackseries;

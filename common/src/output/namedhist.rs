@@ -18,7 +18,7 @@ use crate::cli::IntervalCount;
 use crate::domain::container_names::{ContainerNames, PidContainers};
 use crate::output::heatmap::{sum_slots, HeatmapFile};
 use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
-use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
+use crate::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
 use crate::run::{run_intervals, Signals};
 
 /// How the report names things: the banner's `Tracing <what>...`, the section header (`Process Name`) with the
@@ -65,9 +65,9 @@ fn write_text(
     }
     for (name, hist) in sections {
         if mean {
-            writeln!(out, "\n{} = {name} [AVG {}]", layout.header, mean_of(hist))?;
+            writeln!(out, "\n{} = {} [AVG {}]", layout.header, printable(name.as_bytes()), mean_of(hist))?;
         } else {
-            writeln!(out, "\n{} = {name}", layout.header)?;
+            writeln!(out, "\n{} = {}", layout.header, printable(name.as_bytes()))?;
         }
         write_log2_hist(out, &hist.slots, layout.unit)?;
     }

@@ -83,7 +83,8 @@ impl StackNames {
                 if self.collected.user {
                     self.symbolizer.remember_process(side.pid);
                 }
-                let task = traces.task(side.pid, side.tid, side.comm.clone(), side.user_stack_id, side.kern_stack_id);
+                let task =
+                    traces.task(side.pid, side.tid, side.comm.as_str().into(), side.user_stack_id, side.kern_stack_id);
                 new.push((side.clone(), task));
             }
         }

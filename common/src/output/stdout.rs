@@ -67,12 +67,26 @@ pub fn clock_rfc3339() -> String {
 /// doubled, bytes that are not UTF-8 and C1 control characters (U+0080 to U+009F) as `\xHH` per byte. Printable
 /// text, non-ASCII included, is left as it is. JSON output escapes on its own: give it the plain text.
 pub fn printable(bytes: &[u8]) -> String {
+    escaped(bytes, false)
+}
+
+/// Text of several lines from the traced system (sslsniff's payload) escaped as [`printable`] escapes a name,
+/// except that its line ends stay as they are: a newline, and a carriage return just before one (CRLF), which
+/// cannot move the cursor anywhere a newline does not; tabs stay too.
+pub fn printable_lines(bytes: &[u8]) -> String {
+    escaped(bytes, true)
+}
+
+fn escaped(bytes: &[u8], keep_lines: bool) -> String {
     use std::fmt::Write as _;
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
+        let mut chars = chunk.valid().chars().peekable();
+        while let Some(c) = chars.next() {
             match c {
-                '\\' => out.push_str("\\\\"),
+                '\n' | '\t' if keep_lines => out.push(c),
+                '\r' if keep_lines && chars.peek() == Some(&'\n') => out.push(c),
+                '\\' if !keep_lines => out.push_str("\\\\"),
                 '\x07' => out.push_str("\\a"),
                 '\x08' => out.push_str("\\b"),
                 '\t' => out.push_str("\\t"),
@@ -113,6 +127,10 @@ mod tests {
         assert_eq!(printable(b"bad\xff\xfe utf8 \xe6\x97"), "bad\\xff\\xfe utf8 \\xe6\\x97");
         // C1 controls (U+009B is a CSI to some terminals).
         assert_eq!(printable("x\u{9b}2J".as_bytes()), "x\\xc2\\x9b2J");
+        assert_eq!(
+            printable_lines(b"GET / HTTP/1.1\r\nHost: a\tb\r\n\x1b[2J\rX\\\xff\n"),
+            "GET / HTTP/1.1\r\nHost: a\tb\r\n\\033[2J\\rX\\\\xff\n"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::cli::IntervalCount;
 use crate::domain::container_names::{ContainerLabelArgs, PidContainers};
 use crate::output::heatmap::{sum_slots, HeatmapFile};
 use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, Log2Hist};
-use crate::output::stdout::{clock_hms, clock_rfc3339, Output};
+use crate::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
 use crate::run::{run_intervals, Signals};
 
 /// What a histogram is per; the value is the BPF side's `per`.
@@ -159,7 +159,7 @@ impl Report {
         for (key, hist) in &sections {
             if let Some(label) = self.per.label() {
                 if self.comm_in_heading {
-                    writeln!(out, "\n{label} = {key} {}", self.comm(*key))?;
+                    writeln!(out, "\n{label} = {key} {}", printable(self.comm(*key).as_bytes()))?;
                 } else {
                     writeln!(out, "\n{label} = {key}")?;
                 }

@@ -28,11 +28,11 @@ fn folded_frames(task: &Task<Frame>, style: Style, line: &mut Vec<String>) {
 /// The folded line of a sample, without its value: `comm;outer;...;leaf`, and for a waker (offwaketime, as BCC
 /// folds it) `comm;outer;...;leaf;--;waker leaf;...;waker outer;waker comm`.
 pub fn folded_stack(s: &Sample<Frame>, style: Style) -> String {
-    let mut line = vec![s.task.comm.clone()];
+    let mut line = vec![s.task.comm.shown()];
     folded_frames(&s.task, style, &mut line);
     if let Some(waker) = &s.waker {
         line.push("--".into());
-        let mut waker_line = vec![waker.comm.clone()];
+        let mut waker_line = vec![waker.comm.shown()];
         folded_frames(waker, style, &mut waker_line);
         line.extend(waker_line.into_iter().rev());
     }

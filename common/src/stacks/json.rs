@@ -25,7 +25,7 @@ struct JsonTask<'a> {
     /// The thread, for tools that count per thread (offcputime).
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
-    comm: &'a str,
+    comm: &'a crate::output::name::Name,
     /// Innermost first; always present, empty when not collected, absent or lost.
     user_stack: Vec<JsonFrame<'a>>,
     kernel_stack: Vec<JsonFrame<'a>>,

@@ -67,7 +67,14 @@ impl<'a, M: MapCore> StackTraces<'a, M> {
     /// The task with the stacks of these ids (a negative id: none, lost, or not collected). The idle task (PID 0,
     /// `swapper/N`, a waker whenever an interrupt wakes a thread on an idle CPU) has no user space, so it has no
     /// user stack whatever error the kernel gave for it: never a lost one.
-    pub fn task(&mut self, pid: u32, shown_id: u32, comm: String, user_stack_id: i32, kern_stack_id: i32) -> Task<u64> {
+    pub fn task(
+        &mut self,
+        pid: u32,
+        shown_id: u32,
+        comm: crate::output::name::Name,
+        user_stack_id: i32,
+        kern_stack_id: i32,
+    ) -> Task<u64> {
         let user = match self.stack(self.collected.user, user_stack_id) {
             Stack::Lost(_) if pid == 0 => Stack::Absent,
             user => user,

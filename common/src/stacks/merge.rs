@@ -20,7 +20,7 @@ pub enum MergeBy {
 /// A frame as it prints: its name, under [`MergeBy::Frames`] its offset and module, under [`MergeBy::Addresses`]
 /// also its address (stackcount's -v prints it).
 type FrameKey = (String, u64, Option<String>, u64);
-type NameKey = (u32, u32, String, Stack<FrameKey>, Stack<FrameKey>);
+type NameKey = (u32, u32, crate::output::name::Name, Stack<FrameKey>, Stack<FrameKey>);
 
 fn names_of(task: &Task<Frame>, merge: MergeBy) -> NameKey {
     let key = |f: &Frame| match merge {

@@ -90,7 +90,8 @@ pub struct Task<T> {
     pub pid: u32,
     /// The id printed after the command: the process (profile) or the thread (offcputime), as in BCC.
     pub shown_id: u32,
-    pub comm: String,
+    /// Escaped in text, plain in JSON.
+    pub comm: crate::output::name::Name,
     pub user: Stack<T>,
     pub kernel: Stack<T>,
 }

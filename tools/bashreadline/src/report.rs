@@ -5,7 +5,8 @@
 use std::io::Write;
 
 use anyhow::Result;
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -19,8 +20,8 @@ struct JsonLine<'a> {
     timestamp: &'a str,
     pid: u32,
     tid: u32,
-    comm: &'a str,
-    command: &'a str,
+    comm: &'a Name,
+    command: &'a Name,
     truncated: bool,
 }
 
@@ -44,13 +45,13 @@ impl Report {
     /// Writes one command line and flushes.
     pub fn write_line(&self, out: &mut Output, data: &[u8]) -> Result<()> {
         let e: event = from_bytes(data);
-        let command = c_string(&e.line);
+        let command = Name::from_c(&e.line);
         if self.json {
             out.json_line(&JsonLine {
                 timestamp: &clock_rfc3339(),
                 pid: e.pid,
                 tid: e.tid,
-                comm: &c_string(&e.comm),
+                comm: &Name::from_c(&e.comm),
                 command: &command,
                 truncated: e.truncated != 0,
             })?;

@@ -5,10 +5,10 @@
 use std::io::{self, Write};
 use std::net::IpAddr;
 
-use common::attach::maps::c_string;
 use common::domain::container_names::ContainerNames;
 use common::domain::net::{ip_addr, Family};
 use common::domain::syscalls::errno_name;
+use common::output::name::Name;
 use common::output::sockevents::SinceFirst;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
@@ -36,7 +36,7 @@ pub struct Bind {
     pub cgroup_id: u64,
     pub pid: u32,
     pub uid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub ret: i32,
     pub family: Family,
     pub addr: IpAddr,
@@ -54,7 +54,7 @@ impl Bind {
             cgroup_id: e.cgroup_id,
             pid: e.pid,
             uid: e.uid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             ret: e.ret,
             family: Family::from_af(e.family)?,
             addr: ip_addr(e.family, &e.addr)?,
@@ -117,7 +117,7 @@ struct JsonBind<'a> {
     time_s: Option<f64>,
     pid: u32,
     uid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     ret: i32,
     error: Option<&'static str>,
     protocol: &'static str,

@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
-use common::attach::maps::c_string;
 use common::domain::blockdev::{Disks, RqFlagNames, RqOps};
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -26,7 +26,7 @@ pub struct Io {
     pub bytes: u32,
     pub pid: u32,
     pub dev: u32,
-    pub comm: String,
+    pub comm: Name,
 }
 
 impl Io {
@@ -41,7 +41,7 @@ impl Io {
             bytes: e.bytes,
             pid: e.pid,
             dev: e.dev,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
         }
     }
 }
@@ -64,7 +64,7 @@ pub struct Style {
 struct JsonIo<'a> {
     time: String,
     ts: f64,
-    comm: &'a str,
+    comm: &'a Name,
     pid: u32,
     disk: &'a str,
     dev: String,

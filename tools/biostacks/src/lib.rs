@@ -24,11 +24,12 @@ use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{
     attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton, rodata, skip_tracepoint,
 };
-use common::attach::maps::{c_string, hash_entries, DropCounter};
+use common::attach::maps::{hash_entries, DropCounter};
 use common::domain::blockdev::Disks;
 use common::host::Host;
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::hist::{log2_buckets, write_log2_hist, Bucket};
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use common::process::symbols::{Batch, Symbolizer};
 use common::run::{self, Signals};
@@ -82,7 +83,7 @@ fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
 /// One histogram as printed: a process, its disk, the named kernel stack (innermost first) and the latencies.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Section {
-    comm: String,
+    comm: Name,
     pid: u32,
     disk: String,
     stack: Vec<String>,
@@ -91,7 +92,7 @@ struct Section {
 #[derive(Serialize)]
 struct JsonSection<'a> {
     timestamp: &'a str,
-    comm: &'a str,
+    comm: &'a Name,
     pid: u32,
     disk: &'a str,
     stack: &'a [String],
@@ -221,7 +222,13 @@ fn metrics(s: &mut common::output::metrics::Snapshot, sections: &BTreeMap<Sectio
     for (section, t) in sections {
         let folded = section.stack.iter().rev().map(String::as_str).collect::<Vec<_>>().join(";");
         let value = HistogramValue::from_log2_slots(&t.slots, t.sum_ns, 1000);
-        s.histogram_seconds(NAME, HELP, LABELS, vec![section.comm.clone(), section.disk.clone(), folded], value);
+        s.histogram_seconds(
+            NAME,
+            HELP,
+            LABELS,
+            vec![section.comm.text().into_owned(), section.disk.clone(), folded],
+            value,
+        );
     }
 }
 
@@ -231,7 +238,7 @@ fn read_sections(skel: &BpfSkel<'_>, disks: &Disks, verbose: bool) -> Result<(BT
     let entries: Vec<(stack_key, hist)> = hash_entries(&skel.maps.hists)?;
     let mut traces = StackTraces::new(&skel.maps.stacks, Collected { user: false, kernel: true });
     let stacks: Vec<Stack<u64>> =
-        entries.iter().map(|(k, _)| traces.task(k.pid, k.pid, String::new(), -1, k.kern_stack_id).kernel).collect();
+        entries.iter().map(|(k, _)| traces.task(k.pid, k.pid, Name::default(), -1, k.kern_stack_id).kernel).collect();
     let mut batch = Batch::new();
     for stack in &stacks {
         if let Stack::Frames(addrs) = stack {
@@ -262,7 +269,7 @@ fn read_sections(skel: &BpfSkel<'_>, disks: &Disks, verbose: bool) -> Result<(BT
             "?" => "Unknown".to_string(),
             name => name.to_string(),
         };
-        let section = Section { comm: c_string(&key.comm), pid: key.pid, disk, stack: names };
+        let section = Section { comm: Name::from_c(&key.comm), pid: key.pid, disk, stack: names };
         let totals = sections.entry(section).or_default();
         if totals.slots.is_empty() {
             totals.slots = vec![0; h.slots.len()];

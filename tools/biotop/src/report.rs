@@ -2,8 +2,8 @@
 //! biotop's output: BCC's screen (the top of common::output::topscreen, then `PID COMM D MAJ MIN DISK I/O Kbytes
 //! AVGms`, sorted, at most -r rows) or one JSON object per row per interval.
 
-use common::attach::maps::c_string;
 use common::domain::blockdev::{kernel_dev, Disks, RqOps};
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::output::topscreen;
 use serde::Serialize;
@@ -20,7 +20,7 @@ pub fn dev(k: &io_key) -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Row {
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     /// The request type: `R` or `W` as BCC's D column, or the type of a request that moves no data (`D`
     /// discard, `F` flush, `Z` write-zeroes, ...: common::domain::blockdev::RqOp::letter), kept out of R and W.
     pub rw: &'static str,
@@ -38,7 +38,7 @@ impl Row {
     pub fn new(key: &io_key, now: &io_stat, earlier: &io_stat, disks: &Disks, ops: &RqOps) -> Row {
         Row {
             pid: key.pid,
-            comm: c_string(&key.comm),
+            comm: Name::from_c(&key.comm),
             rw: ops.of(key.op as u64).letter(),
             major: key.major,
             minor: key.minor,

@@ -8,8 +8,8 @@ use std::io::{self, Write};
 use libbpf_rs::MapCore;
 use serde::Serialize;
 
-use common::attach::maps::c_string;
 use common::domain::capabilities;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::process::symbols::Symbolizer;
 use common::stacks::{self, Collected, Frame, FrameFormat, Sample, Stack, StackTraces};
@@ -36,7 +36,7 @@ struct JsonCheck<'a> {
     uid: u32,
     pid: u32,
     tid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     cap: i32,
     name: &'static str,
     audit: u8,
@@ -92,7 +92,7 @@ impl Printer {
 
     /// One check: its line and the stacks asked for, or its JSON object.
     pub fn write(&mut self, out: &mut Output, e: &event, stack_map: &impl MapCore) -> io::Result<()> {
-        let comm = c_string(&e.comm);
+        let comm = Name::from_c(&e.comm);
         let name = capabilities::name(e.cap);
         let insetid = u8::try_from(e.insetid).ok();
         let (kernel, user) = self.stacks(e, stack_map);
@@ -150,8 +150,13 @@ impl Printer {
             return (Vec::new(), Vec::new());
         }
         let collected = Collected { user: self.style.user_stack, kernel: self.style.kernel_stack };
-        let task =
-            StackTraces::new(stack_map, collected).task(e.pid, e.pid, String::new(), e.user_stack_id, e.kern_stack_id);
+        let task = StackTraces::new(stack_map, collected).task(
+            e.pid,
+            e.pid,
+            Name::default(),
+            e.user_stack_id,
+            e.kern_stack_id,
+        );
         if self.style.user_stack {
             self.symbolizer.remember_process(e.pid);
         }

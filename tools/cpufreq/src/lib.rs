@@ -25,11 +25,12 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{autoload_by_section, load_first_working, open_skeleton, rodata};
-use common::attach::maps::{c_string, hash_entries, DropCounter};
+use common::attach::maps::{hash_entries, DropCounter};
 use common::attach::perf::{open_event, Rate};
 use common::cli::MetricsArgs;
 use common::host::Host;
 use common::output::metrics::{HistogramValue, Snapshot};
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -122,13 +123,13 @@ fn cpufreq(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let (per_comm, system) = read_hists(&skel)?;
     if args.json {
         for (comm, h) in &per_comm {
-            out.json_line(&JsonHist::new("process", Some(comm), h))?;
+            out.json_line(&JsonHist::new("process", Some(&*comm.text()), h))?;
         }
         out.json_line(&JsonHist::new("system", None, &system))?;
     } else {
         writeln!(out)?;
         for (comm, h) in &per_comm {
-            write_linear_hist(&mut out, &h.slots, comm)?;
+            write_linear_hist(&mut out, &h.slots, &comm.shown())?;
             writeln!(out)?;
         }
         writeln!(out)?;
@@ -217,9 +218,9 @@ fn load_and_attach(
 }
 
 /// The per-name histograms (by name) and the system-wide one.
-fn read_hists(skel: &BpfSkel<'_>) -> Result<(Vec<(String, hist)>, hist)> {
+fn read_hists(skel: &BpfSkel<'_>) -> Result<(Vec<(Name, hist)>, hist)> {
     let entries: Vec<(hkey, hist)> = hash_entries(&skel.maps.hists)?;
-    let mut per_comm: Vec<(String, hist)> = entries.into_iter().map(|(k, h)| (c_string(&k.comm), h)).collect();
+    let mut per_comm: Vec<(Name, hist)> = entries.into_iter().map(|(k, h)| (Name::from_c(&k.comm), h)).collect();
     per_comm.sort_by(|a, b| a.0.cmp(&b.0));
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     // SAFETY: an aligned struct of u64 in the live, mapped .bss: read as volatile, the kernel may write it.
@@ -297,7 +298,13 @@ fn collect(skel: &BpfSkel<'_>, snapshot: &mut Snapshot) -> Result<()> {
     snapshot.declare_histogram("sampled_frequency_hertz", per_help, &["comm"]);
     let (per_comm, system) = read_hists(skel)?;
     for (comm, h) in &per_comm {
-        snapshot.histogram("sampled_frequency_hertz", per_help, &["comm"], vec![comm.clone()], hertz_histogram(h));
+        snapshot.histogram(
+            "sampled_frequency_hertz",
+            per_help,
+            &["comm"],
+            vec![comm.text().into_owned()],
+            hertz_histogram(h),
+        );
     }
     snapshot.histogram("system_sampled_frequency_hertz", sys_help, &[], Vec::new(), hertz_histogram(&system));
     if let Some(bss) = skel.maps.bss_data.as_ref() {

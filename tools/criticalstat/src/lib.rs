@@ -27,6 +27,7 @@ use common::attach::loader::{
 };
 use common::attach::maps::from_bytes;
 use common::host::Host;
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::process::symbols::{Symbol, Symbolizer};
 use common::run::Signals;
@@ -149,7 +150,7 @@ fn criticalstat(args: Args, signals: Signals) -> Result<()> {
     stream.print(&signals, &mut out, args.json, |out, data| {
         let e: event = from_bytes(data);
         let id = i32::try_from(e.stack_id).unwrap_or(-1);
-        let stack = match traces.task(0, 0, String::new(), -1, id).kernel {
+        let stack = match traces.task(0, 0, Name::default(), -1, id).kernel {
             Stack::Frames(addrs) => Some(addrs),
             _ => None,
         };
@@ -202,7 +203,7 @@ fn name_offset(sym: &Result<Symbol, String>) -> String {
 
 #[derive(Serialize)]
 struct JsonEvent<'a> {
-    comm: &'a str,
+    comm: &'a Name,
     pid: u32,
     tid: u32,
     cpu: u32,
@@ -224,7 +225,7 @@ fn write_event(
     let ends: Vec<u64> = [START_CALLER, START_PARENT, END_CALLER, END_PARENT].iter().map(|&i| e.addrs[i]).collect();
     let ends: Vec<String> = symbolizer.kernel_each(&ends).iter().map(name).collect();
     let frames: Option<Vec<String>> = stack.map(|s| symbolizer.kernel_each(s).iter().map(name_offset).collect());
-    let comm = common::attach::maps::c_string(&e.comm);
+    let comm = Name::from_c(&e.comm);
     if json {
         return out.json_line(&JsonEvent {
             comm: &comm,

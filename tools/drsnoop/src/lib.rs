@@ -105,7 +105,7 @@ fn drsnoop(args: Args, signals: Signals) -> Result<()> {
         || deadline.is_some_and(|d| Instant::now() >= d),
         |out, data| {
             let r = Reclaim::from_bytes(data);
-            if args.name.as_deref().is_some_and(|n| !r.comm.contains(n)) {
+            if args.name.as_deref().is_some_and(|n| !r.comm.text().contains(n)) {
                 return Ok(());
             }
             Ok(printer.write(out, &r)?)

@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -17,7 +18,7 @@ unsafe impl plain::Plain for event {}
 /// One reclaim, decoded from the BPF record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reclaim {
-    pub comm: String,
+    pub comm: Name,
     pub pid: u32,
     pub tid: u32,
     pub uid: u32,
@@ -34,7 +35,7 @@ impl Reclaim {
     pub fn from_bytes(data: &[u8]) -> Reclaim {
         let e: event = from_bytes(data);
         Reclaim {
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             pid: e.pid,
             tid: e.tid,
             uid: e.uid,
@@ -134,7 +135,7 @@ impl Printer {
         if s.uid {
             line += &format!("{:<6}", r.uid);
         }
-        let comm: String = r.comm.chars().take(14).collect();
+        let comm: String = r.comm.shown().chars().take(14).collect();
         let id = if s.tid { r.tid } else { r.pid };
         line += &format!("{comm:<14} {id:<6} {:>8.2} {:>5}", r.latency_ns as f64 / 1e6, r.pages);
         if s.free {

@@ -124,7 +124,7 @@ fn execsnoop(args: Args, signals: Signals) -> Result<()> {
         .also_dropped(&bss.inflight_full, "execs", "too many in flight")
         .print(&signals, &mut out, args.json, |out, data| {
             let exec = Exec::from_bytes(data, args.max_args as usize);
-            if args.name.as_ref().is_some_and(|re| !re.is_match(&exec.comm))
+            if args.name.as_ref().is_some_and(|re| !re.is_match(&exec.comm.text()))
                 || args.line.as_ref().is_some_and(|re| !re.is_match(&exec.args.join(" ")))
             {
                 return Ok(());

@@ -7,7 +7,8 @@ use std::io::{self, Write};
 
 use common::attach::maps::c_string;
 use common::domain::container_names::ContainerNames;
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::name::Name;
+use common::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
 use serde::Serialize;
 
 use crate::bpf::{self, types::event};
@@ -23,10 +24,10 @@ pub struct Exec {
     /// The task's cgroup v2 ID, which names its container.
     #[serde(skip)]
     pub cgroup_id: u64,
-    pub comm: String,
+    pub comm: Name,
     pub pid: u32,
     pub ppid: u32,
-    pub pcomm: String,
+    pub pcomm: Name,
     pub uid: u32,
     pub cpu: u32,
     #[serde(rename = "ret")]
@@ -64,10 +65,10 @@ impl Exec {
         Exec {
             ts_ns: e.ts_ns,
             cgroup_id: e.cgroup_id,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             pid: e.pid,
             ppid: e.ppid,
-            pcomm: c_string(&e.pcomm),
+            pcomm: Name::from_c(&e.pcomm),
             uid: e.uid,
             cpu: e.cpu,
             retval: e.retval,
@@ -77,15 +78,16 @@ impl Exec {
         }
     }
 
-    /// The ARGS column: arguments joined by spaces (quoted with -q), newlines shown as `\n`, ` ...` if cut.
+    /// The ARGS column: arguments joined by spaces (quoted with -q), each escaped as [`printable`] shows a name
+    /// (a newline as `\n`, an ESC as `\033`), ` ...` if cut.
     fn args_text(&self, quote: bool) -> String {
+        let shown = |a: &String| printable(a.as_bytes());
         let mut text = self
             .args
             .iter()
-            .map(|a| if quote { format!("\"{}\"", a.replace('"', "\\\"")) } else { a.clone() })
+            .map(|a| if quote { format!("\"{}\"", shown(a).replace('"', "\\\"")) } else { shown(a) })
             .collect::<Vec<_>>()
-            .join(" ")
-            .replace('\n', "\\n");
+            .join(" ");
         if self.truncated {
             text.push_str(" ...");
         }
@@ -221,7 +223,7 @@ mod tests {
             comm: "true".into(),
             pid: 1,
             ppid: 0,
-            pcomm: String::new(),
+            pcomm: Name::default(),
             uid: 0,
             cpu: 0,
             retval: 0,

@@ -6,9 +6,10 @@
 use std::io::{self, Write};
 
 use chrono::{Local, Utc};
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
 use common::domain::container_names::ContainerNames;
 use common::domain::signals;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -26,7 +27,7 @@ pub struct Exit {
     /// When the process's main thread (with --per-thread, the thread) started: with the PID, which process.
     #[serde(skip)]
     pub start_ns: u64,
-    pub comm: String,
+    pub comm: Name,
     pub pid: u32,
     pub ppid: u32,
     pub tid: u32,
@@ -75,7 +76,7 @@ impl Exit {
         Exit {
             cgroup_id: e.cgroup_id,
             start_ns: e.start_ns,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             pid: e.pid,
             ppid: e.ppid,
             tid: e.tid,

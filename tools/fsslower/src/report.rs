@@ -4,8 +4,8 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::c_string;
 use common::domain::fsop::{FsType, Op};
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -21,7 +21,7 @@ pub struct Slow {
     pub fs: &'static str,
     pub pid: u32,
     pub tid: u32,
-    pub comm: String,
+    pub comm: Name,
     /// read, write, open or fsync, and its letter in the T column.
     pub op: &'static str,
     #[serde(rename = "type")]
@@ -36,7 +36,7 @@ pub struct Slow {
     /// When it returned, in nanoseconds of CLOCK_MONOTONIC (the CSV's ENDTIME_ns).
     pub end_ns: u64,
     /// The file's name (its last path component, at most 31 bytes).
-    pub file: String,
+    pub file: Name,
 }
 
 impl Slow {
@@ -47,14 +47,14 @@ impl Slow {
             fs: fs.name(),
             pid: e.pid,
             tid: e.tid,
-            comm: c_string(&e.task),
+            comm: Name::from_c(&e.task),
             op: op.name(),
             letter: op.letter(),
             bytes: e.size,
             offset: e.offset,
             latency_ns: e.delta_ns,
             end_ns: e.end_ns,
-            file: c_string(&e.file),
+            file: Name::from_c(&e.file),
         }
     }
 

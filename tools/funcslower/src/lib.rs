@@ -19,11 +19,12 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::{Attach, KernelBtf};
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
 use common::cli::require_process;
 use common::functions::attach::{kernel_has_cookies, missed_counter, Attached, Attacher, Cookies};
 use common::functions::targets::{resolve, Kind, Target};
 use common::host::Host;
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use common::run::Signals;
@@ -209,7 +210,7 @@ fn funcslower(args: Args, signals: Signals) -> Result<()> {
                 return Ok(());
             }
             let e: event = from_bytes(data);
-            let comm = c_string(&e.comm);
+            let comm = Name::from_c(&e.comm);
             let (mut func, n) = funcs.get(e.func as usize).cloned().unwrap_or_else(|| ("?".to_owned(), 0));
             if user_frames {
                 symbolizer.remember_process(e.pid);

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use anyhow::Result;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::stacks::{Frame, Stack, Style};
 use serde::Serialize;
@@ -44,7 +45,7 @@ pub enum TimeColumn {
 
 /// One slow call, as the report needs it.
 pub struct Call<'a> {
-    pub comm: &'a str,
+    pub comm: &'a Name,
     pub pid: u32,
     pub tid: u32,
     pub start_ns: u64,
@@ -59,7 +60,7 @@ pub struct Call<'a> {
 #[derive(Serialize)]
 struct JsonCall<'a> {
     timestamp: String,
-    comm: &'a str,
+    comm: &'a Name,
     pid: u32,
     tid: u32,
     func: &'a str,
@@ -123,7 +124,7 @@ impl Report {
                 task: common::stacks::Task {
                     pid: call.pid,
                     shown_id: call.pid,
-                    comm: call.comm.to_owned(),
+                    comm: call.comm.clone(),
                     user: call.user.clone(),
                     kernel: call.kernel.clone(),
                 },
@@ -143,7 +144,7 @@ impl Report {
                 format!("{:<10.6} ", call.start_ns.saturating_sub(first) as f64 / 1e9)
             }
         };
-        let comm: String = call.comm.chars().take(14).collect();
+        let comm: String = call.comm.shown().chars().take(14).collect();
         let lat = call.duration_ns as f64 / self.threshold.ns_per_unit();
         let args: Vec<String> = call.args.iter().map(|a| format!("{a:#x}")).collect();
         writeln!(

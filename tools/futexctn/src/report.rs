@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::Result;
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
 use common::output::heatmap::{sum_slots, HeatmapFile};
 use common::output::hist::{log2_buckets, write_log2_hist, Bucket};
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::process::symbols::{Batch, Symbolizer, UNKNOWN};
 use common::stacks::{Collected, Missing, Stack, StackTraces, EEXIST, EFAULT, ENOMEM};
@@ -127,7 +128,7 @@ struct JsonHist<'a> {
     pid: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
-    comm: String,
+    comm: Name,
     lock: String,
     unit: &'static str,
     contended: u64,
@@ -181,7 +182,7 @@ impl Report {
         }
         for (key, h) in &entries {
             let avg = h.total.checked_div(h.contended).unwrap_or(0);
-            let comm = c_string(&h.comm);
+            let comm = Name::from_c(&h.comm);
             let stack = stacks.get(key);
             if self.json {
                 let slots: Vec<u64> = h.slots.to_vec();
@@ -245,7 +246,7 @@ impl Report {
         let mut raw = Vec::new();
         let mut batch = Batch::new();
         for (key, h) in entries {
-            let task = traces.task(key.pid, key.id, c_string(&h.comm), key.stack_id, -EFAULT);
+            let task = traces.task(key.pid, key.id, Name::from_c(&h.comm), key.stack_id, -EFAULT);
             let addrs = match task.user {
                 Stack::Frames(mut addrs) => {
                     addrs.truncate(depth);

@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use common::attach::maps::c_string;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -28,10 +28,10 @@ struct JsonCall<'a> {
     timestamp: &'a str,
     pid: u32,
     tid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     latency_ns: u64,
     function: &'a str,
-    host: &'a str,
+    host: &'a Name,
     truncated: bool,
 }
 
@@ -57,8 +57,8 @@ impl Report {
     pub fn write_call(&self, out: &mut Output, data: &[u8]) -> Result<()> {
         let mut c = call::default();
         plain::copy_from_bytes(&mut c, data).ok().context("short record from the ring buffer")?;
-        let comm = c_string(&c.comm);
-        let mut host = c_string(&c.host);
+        let comm = Name::from_c(&c.comm);
+        let mut host = Name::from_c(&c.host);
         let truncated = c.truncated != 0;
         if truncated {
             host.push_str(TRUNCATED_MARK);

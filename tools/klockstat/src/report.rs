@@ -11,7 +11,8 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Result};
-use common::attach::maps::{c_string, hash_entries};
+use common::attach::maps::hash_entries;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, Output};
 use common::process::symbols::{Batch, Symbolizer};
 use common::stacks::tracing_frames::is_tracing_frame;
@@ -142,7 +143,7 @@ pub struct Times {
     /// Who had the longest: process, thread, command and lock address.
     pub max_pid: u32,
     pub max_tid: u32,
-    pub max_comm: String,
+    pub max_comm: Name,
     pub max_lock: String,
 }
 
@@ -154,7 +155,7 @@ impl Times {
             self.max_ns = self.max_ns.max(t.max_ns);
             self.max_pid = (t.max_id >> 32) as u32;
             self.max_tid = t.max_id as u32;
-            self.max_comm = c_string(&t.max_comm);
+            self.max_comm = Name::from_c(&t.max_comm);
             self.max_lock = format!("0x{:x}", t.max_lock);
         }
     }
@@ -180,7 +181,7 @@ struct Row {
     /// The frames after the caller, up to -s in all.
     frames: Vec<String>,
     tid: u32,
-    comm: String,
+    comm: Name,
     wait: Times,
     hold: Times,
 }
@@ -196,7 +197,7 @@ struct JsonRow<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    comm: Option<&'a str>,
+    comm: Option<&'a Name>,
     wait: &'a Times,
     /// None where hold times cannot be measured (the tracepoint paths).
     hold: Option<&'a Times>,
@@ -239,7 +240,7 @@ impl Report {
                     caller: (!self.per_thread).then_some(r.caller.as_str()),
                     stack: (!self.per_thread && self.stacks > 1).then_some(r.frames.as_slice()),
                     tid: self.per_thread.then_some(r.tid),
-                    comm: self.per_thread.then_some(r.comm.as_str()),
+                    comm: self.per_thread.then_some(&r.comm),
                     wait: &r.wait,
                     hold: self.holds.is_ok().then_some(&r.hold),
                 })?;
@@ -305,7 +306,7 @@ impl Report {
     fn caller_rows(&mut self, skel: &BpfSkel<'_>, entries: &[(u32, lock_stat)]) -> Vec<Row> {
         let mut traces = StackTraces::new(&skel.maps.stackmap, Collected { user: false, kernel: true });
         let stacks: Vec<Stack<u64>> =
-            entries.iter().map(|(k, _)| traces.task(0, 0, String::new(), -1, *k as i32).kernel).collect();
+            entries.iter().map(|(k, _)| traces.task(0, 0, Name::default(), -1, *k as i32).kernel).collect();
         let mut batch = Batch::new();
         for stack in &stacks {
             if let Stack::Frames(addrs) = stack {
@@ -380,7 +381,7 @@ impl Report {
             for row in rows.iter().filter(|_| known) {
                 let t = if side == "wait" { &row.wait } else { &row.hold };
                 let who = if self.per_thread {
-                    row.comm.clone()
+                    row.comm.text().into_owned()
                 } else {
                     row.caller.split_once("+0x").map_or(row.caller.as_str(), |(f, _)| f).to_string()
                 };
@@ -408,7 +409,7 @@ fn thread_rows(entries: &[(u32, lock_stat)]) -> Vec<Row> {
     entries
         .iter()
         .map(|(tid, ls)| {
-            let mut row = Row { tid: *tid, comm: c_string(&ls.comm), ..Row::default() };
+            let mut row = Row { tid: *tid, comm: Name::from_c(&ls.comm), ..Row::default() };
             add(&mut row, ls);
             row
         })

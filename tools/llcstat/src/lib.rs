@@ -22,11 +22,12 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
-use common::attach::maps::{c_string, hash_entries, DropCounter};
+use common::attach::maps::{hash_entries, DropCounter};
 use common::attach::perf::{open_event, Rate};
 use common::cli::MetricsArgs;
 use common::host::Host;
 use common::output::metrics::Snapshot;
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -215,7 +216,7 @@ fn load_and_attach(
 struct Row {
     pid: u32,
     tid: u32,
-    comm: String,
+    comm: Name,
     cpu: u32,
     refs: u64,
     misses: u64,
@@ -229,7 +230,7 @@ fn read_rows(skel: &BpfSkel<'_>) -> Result<Vec<Row>> {
         .map(|(k, v)| Row {
             pid: k.pid,
             tid: k.tid,
-            comm: c_string(&v.comm),
+            comm: Name::from_c(&v.comm),
             cpu: k.cpu,
             refs: v.refs,
             misses: v.misses,
@@ -283,7 +284,7 @@ struct JsonRow<'a> {
     pid: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
-    comm: &'a str,
+    comm: &'a Name,
     cpu: u32,
     references: u64,
     misses: u64,
@@ -336,7 +337,7 @@ fn collect(skel: &BpfSkel<'_>, per_thread: bool, snapshot: &mut Snapshot) -> Res
         if per_thread {
             values.push(r.tid.to_string());
         }
-        values.extend([r.comm.clone(), r.cpu.to_string()]);
+        values.extend([r.comm.text().into_owned(), r.cpu.to_string()]);
         snapshot.counter("cache_references", refs_help, labels, values.clone(), r.refs);
         snapshot.counter("cache_misses", miss_help, labels, values, r.misses);
     }

@@ -21,6 +21,7 @@ use common::attach::features::{Attach, KernelBtf};
 use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton};
 use common::attach::maps::{c_string, from_bytes};
 use common::host::Host;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -66,7 +67,7 @@ struct Flush {
     time: String,
     pid: u32,
     tid: u32,
-    comm: String,
+    comm: Name,
     device: String,
 }
 
@@ -104,7 +105,7 @@ fn mdflush(args: Args, signals: Signals) -> Result<()> {
         args.json,
         |out, data| {
             let e: event = from_bytes(data);
-            let comm = c_string(&e.comm);
+            let comm = Name::from_c(&e.comm);
             let device = c_string(&e.disk);
             if args.json {
                 out.json_line(&Flush { time: clock_rfc3339(), pid: e.pid, tid: e.tid, comm, device })?;

@@ -6,8 +6,9 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
 use common::domain::syscalls::errno_name;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -154,20 +155,20 @@ fn fd_text(fd: i32) -> String {
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum Args {
     Mount {
-        source: String,
-        target: String,
-        fs: String,
+        source: Name,
+        target: Name,
+        fs: Name,
         flags: u64,
         flag_names: Vec<String>,
-        data: String,
+        data: Name,
     },
     Umount {
-        target: String,
+        target: Name,
         flags: u64,
         flag_names: Vec<String>,
     },
     Fsopen {
-        fs: String,
+        fs: Name,
         flags: u64,
         flag_names: Vec<String>,
     },
@@ -175,8 +176,8 @@ pub enum Args {
         fd: i32,
         cmd: u64,
         cmd_name: String,
-        key: String,
-        value: String,
+        key: Name,
+        value: Name,
         aux: i32,
     },
     Fsmount {
@@ -188,9 +189,9 @@ pub enum Args {
     },
     MoveMount {
         from_dfd: i32,
-        from_pathname: String,
+        from_pathname: Name,
         to_dfd: i32,
-        to_pathname: String,
+        to_pathname: Name,
         flags: u64,
         flag_names: Vec<String>,
     },
@@ -204,7 +205,7 @@ pub enum Args {
 pub struct Call {
     pub pid: u32,
     pub tid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub mnt_ns: u32,
     /// 0, a new descriptor (fsopen, fsmount), or -errno.
     pub ret: i32,
@@ -222,25 +223,25 @@ impl Call {
         let flags = e.flags;
         let args = match e.op as usize {
             consts::OP_MOUNT => Args::Mount {
-                source: c_string(&e.src),
-                target: c_string(&e.dest),
-                fs: c_string(&e.fs),
+                source: Name::from_c(&e.src),
+                target: Name::from_c(&e.dest),
+                fs: Name::from_c(&e.fs),
                 flags,
                 flag_names: mount_flag_names(flags),
-                data: c_string(&e.data),
+                data: Name::from_c(&e.data),
             },
             consts::OP_UMOUNT => {
-                Args::Umount { target: c_string(&e.dest), flags, flag_names: flag_names(flags, &UMOUNT_FLAGS) }
+                Args::Umount { target: Name::from_c(&e.dest), flags, flag_names: flag_names(flags, &UMOUNT_FLAGS) }
             }
             consts::OP_FSOPEN => {
-                Args::Fsopen { fs: c_string(&e.fs), flags, flag_names: flag_names(flags, &FSOPEN_FLAGS) }
+                Args::Fsopen { fs: Name::from_c(&e.fs), flags, flag_names: flag_names(flags, &FSOPEN_FLAGS) }
             }
             consts::OP_FSCONFIG => Args::Fsconfig {
                 fd: e.fd,
                 cmd: flags,
                 cmd_name: FSCONFIG_CMDS.get(flags as usize).map_or("UNKNOWN", |n| n).to_string(),
-                key: c_string(&e.fs),
-                value: c_string(&e.data),
+                key: Name::from_c(&e.fs),
+                value: Name::from_c(&e.data),
                 aux: e.aux,
             },
             consts::OP_FSMOUNT => Args::Fsmount {
@@ -252,9 +253,9 @@ impl Call {
             },
             consts::OP_MOVE_MOUNT => Args::MoveMount {
                 from_dfd: e.fd,
-                from_pathname: c_string(&e.src),
+                from_pathname: Name::from_c(&e.src),
                 to_dfd: e.fd2,
-                to_pathname: c_string(&e.dest),
+                to_pathname: Name::from_c(&e.dest),
                 flags,
                 flag_names: flag_names(flags, &MOVE_MOUNT_FLAGS),
             },
@@ -263,7 +264,7 @@ impl Call {
         Call {
             pid: e.pid,
             tid: e.tid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             mnt_ns: e.mnt_ns,
             ret: e.ret,
             errno: (e.ret < 0).then(|| errno_name(-e.ret)).flatten(),
@@ -302,26 +303,26 @@ impl Call {
             Args::Mount { source, target, fs, flag_names, data, .. } => (
                 "MOUNT",
                 vec![
-                    ("FS:     ", fs.clone()),
-                    ("SOURCE: ", source.clone()),
-                    ("TARGET: ", target.clone()),
-                    ("DATA:   ", data.clone()),
+                    ("FS:     ", fs.shown()),
+                    ("SOURCE: ", source.shown()),
+                    ("TARGET: ", target.shown()),
+                    ("DATA:   ", data.shown()),
                     ("FLAGS:  ", joined(flag_names)),
                 ],
             ),
             Args::Umount { target, flag_names, .. } => {
-                ("UMOUNT", vec![("TARGET: ", target.clone()), ("FLAGS:  ", joined(flag_names))])
+                ("UMOUNT", vec![("TARGET: ", target.shown()), ("FLAGS:  ", joined(flag_names))])
             }
             Args::Fsopen { fs, flag_names, .. } => {
-                ("FSOPEN", vec![("FS:     ", fs.clone()), ("FLAGS:  ", joined(flag_names))])
+                ("FSOPEN", vec![("FS:     ", fs.shown()), ("FLAGS:  ", joined(flag_names))])
             }
             Args::Fsconfig { fd, cmd_name, key, value, .. } => (
                 "FSCONFIG",
                 vec![
                     ("FD:     ", fd.to_string()),
                     ("CMD:    ", cmd_name.clone()),
-                    ("KEY:    ", key.clone()),
-                    ("VALUE:  ", value.clone()),
+                    ("KEY:    ", key.shown()),
+                    ("VALUE:  ", value.shown()),
                 ],
             ),
             Args::Fsmount { fs_fd, flag_names, attr_flag_names, .. } => (
@@ -336,9 +337,9 @@ impl Call {
                 "MOVE_MOUNT",
                 vec![
                     ("FROM_DFD:       ", from_dfd.to_string()),
-                    ("FROM_PATHNAME:  ", from_pathname.clone()),
+                    ("FROM_PATHNAME:  ", from_pathname.shown()),
                     ("TO_DFD:         ", to_dfd.to_string()),
-                    ("TO_PATHNAME:    ", to_pathname.clone()),
+                    ("TO_PATHNAME:    ", to_pathname.shown()),
                     ("FLAGS:          ", joined(flag_names)),
                 ],
             ),

@@ -20,6 +20,7 @@ use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
 use common::host::Host;
 use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
 use common::offcpu::{self, StackSkel, StackToolArgs};
+use common::output::name::Name;
 use common::run::Signals;
 use common::stacks::{Collected, Palette, Sample, Style};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -96,7 +97,7 @@ impl StackSkel for BpfSkel<'_> {
     /// Every total with its raw stack addresses.
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>> {
         offcpu::read_totals(&self.maps.totals, &self.maps.stackmap, collected, |traces, key: &stack_key| {
-            let comm = common::attach::maps::c_string(&key.comm);
+            let comm = Name::from_c(&key.comm);
             (traces.task(key.tgid, key.pid, comm, key.user_stack_id, key.kern_stack_id), None)
         })
     }

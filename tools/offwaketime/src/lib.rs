@@ -21,6 +21,7 @@ use common::attach::loader::{attach_loaded_tracepoint, open_skeleton};
 use common::host::Host;
 use common::offcpu::sched::{BlockFilters, StackArgs, ThreadArgs};
 use common::offcpu::{self, StackSkel, StackToolArgs};
+use common::output::name::Name;
 use common::run::Signals;
 use common::stacks::{self, Collected, Palette, Sample};
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -96,14 +97,14 @@ impl StackSkel for BpfSkel<'_> {
     fn read_samples(&self, collected: Collected) -> Result<Vec<Sample<u64>>> {
         offcpu::read_totals(&self.maps.totals, &self.maps.stackmap, collected, |traces, key: &wake_key| {
             let mut task = |w: &waker| {
-                let comm = common::attach::maps::c_string(&w.comm);
+                let comm = Name::from_c(&w.comm);
                 traces.task(w.tgid, w.pid, comm, w.user_stack_id, w.kern_stack_id)
             };
             let target = task(&key.target);
             // No waker seen (the thread was woken before tracing began, or by no traced wakeup).
             let waker = if key.waker.pid == 0 && key.waker.user_stack_id == -1 && key.waker.kern_stack_id == -1 {
                 let absent = || stacks::Stack::Absent;
-                stacks::Task { pid: 0, shown_id: 0, comm: String::new(), user: absent(), kernel: absent() }
+                stacks::Task { pid: 0, shown_id: 0, comm: Name::default(), user: absent(), kernel: absent() }
             } else {
                 task(&key.waker)
             };

@@ -5,7 +5,8 @@
 use std::io::{self, Write};
 
 use chrono::Local;
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -32,11 +33,11 @@ pub struct Kill {
     /// The process whose allocation ran the OOM killer, and its thread.
     pub triggered_pid: u32,
     pub triggered_tid: u32,
-    pub triggered_comm: String,
+    pub triggered_comm: Name,
     /// The task killed (the tracepoint's `pid`: the victim's thread that holds its memory, usually its main one).
     pub killed_pid: u32,
     /// Its name; `?` where the kernel does not say and it is gone.
-    pub killed_comm: String,
+    pub killed_comm: Name,
     /// Its resident memory in pages (anonymous + file + shared), 0 where the kernel does not say.
     pub pages: u64,
     #[serde(flatten)]
@@ -58,11 +59,14 @@ impl Kill {
     pub fn from_bytes(data: &[u8]) -> Kill {
         let e: event = from_bytes(data);
         let killed_comm = if e.have & HAVE_COMM as u32 != 0 {
-            c_string(&e.tcomm)
+            Name::from_c(&e.tcomm)
         } else {
             // Older kernels name only the victim's PID: it is dying but not yet reaped, so /proc still has it.
-            std::fs::read_to_string(format!("/proc/{}/comm", e.tpid))
-                .map(|s| s.trim_end().to_string())
+            std::fs::read(format!("/proc/{}/comm", e.tpid))
+                .map(|mut s| {
+                    s.pop_if(|b| *b == b'\n');
+                    Name::from(s)
+                })
                 .unwrap_or_else(|_| "?".into())
         };
         let memory = (e.have & HAVE_MEM as u32 != 0).then_some(Memory {
@@ -78,7 +82,7 @@ impl Kill {
         Kill {
             triggered_pid: e.fpid,
             triggered_tid: e.ftid,
-            triggered_comm: c_string(&e.fcomm),
+            triggered_comm: Name::from_c(&e.fcomm),
             killed_pid: e.tpid,
             killed_comm,
             pages,
@@ -165,6 +169,6 @@ mod tests {
         let old = event { fpid: 7, tpid: u32::MAX, ..Default::default() };
         // SAFETY: event is Plain.
         let k = Kill::from_bytes(unsafe { plain::as_bytes(&old) });
-        assert_eq!((k.killed_comm.as_str(), k.pages, k.memory.is_none()), ("?", 0, true));
+        assert_eq!((k.killed_comm.text().as_ref(), k.pages, k.memory.is_none()), ("?", 0, true));
     }
 }

@@ -24,6 +24,7 @@ use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::perf::{Rate, SamplingEvents};
 use common::domain::containers::{ContainerArgs, ContainerMaps};
 use common::host::Host;
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::process::symbols::{process_notices, Symbolizer};
 use common::run::Signals;
@@ -284,7 +285,7 @@ fn read_samples(skel: &BpfSkel<'_>, collected: Collected) -> Result<Vec<Sample<u
     let mut samples = Vec::new();
     for (key, count) in common::attach::maps::hash_entries::<bpf::types::stack_key, u64>(&skel.maps.counts)? {
         if count > 0 {
-            let comm = common::attach::maps::c_string(&key.comm);
+            let comm = Name::from_c(&key.comm);
             let task = traces.task(key.pid, key.pid, comm, key.user_stack_id, key.kern_stack_id);
             samples.push(Sample { task, waker: None, value: count });
         }

@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -16,13 +17,13 @@ unsafe impl plain::Plain for event {}
 /// One wait for a CPU, decoded from the BPF record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Wait {
-    pub comm: String,
+    pub comm: Name,
     pub tid: u32,
     /// The process of the thread (0 when the classic tracepoint path could not read it).
     pub pid: u32,
     pub lat_us: u64,
     pub lat_ns: u64,
-    pub prev_comm: String,
+    pub prev_comm: Name,
     pub prev_tid: u32,
     pub cpu: u32,
 }
@@ -31,12 +32,12 @@ impl Wait {
     pub fn from_bytes(data: &[u8]) -> Wait {
         let e: event = from_bytes(data);
         Wait {
-            comm: c_string(&e.task),
+            comm: Name::from_c(&e.task),
             tid: e.pid,
             pid: e.tgid,
             lat_us: e.delta_ns / 1000,
             lat_ns: e.delta_ns,
-            prev_comm: c_string(&e.prev_task),
+            prev_comm: Name::from_c(&e.prev_task),
             prev_tid: e.prev_pid,
             cpu: e.cpu,
         }

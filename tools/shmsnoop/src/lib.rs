@@ -91,7 +91,7 @@ fn shmsnoop(args: Args, signals: Signals) -> Result<()> {
                 let call = Call::from_bytes(data);
                 // As BCC: the first call seen starts the -T clock, whether or not -n shows it.
                 printer.note_time(&call);
-                if args.name.as_ref().is_some_and(|n| !call.comm.contains(n.as_str())) {
+                if args.name.as_ref().is_some_and(|n| !call.comm.text().contains(n.as_str())) {
                     return Ok(());
                 }
                 Ok(printer.write(out, &call)?)

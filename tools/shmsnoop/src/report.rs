@@ -5,8 +5,8 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::c_string;
 use common::domain::syscalls::errno_name;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -96,7 +96,7 @@ pub struct Call {
     pub ts_ns: u64,
     pub pid: u32,
     pub tid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub sys: usize,
     /// The argument words as the call received them.
     pub args: [u64; 3],
@@ -114,7 +114,7 @@ impl Call {
             ts_ns: e.ts_ns,
             pid: e.pid,
             tid: e.tid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             sys: e.sys as usize,
             args: e.args,
             ret: e.ret,
@@ -158,7 +158,7 @@ struct JsonCall<'a> {
     ts: f64,
     pid: u32,
     tid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     call: &'static str,
     /// The return value: the segment's ID (shmget), the address attached (shmat), 0 or a shmctl result, or -errno.
     ret: i64,

@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -27,7 +28,7 @@ pub struct Delay {
     pub cpu: u32,
     /// The thread that was running when the delay ended (0 for a CPU's idle task) and its name.
     pub tid: u32,
-    pub comm: String,
+    pub comm: Name,
 }
 
 impl Delay {
@@ -49,7 +50,7 @@ impl Delay {
             lat_ns: e.delta_ns,
             cpu: e.cpu,
             tid: e.pid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
         }
     }
 

@@ -5,9 +5,9 @@
 use std::io::{self, Write};
 use std::net::IpAddr;
 
-use common::attach::maps::c_string;
 use common::domain::net::{ip_addr, Family};
 use common::domain::syscalls::errno_name;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -22,7 +22,7 @@ pub struct Listen {
     pub ts_ns: u64,
     pub netns: u64,
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub ret: i32,
     pub backlog: i32,
     pub family: Family,
@@ -38,7 +38,7 @@ impl Listen {
             ts_ns: e.ts_ns,
             netns: e.netns,
             pid: e.pid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             ret: e.ret,
             backlog: e.backlog,
             family: Family::from_af(e.family)?,
@@ -73,7 +73,7 @@ pub struct Style {
 struct JsonListen<'a> {
     timestamp: String,
     pid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     netns: u64,
     proto: String,
     family: &'static str,
@@ -135,7 +135,7 @@ impl Printer {
             self.style.netns,
             [
                 l.pid.to_string(),
-                l.comm.clone(),
+                l.comm.shown(),
                 l.netns.to_string(),
                 l.proto(),
                 l.backlog.to_string(),

@@ -6,8 +6,9 @@
 use std::io::Write;
 
 use anyhow::Result;
-use common::attach::maps::{c_string, from_bytes};
-use common::output::stdout::Output;
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
+use common::output::stdout::{printable_lines, Output};
 use serde::Serialize;
 
 use crate::bpf::consts::{RW_HANDSHAKE, RW_READ};
@@ -24,7 +25,7 @@ const HEX_WIDTH: usize = 32;
 struct JsonCall<'a> {
     func: &'a str,
     time_s: f64,
-    comm: &'a str,
+    comm: &'a Name,
     pid: u32,
     tid: u32,
     uid: u32,
@@ -82,7 +83,7 @@ impl Report {
             RW_HANDSHAKE => "HANDSHAKE",
             _ => "WRITE/SEND",
         };
-        let comm = c_string(&e.comm);
+        let comm = Name::from_c(&e.comm);
         let lost_bytes = e.len - kept as u32;
         let text = (!self.hexdump).then(|| String::from_utf8_lossy(bytes));
         let hex = self.hexdump.then(|| hex_lines(bytes));
@@ -116,8 +117,10 @@ impl Report {
         if kept == 0 {
             writeln!(out)?;
         } else {
-            let body = match (&text, &hex) {
-                (Some(text), _) => text.as_ref(),
+            // The payload as it reads, but no byte of it reaches the terminal as a control sequence.
+            let shown = text.is_some().then(|| printable_lines(bytes));
+            let body = match (&shown, &hex) {
+                (Some(text), _) => text.as_str(),
                 (None, Some(hex)) => hex.as_str(),
                 (None, None) => "",
             };

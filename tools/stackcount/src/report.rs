@@ -9,7 +9,8 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use common::attach::maps::{c_string, hash_entries};
+use common::attach::maps::hash_entries;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, Output};
 use common::process::symbols::Symbolizer;
 use common::stacks::{self, Collected, FlameGraph, Frame, MergeBy, Palette, Sample, Stack, StackTraces, Style};
@@ -90,7 +91,7 @@ impl Report {
                 total
             };
             if value > 0 {
-                let mut task = traces.task(k.pid, k.pid, c_string(&k.comm), k.user_stack_id, k.kern_stack_id);
+                let mut task = traces.task(k.pid, k.pid, Name::from_c(&k.comm), k.user_stack_id, k.kern_stack_id);
                 with_entry_caller(&mut task.user, k.entry_caller);
                 samples.push(Sample { task, waker: None, value });
             }
@@ -110,7 +111,7 @@ impl Report {
         let anonymous = named.into_iter().map(|mut s| {
             s.task.pid = 0;
             s.task.shown_id = 0;
-            s.task.comm.clear();
+            s.task.comm = Name::default();
             s
         });
         stacks::merge_same(anonymous, merge)

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::c_string;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -23,7 +23,7 @@ pub struct Stat {
     pub ts_ns: u64,
     pub pid: u32,
     pub tid: u32,
-    pub comm: String,
+    pub comm: Name,
     /// The return value when it is not an error (0), else -1, as BCC's FD column.
     pub fd: i32,
     /// The errno (0 on success).
@@ -35,7 +35,7 @@ pub struct Stat {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dirfd: Option<i32>,
     /// The path as given (empty for fstat and for the empty path of AT_EMPTY_PATH).
-    pub path: String,
+    pub path: Name,
 }
 
 impl Stat {
@@ -50,13 +50,13 @@ impl Stat {
             ts_ns: e.ts_ns,
             pid: e.pid,
             tid: e.tid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             fd,
             err,
             errno: (err != 0).then(|| format!("{:?}", nix::errno::Errno::from_raw(err))),
             syscall: CALLS.get(e.call as usize).copied().unwrap_or("N/A"),
             dirfd: (e.fd != -1).then_some(e.fd),
-            path: c_string(&e.path),
+            path: Name::from_c(&e.path),
         }
     }
 }
@@ -123,7 +123,7 @@ impl Printer {
             line += &format!(" {:<12}", st.syscall);
         }
         line += " ";
-        line += &st.path;
+        line += &st.path.shown();
         writeln!(out, "{line}")?;
         out.flush()
     }

@@ -3,13 +3,15 @@
  * then: K x stat(DIR/present.txt) (glibc: newfstatat), 1 x statx(DIR/sub), 1 x lstat(DIR/missing.txt) (ENOENT),
  * and, where the architecture has them, the raw stat(present.txt), lstat(missing.txt), statfs(sub) and
  * fstat(an fd of present.txt); last stat(DIR/end) (ENOENT), a marker. Prints "raw FD" on stdout if it made the raw
- * calls. Exits 0 if every result was the expected one. */
+ * calls. With a third argument, `names`, it first takes a command name holding an ESC sequence and a newline
+ * and stats DIR/<a name holding the same> (ENOENT) once. Exits 0 if every result was the expected one. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +28,13 @@ int main(int argc, char **argv)
 	snprintf(missing, sizeof missing, "%s/missing.txt", argv[1]);
 	if (!fgets(line, sizeof line, stdin))
 		return 1;
+	if (argc > 3) {
+		char odd[4096];
+
+		snprintf(odd, sizeof odd, "%s/b\033[31m\nad", argv[1]);
+		if (prctl(PR_SET_NAME, "st\033[2J\nx") || stat(odd, &st) != -1 || errno != ENOENT)
+			return 7;
+	}
 	for (int i = 0; i < k; i++)
 		if (stat(present, &st))
 			return 2;

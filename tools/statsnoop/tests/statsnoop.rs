@@ -46,10 +46,22 @@ struct Helper {
 
 /// Runs statsnoop with `args` plus `-p <helper>` over a K-stat helper.
 fn traced(args: &[&str], k: u32) -> (Workdir, Helper, Finished) {
+    traced_with(args, k, &[])
+}
+
+/// [`traced`], with more arguments for the helper.
+fn traced_with(args: &[&str], k: u32, helper_args: &[&str]) -> (Workdir, Helper, Finished) {
     let dir = workdir();
     let exe = build_c_helper("statsnoop-stats", include_str!("stats.c"), &["-O1"]);
     let mut helper = KillOnDrop(
-        Command::new(exe).arg(&dir.0).arg(k.to_string()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap(),
+        Command::new(exe)
+            .arg(&dir.0)
+            .arg(k.to_string())
+            .args(helper_args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
     );
     let pid = helper.0.id();
     let pid_s = pid.to_string();
@@ -145,6 +157,23 @@ fn text_columns_with_time_and_syscall() {
     assert!(ok.iter().all(|l| l.split_whitespace().nth(3) == Some("0") && l.split_whitespace().nth(4) == Some("0")));
     let statx = lines.iter().filter(|l| l.ends_with(&format!("statx        {}", dir.path("sub")))).count();
     assert_eq!(statx, 1, "{}", done.stdout);
+}
+
+/// A command name and a path holding an ESC sequence and a newline: escaped in the text columns (one row, no
+/// control byte reaches the terminal), as they are in JSON.
+#[test]
+fn names_from_the_traced_system_are_escaped() {
+    let (comm, odd) = ("st\x1b[2J\nx", "b\x1b[31m\nad");
+    let (dir, _, done) = traced_with(&[], 1, &["names"]);
+    assert!(!done.stdout.contains('\x1b'), "{:?}", done.stdout);
+    let row = format!("st\\033[2J\\nx       -1   2 {}", dir.path("b\\033[31m\\nad"));
+    assert_eq!(done.stdout.lines().filter(|l| l.ends_with(&row)).count(), 1, "{row}\n{}", done.stdout);
+    let (dir, _, done) = traced_with(&["--json"], 1, &["names"]);
+    let recs = json_lines(&done.stdout);
+    let odd_path = dir.path(odd);
+    let hits: Vec<&Value> = recs.iter().filter(|r| r["path"] == odd_path.as_str()).collect();
+    assert_eq!(hits.len(), 1, "{}", done.stdout);
+    assert_eq!(hits[0]["comm"], comm, "{}", done.stdout);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use anyhow::Result;
-use common::attach::maps::c_string;
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -27,7 +27,7 @@ pub fn write_banner(out: &mut Output) -> Result<()> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 struct Row {
     pid: u32,
-    comm: String,
+    comm: Name,
     /// Pages swapped in.
     count: u64,
 }
@@ -45,9 +45,9 @@ pub struct Report {
     json: bool,
     clock: bool,
     /// Each (PID, name)'s count at the previous read.
-    previous: HashMap<(u32, String), u64>,
+    previous: HashMap<(u32, Name), u64>,
     /// Pages counted by processes that have exited (their entries deleted), per name, for the counters.
-    retired: BTreeMap<String, u64>,
+    retired: BTreeMap<Name, u64>,
 }
 
 impl Report {
@@ -60,7 +60,7 @@ impl Report {
     fn interval(&mut self, totals: &[(swapin_key, u64)]) -> Vec<Row> {
         let mut rows = Vec::new();
         for (key, total) in totals {
-            let id = (key.pid, c_string(&key.comm));
+            let id = (key.pid, Name::from_c(&key.comm));
             let before = self.previous.insert(id.clone(), *total).unwrap_or(0);
             if *total > before {
                 rows.push(Row { pid: id.0, comm: id.1, count: total - before });
@@ -101,7 +101,7 @@ impl Report {
             if std::path::Path::new(&format!("/proc/{}", key.pid)).exists() {
                 continue;
             }
-            let comm = c_string(&key.comm);
+            let comm = Name::from_c(&key.comm);
             self.previous.remove(&(key.pid, comm.clone()));
             *self.retired.entry(comm).or_default() += total;
             gone.push(*key);
@@ -116,10 +116,10 @@ impl Report {
         s.declare_counter("pages", HELP, &["comm"]);
         let mut by_comm = self.retired.clone();
         for (key, total) in totals {
-            *by_comm.entry(c_string(&key.comm)).or_default() += total;
+            *by_comm.entry(Name::from_c(&key.comm)).or_default() += total;
         }
         for (comm, pages) in by_comm {
-            s.counter("pages", HELP, &["comm"], vec![comm], pages);
+            s.counter("pages", HELP, &["comm"], vec![comm.text().into_owned()], pages);
         }
     }
 }
@@ -143,7 +143,7 @@ mod tests {
         let got: Vec<(u32, u64)> = rows.iter().map(|r| (r.pid, r.count)).collect();
         assert_eq!(got, [(11, 2), (10, 5)]);
         let rows = r.interval(&[(key(10, "a"), 5), (key(11, "b"), 9)]);
-        let got: Vec<(u32, &str, u64)> = rows.iter().map(|r| (r.pid, r.comm.as_str(), r.count)).collect();
-        assert_eq!(got, [(11, "b", 7)]);
+        let got: Vec<(u32, String, u64)> = rows.iter().map(|r| (r.pid, r.comm.shown(), r.count)).collect();
+        assert_eq!(got, [(11, "b".to_string(), 7)]);
     }
 }

@@ -20,8 +20,8 @@ use common::attach::links::Links;
 use common::attach::loader::{
     attach_loaded_tracepoints, load_first_working, open_skeleton_core_free, rodata, skip_tracepoint,
 };
-use common::attach::maps::c_string;
 use common::host::Host;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -67,7 +67,7 @@ struct Call<'a> {
     ts: f64,
     pid: u32,
     tid: u32,
-    comm: String,
+    comm: Name,
     call: &'a str,
     /// The file descriptor, for the calls that take one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,7 +94,7 @@ fn syncsnoop(args: Args, signals: Signals) -> Result<()> {
         let n = data.len().min(bytes.len());
         bytes[..n].copy_from_slice(&data[..n]);
         let call = CALLS.get(e.call as usize).copied().unwrap_or("N/A");
-        let comm = c_string(&e.comm);
+        let comm = Name::from_c(&e.comm);
         let ts = e.ts_ns as f64 / 1e9;
         if args.json {
             let takes_fd = !matches!(call, "sync" | "msync");

@@ -12,7 +12,7 @@ use anyhow::Result;
 use common::attach::maps::c_string;
 use common::domain::container_names::PidContainers;
 use common::domain::syscalls;
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
 use serde::Serialize;
 
 use crate::bpf::types::{proc_stat, sys_stat};
@@ -207,10 +207,10 @@ impl Report {
         Ok(())
     }
 
-    /// The first column: the syscall's name, or BCC's `PID    COMM` pair.
+    /// The first column: the syscall's name, or BCC's `PID    COMM` pair (the command escaped: [`printable`]).
     fn label(&self, row: &Row) -> String {
         if self.by_process {
-            format!("{:<6} {:<15}", row.key, row.name)
+            format!("{:<6} {:<15}", row.key, printable(row.name.as_bytes()))
         } else {
             row.name.clone()
         }

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use common::attach::maps::c_string;
+use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
@@ -19,7 +19,7 @@ unsafe impl plain::Plain for event {}
 pub struct Accept {
     pub ts_ns: u64,
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub conn: Conn,
 }
 
@@ -29,7 +29,7 @@ impl Accept {
         Some(Accept {
             ts_ns: e.ts_ns,
             pid: e.pid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             conn: Conn::decode(e.family, &e.laddr, e.lport, &e.raddr, e.rport)?,
         })
     }
@@ -51,7 +51,7 @@ struct JsonAccept<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     time_s: Option<f64>,
     pid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     #[serde(flatten)]
     conn: JsonConn,
 }
@@ -93,7 +93,7 @@ impl Printer {
         let line = self.prefix(&clock_hms(), &format!("{since_first:.3}"))
             + &columns([
                 a.pid.to_string(),
-                a.comm.clone(),
+                a.comm.shown(),
                 a.conn.family.version().to_string(),
                 a.conn.raddr.to_string(),
                 a.conn.rport.to_string(),

@@ -12,8 +12,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use common::attach::maps::c_string;
+use common::attach::maps::{c_bytes, c_string};
 use common::domain::net::ip_addr;
+use common::output::stdout::printable;
 use common::process::elf::ElfSymbols;
 use common::process::procmaps;
 use libbpf_rs::{Link, UprobeOpts};
@@ -75,6 +76,8 @@ impl Names {
         if name.parse::<IpAddr>().is_ok() {
             return;
         }
+        // Whoever answers the lookup chooses the name: kept escaped, as every column shows it.
+        let name = printable(&c_bytes(&l.name));
         let count = (l.count as usize).min(l.addrs.len());
         for a in &l.addrs[..count] {
             let Some(addr) = ip_addr(a.family, &a.addr) else { continue };

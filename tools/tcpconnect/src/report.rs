@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 use std::net::IpAddr;
 
-use common::attach::maps::c_string;
 use common::domain::net::{ip_addr, Family};
+use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
@@ -23,7 +23,7 @@ pub struct Connect {
     pub ts_ns: u64,
     pub pid: u32,
     pub uid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub conn: Conn,
 }
 
@@ -34,7 +34,7 @@ impl Connect {
             ts_ns: e.ts_ns,
             pid: e.pid,
             uid: e.uid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.dport)?,
         })
     }
@@ -61,7 +61,7 @@ struct JsonConnect<'a> {
     time_s: Option<f64>,
     pid: u32,
     uid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     #[serde(flatten)]
     conn: JsonConn,
     /// `-d`: the QUERY column.
@@ -132,7 +132,7 @@ impl Printer {
         }
         line += &self.columns([
             c.pid.to_string(),
-            c.comm.clone(),
+            c.comm.shown(),
             c.conn.family.version().to_string(),
             c.conn.laddr.to_string(),
             c.conn.lport.to_string(),

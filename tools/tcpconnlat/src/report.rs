@@ -8,6 +8,7 @@
 
 use std::io::{self, Write};
 
+use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
@@ -21,7 +22,7 @@ pub struct Connect {
     pub ts_ns: u64,
     pub lat_ns: u64,
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub conn: Conn,
 }
 
@@ -32,7 +33,7 @@ impl Connect {
             ts_ns: e.ts_ns,
             lat_ns: e.lat_ns,
             pid: e.pid,
-            comm: common::attach::maps::c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.rport)?,
         })
     }
@@ -59,7 +60,7 @@ struct JsonConnect<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     time_s: Option<f64>,
     pid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     #[serde(flatten)]
     conn: JsonConn,
     latency_ms: f64,
@@ -124,7 +125,7 @@ fn columns(lport: bool, c: [String; 8]) -> String {
 fn cells(c: &Connect) -> [String; 8] {
     [
         c.pid.to_string(),
-        c.comm.clone(),
+        c.comm.shown(),
         c.conn.family.version().to_string(),
         c.conn.laddr.to_string(),
         c.conn.lport.to_string(),

@@ -8,6 +8,7 @@
 
 use std::io::{self, Write};
 
+use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
@@ -25,7 +26,7 @@ pub struct Pickup {
     pub delta_ns: u64,
     pub pid: u32,
     pub tid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub conn: Conn,
 }
 
@@ -36,7 +37,7 @@ impl Pickup {
             delta_ns: e.delta_ns,
             pid: e.pid,
             tid: e.tid,
-            comm: common::attach::maps::c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.rport)?,
         })
     }
@@ -62,7 +63,7 @@ struct JsonPickup<'a> {
     timestamp: String,
     pid: u32,
     tid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     #[serde(flatten)]
     conn: JsonConn,
     latency_ms: f64,
@@ -126,7 +127,7 @@ fn cells(p: &Pickup) -> [String; 8] {
     [
         p.pid.to_string(),
         p.tid.to_string(),
-        p.comm.clone(),
+        p.comm.shown(),
         p.conn.laddr.to_string(),
         p.conn.lport.to_string(),
         p.conn.raddr.to_string(),

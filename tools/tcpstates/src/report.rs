@@ -9,6 +9,7 @@
 use std::io::{self, Write};
 
 use common::domain::tcp::state_name;
+use common::output::name::Name;
 use common::output::sockevents::{time_prefix, Conn, JsonConn, Layout, SinceFirst, Style};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
@@ -24,7 +25,7 @@ pub struct Change {
     /// Time in the old state (0 when the socket's previous change was not seen).
     pub span_ns: u64,
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub conn: Conn,
     pub oldstate: u8,
     pub newstate: u8,
@@ -38,7 +39,7 @@ impl Change {
             skaddr: e.skaddr,
             span_ns: e.span_ns,
             pid: e.pid,
-            comm: common::attach::maps::c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.rport)?,
             oldstate: e.oldstate,
             newstate: e.newstate,
@@ -58,7 +59,7 @@ struct JsonChange<'a> {
     time_s: Option<f64>,
     skaddr: String,
     pid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     #[serde(flatten)]
     conn: JsonConn,
     oldstate: String,
@@ -141,7 +142,7 @@ fn cells(c: &Change) -> [String; 11] {
     [
         format!("{:x}", c.skaddr),
         c.pid.to_string(),
-        c.comm.clone(),
+        c.comm.shown(),
         c.conn.family.version().to_string(),
         c.conn.laddr.to_string(),
         c.conn.lport.to_string(),

@@ -95,7 +95,7 @@ impl Totals {
             },
         };
         let (port, role) = if server { (c.lport, "server") } else { (c.rport, "client") };
-        [c.comm.clone(), c.laddr.to_string(), c.raddr.to_string(), port.to_string(), role.to_string()]
+        [c.comm.text().into_owned(), c.laddr.to_string(), c.raddr.to_string(), port.to_string(), role.to_string()]
     }
 }
 

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use anyhow::Result;
 use common::domain::net::{ip_addr, Family};
+use common::output::name::Name;
 use serde::Serialize;
 
 use crate::bpf::types::conn;
@@ -27,7 +28,7 @@ pub fn key(k: &conn) -> Key {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conn {
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub family: Family,
     pub laddr: IpAddr,
     pub lport: u16,
@@ -41,7 +42,7 @@ impl Conn {
     pub fn from_key(k: &conn, sent: u64, received: u64) -> Option<Conn> {
         Some(Conn {
             pid: k.pid,
-            comm: common::attach::maps::c_string(&k.comm),
+            comm: Name::from_c(&k.comm),
             family: Family::from_af(k.family)?,
             laddr: ip_addr(k.family, &k.laddr)?,
             lport: k.lport,
@@ -57,7 +58,7 @@ impl Conn {
 struct JsonConn<'a> {
     timestamp: &'a str,
     pid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     family: &'static str,
     laddr: String,
     lport: u16,
@@ -127,7 +128,7 @@ impl Screen {
                 "PID", "COMM", "RX_KB", "TX_KB"
             );
             for c in rows {
-                let comm: String = c.comm.chars().take(12).collect();
+                let comm: String = c.comm.shown().chars().take(12).collect();
                 s += &format!(
                     "{:<7} {:<12} {:<width$} {:<width$} {:>6} {:>6}\n",
                     c.pid,

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::net::IpAddr;
 
-use common::attach::maps::c_string;
+use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
@@ -61,7 +61,7 @@ pub struct TcpEvent {
     pub pid: u32,
     pub uid: u32,
     pub netns: u32,
-    pub comm: String,
+    pub comm: Name,
     pub conn: Conn,
 }
 
@@ -74,7 +74,7 @@ impl TcpEvent {
             pid: e.pid,
             uid: e.uid,
             netns: e.netns,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             conn: Conn::decode(e.family, &e.laddr, e.lport, &e.raddr, e.rport)?,
         })
     }
@@ -102,7 +102,7 @@ struct JsonEvent<'a> {
     r#type: &'static str,
     pid: u32,
     uid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     #[serde(flatten)]
     conn: JsonConn,
     netns: u32,

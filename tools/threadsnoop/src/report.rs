@@ -5,7 +5,8 @@
 use std::io::Write;
 
 use anyhow::Result;
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use serde::Serialize;
 
@@ -22,7 +23,7 @@ struct JsonThread<'a> {
     elapsed_ns: u64,
     pid: u32,
     tid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     func: &'a str,
     address: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,7 +55,7 @@ impl Report {
         let e: event = from_bytes(data);
         let first = *self.first_ts.get_or_insert(e.ts);
         let elapsed_ns = e.ts.saturating_sub(first);
-        let comm = c_string(&e.comm);
+        let comm = Name::from_c(&e.comm);
         let named = self.namer.name(&e);
         if let (Err(why), true) = (&named, self.verbose) {
             eprintln!("cannot name start routine {:#x} of process {}: {why}", e.start, e.pid);

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
-use common::output::stdout::{clock_hms, Output};
+use common::output::stdout::{clock_hms, printable, Output};
 use common::probe::printf::{SymbolKind, Value};
 use common::process::symbols::{Symbol, Symbolizer, UNKNOWN};
 use common::stacks::{Frame, FrameFormat, Style};
@@ -312,6 +312,16 @@ impl Printer {
             if o.print_cpu {
                 line.push_str(&format!("{cpu:<3} "));
             }
+            // The traced system's strings (its command, %s values), escaped: [`printable`].
+            let escaped: Vec<Value> = values
+                .iter()
+                .map(|v| match v {
+                    Value::Str(s) => Value::Str(printable(s.as_bytes())),
+                    Value::Int(i) => Value::Int(*i),
+                })
+                .collect();
+            let msg = shape.format.as_ref().map(|f| f.render(&escaped)).unwrap_or_default();
+            let comm = printable(comm.as_bytes());
             line.push_str(&format!("{tgid:<7} {tid:<7} {comm:<15} {:<16} {msg}", shape.func));
             for frame in &stack {
                 line.push('\n');

@@ -12,6 +12,7 @@ use anyhow::Result;
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::domain::syscalls;
 use common::output::metrics::Snapshot;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use libbpf_rs::MapCore;
 use serde::Serialize;
@@ -76,7 +77,8 @@ impl Report {
     pub fn print<M: MapCore>(&mut self, out: &mut Output, methods: &M, sys: Option<&M>) -> Result<()> {
         let mut rows = Vec::new();
         for (k, v) in hash_entries::<method_key, info>(methods)? {
-            let name = format!("{}.{}", c_string(&k.clazz), c_string(&k.method));
+            // Escaped (the traced program names its classes and methods), in JSON too: one name per row.
+            let name = format!("{}.{}", Name::from_c(&k.clazz), Name::from_c(&k.method));
             rows.push(self.delta(false, name, v));
         }
         if let Some(sys) = sys {

@@ -18,8 +18,9 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
 use common::host::Host;
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::run::Signals;
 use common::runtime::{self, monotonic_ns, Language, RuntimeProbes};
@@ -73,8 +74,8 @@ struct JsonCall<'a> {
     /// `entry` or `return`.
     event: &'a str,
     depth: u32,
-    class: &'a str,
-    method: &'a str,
+    class: &'a Name,
+    method: &'a Name,
 }
 
 fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
@@ -116,7 +117,7 @@ fn uflow(args: Args, signals: Signals) -> Result<()> {
         .also_dropped(&bss.depths_full, "call depths", "too many threads")
         .print(&signals, &mut out, args.json, |out, data| {
             let e: event = from_bytes(data);
-            let (class, method) = (c_string(&e.clazz), c_string(&e.method));
+            let (class, method) = (Name::from_c(&e.clazz), Name::from_c(&e.method));
             let time_ns = e.ts.saturating_sub(start_ns);
             if args.json {
                 out.json_line(&JsonCall {

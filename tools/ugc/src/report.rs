@@ -6,7 +6,8 @@
 use std::io::Write;
 
 use anyhow::Result;
-use common::attach::maps::{c_string, from_bytes};
+use common::attach::maps::from_bytes;
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::runtime::{monotonic_ns, GcKind, Language};
 use serde::Serialize;
@@ -31,9 +32,9 @@ struct JsonGc<'a> {
     probe: &'a str,
     description: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    manager: Option<&'a str>,
+    manager: Option<&'a Name>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pool: Option<&'a str>,
+    pool: Option<&'a Name>,
     #[serde(skip_serializing_if = "Option::is_none")]
     used_before: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,7 +80,7 @@ impl Report {
     pub fn write_event(&mut self, out: &mut Output, data: &[u8]) -> Result<()> {
         let e: event = from_bytes(data);
         let Some(pair) = self.language.gc_probes().get(e.pair as usize) else { return Ok(()) };
-        let (manager, pool) = (c_string(&e.manager), c_string(&e.pool));
+        let (manager, pool) = (Name::from_c(&e.manager), Name::from_c(&e.pool));
         let description = match pair.kind {
             GcKind::Plain => "no additional info available".to_string(),
             GcKind::JavaPool => {
@@ -109,8 +110,8 @@ impl Report {
                 language: self.language.name(),
                 probe: pair.begin,
                 description: &description,
-                manager: pool_kind.then_some(manager.as_str()),
-                pool: pool_kind.then_some(pool.as_str()),
+                manager: pool_kind.then_some(&manager),
+                pool: pool_kind.then_some(&pool),
                 used_before: pool_kind.then_some(e.field1),
                 used_after: pool_kind.then_some(e.field3),
                 max_before: pool_kind.then_some(e.field2),

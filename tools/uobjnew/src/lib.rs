@@ -23,6 +23,7 @@ use common::attach::loader::{load_first_working, open_skeleton};
 use common::attach::maps::{c_string, hash_entries, DropCounter};
 use common::attach::uprobe;
 use common::host::Host;
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, Output};
 use common::process::procmaps;
 use common::run::{self, Signals};
@@ -130,7 +131,8 @@ fn uobjnew(args: Args, host: &Host, signals: Signals) -> Result<()> {
         types_full.check(&bss.types_full);
         let mut rows = Vec::new();
         for (k, v) in hash_entries::<alloc_key, alloc_val>(&skel.maps.allocs)? {
-            let name = c_string(&k.name);
+            // Escaped (the traced program names its classes), in JSON too: one name per row.
+            let name = Name::from_c(&k.name).shown();
             let before = last.insert((k.size, name.clone()), (v.allocs, v.bytes)).unwrap_or((0, 0));
             let (allocs, bytes) = (v.allocs.saturating_sub(before.0), v.bytes.saturating_sub(before.1));
             if allocs > 0 {

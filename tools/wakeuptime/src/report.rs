@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use common::offcpu::{self, Form, Report};
+use common::output::name::Name;
 use common::output::stdout::Output;
 use common::process::symbols::Symbolizer;
 use common::stacks::{self, json_frame_list, Collected, FlameGraph, Frame, Palette, Sample, Stack, Style, Task};
@@ -30,14 +31,9 @@ pub const WAKEUP_FUNCTION: &str = "try_to_wake_up";
 pub fn read_samples(totals: &impl MapCore, stackmap: &impl MapCore) -> Result<Vec<Sample<u64>>> {
     let collected = Collected { user: false, kernel: true };
     offcpu::read_totals(totals, stackmap, collected, |traces, key: &wake_key| {
-        let target = Task {
-            pid: 0,
-            shown_id: 0,
-            comm: common::attach::maps::c_string(&key.target),
-            user: Stack::Skipped,
-            kernel: Stack::Skipped,
-        };
-        let waker = traces.task(0, 0, common::attach::maps::c_string(&key.waker), -1, key.w_k_stack_id);
+        let target =
+            Task { pid: 0, shown_id: 0, comm: Name::from_c(&key.target), user: Stack::Skipped, kernel: Stack::Skipped };
+        let waker = traces.task(0, 0, Name::from_c(&key.waker), -1, key.w_k_stack_id);
         (target, Some(waker))
     })
 }
@@ -93,14 +89,14 @@ pub fn report(out: &mut Output, samples: Vec<Sample<u64>>, report: Report) -> Re
 }
 
 /// The waker's kernel stack, or none if it was lost (see [`missed`]).
-fn waker_frames(s: &Sample<Frame>) -> (&str, &[Frame], bool) {
+fn waker_frames(s: &Sample<Frame>) -> (Name, &[Frame], bool) {
     match &s.waker {
         Some(w) => match &w.kernel {
-            Stack::Frames(frames) => (&w.comm, frames, false),
-            Stack::Lost(_) => (&w.comm, &[], true),
-            _ => (&w.comm, &[], false),
+            Stack::Frames(frames) => (w.comm.clone(), frames, false),
+            Stack::Lost(_) => (w.comm.clone(), &[], true),
+            _ => (w.comm.clone(), &[], false),
         },
-        None => ("", &[], false),
+        None => (Name::default(), &[], false),
     }
 }
 
@@ -111,13 +107,13 @@ const MISSED: &str = "[Missed Kernel Stack]";
 fn folded_sample(s: &Sample<Frame>) -> Sample<Frame> {
     let (waker, frames, missed) = waker_frames(s);
     let frame = |name: &str| Frame { addr: 0, name: name.into(), offset: 0, module: None };
-    let mut kernel = vec![frame(&s.task.comm)];
+    let mut kernel = vec![frame(&s.task.comm.shown())];
     if missed {
         kernel.push(frame(MISSED));
     }
     kernel.extend(frames.iter().cloned());
     Sample {
-        task: Task { pid: 0, shown_id: 0, comm: waker.into(), user: Stack::Skipped, kernel: Stack::Frames(kernel) },
+        task: Task { pid: 0, shown_id: 0, comm: waker, user: Stack::Skipped, kernel: Stack::Frames(kernel) },
         waker: None,
         value: s.value,
     }
@@ -147,8 +143,8 @@ fn write_multiline(out: &mut Output, samples: &[Sample<Frame>], offsets: bool) -
 
 #[derive(Serialize)]
 struct JsonTotal<'a> {
-    target: &'a str,
-    waker: &'a str,
+    target: &'a Name,
+    waker: Name,
     /// The waker's kernel stack, innermost first; empty when lost.
     waker_kernel_stack: Vec<stacks::JsonFrame<'a>>,
     waker_kernel_stack_lost: bool,
