@@ -209,7 +209,8 @@ impl StopMark {
 }
 
 impl EventStream<'_> {
-    /// The whole event-stream run of a tool: [`EventStream::poll`], handing each record to `handle` with `out`,
+    /// The whole event-stream run of a tool: [`EventStream::poll`], handing each record to `handle` with `out`
+    /// (whose flushes are held back until the batch of records the ring buffer had is handled: [`Output::hold`]),
     /// then the [`Lost::report`] of each loss, with the probe runs the kernel skipped (unless the reader of stdout
     /// went away: nobody reads it). The counters of [`EventStream::also_dropped`] are checked between batches and
     /// once more at the end.
@@ -224,14 +225,28 @@ impl EventStream<'_> {
         let mut dropped: Vec<(DropCounter, &u64)> =
             self.dropped.iter().map(|&(counter, what, why)| (DropCounter::new(what, why), counter)).collect();
         let mut check_dropped = || dropped.iter_mut().for_each(|(drops, counter)| _ = drops.check(counter));
-        let lost = self.poll(
+        // The lines of a batch of records go out in one write, once the batch is handled, not one write each.
+        out.hold();
+        let held = RefCell::new(&mut *out);
+        let unwritten: RefCell<Option<io::Error>> = RefCell::new(None);
+        let polled = self.poll(
             signals,
             || {
+                if let Err(err) = held.borrow_mut().flush_held() {
+                    *unwritten.borrow_mut() = Some(err);
+                    return true;
+                }
                 check_dropped();
                 until()
             },
-            |data| handle(out, data),
-        )?;
+            |data| handle(&mut held.borrow_mut(), data),
+        );
+        let released = out.release();
+        let lost = polled?;
+        if let Some(err) = unwritten.into_inner() {
+            return Err(err).context("writing the records");
+        }
+        released.context("writing the records")?;
         check_dropped();
         if !signals.stdout_gone() {
             let skipped = Lost {
