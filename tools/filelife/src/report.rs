@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use common::attach::maps::{c_bytes, c_string};
+use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
 use serde::Serialize;
 
@@ -19,7 +20,7 @@ pub struct Death {
     /// The process that deleted it, and its thread.
     pub pid: u32,
     pub tid: u32,
-    pub comm: String,
+    pub comm: Name,
     /// Nanoseconds from its creation to its deletion.
     pub age_ns: u64,
     /// The name it was deleted under (its last path component).
@@ -32,10 +33,8 @@ pub struct Death {
     /// -F: its path from the root (`...` first when the directories were too deep to read them all).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// The text columns' COMM and FILE (the path with -F), their bytes escaped as `ls -b` does: a name may hold
-    /// a newline or a terminal's control sequence.
-    #[serde(skip)]
-    pub shown_comm: String,
+    /// The text column FILE (the path with -F), its bytes escaped as `ls -b` does: a name may hold a newline or a
+    /// terminal's control sequence.
     #[serde(skip)]
     pub shown_file: String,
 }
@@ -58,14 +57,13 @@ impl Death {
         Death {
             pid: e.pid,
             tid: e.tid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             age_ns: e.age_ns,
             file,
             ino: e.ino,
             dev: format!("{}:{}", e.dev >> 20, e.dev & 0xfffff),
             creator_pid: e.creator,
             path,
-            shown_comm: printable(&c_bytes(&e.comm)),
             shown_file,
         }
     }
@@ -101,7 +99,7 @@ impl Printer {
         if self.json {
             return out.json_line(&JsonDeath { time: clock_rfc3339(), age, death: d });
         }
-        writeln!(out, "{:<8} {:<7} {:<16} {:<7.2} {}", clock_hms(), d.pid, d.shown_comm, age, d.shown_file)?;
+        writeln!(out, "{:<8} {:<7} {:<16} {:<7.2} {}", clock_hms(), d.pid, d.comm, age, d.shown_file)?;
         out.flush()
     }
 }

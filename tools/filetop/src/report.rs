@@ -2,7 +2,8 @@
 //! filetop's output: BCC's screen (the top of common::output::topscreen, then `TID COMM READS WRITES R_Kb W_Kb T
 //! FILE`, sorted, at most -r rows) or one JSON object per row per interval.
 
-use common::attach::maps::{c_bytes, c_string};
+use common::attach::maps::c_bytes;
+use common::output::name::Name;
 use common::output::stdout::printable;
 use common::output::topscreen;
 use serde::Serialize;
@@ -16,7 +17,7 @@ use crate::Sort;
 pub struct Row {
     pub tid: u32,
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub reads: u64,
     pub writes: u64,
     pub read_bytes: u64,
@@ -30,10 +31,8 @@ pub struct Row {
     pub dev_major: u32,
     pub dev_minor: u32,
     pub inode: u64,
-    /// The text columns' COMM and FILE, their bytes escaped as `ls -b` does: a name may hold a newline or a
-    /// terminal's control sequence.
-    #[serde(skip)]
-    pub shown_comm: String,
+    /// The text column FILE, its bytes escaped as `ls -b` does: a name may hold a newline or a terminal's control
+    /// sequence.
     #[serde(skip)]
     pub shown_file: String,
 }
@@ -65,7 +64,7 @@ impl Row {
         Row {
             tid: key.tid,
             pid: key.pid,
-            comm: c_string(&key.comm),
+            comm: Name::from_c(&key.comm),
             reads: now.reads.saturating_sub(earlier.reads),
             writes: now.writes.saturating_sub(earlier.writes),
             read_bytes: now.read_bytes.saturating_sub(earlier.read_bytes),
@@ -80,7 +79,6 @@ impl Row {
             dev_major: key.dev >> 20,
             dev_minor: key.dev & 0xfffff,
             inode: key.inode,
-            shown_comm: printable(&c_bytes(&key.comm)),
             shown_file: shown_name(&c_bytes(&now.name), now.name_len, printable),
         }
     }
@@ -111,7 +109,7 @@ impl topscreen::TopRow for Row {
         format!(
             "{:<7} {:<16} {:<6} {:<6} {:<7} {:<7} {:1} {}",
             r.tid,
-            r.shown_comm,
+            r.comm,
             r.reads,
             r.writes,
             r.read_bytes / 1024,
@@ -150,7 +148,6 @@ mod tests {
             dev_major: 254,
             dev_minor: 0,
             inode: 12,
-            shown_comm: "cksum".into(),
             shown_file: file.into(),
         }
     }

@@ -136,7 +136,7 @@ fn opensnoop(args: Args, signals: Signals) -> Result<()> {
             || deadline.is_some_and(|d| Instant::now() >= d),
             |out, data| {
                 let open = Open::from_bytes(data);
-                if args.name.as_ref().is_some_and(|n| !open.comm.contains(n.as_str())) {
+                if args.name.as_ref().is_some_and(|n| !open.comm.text().contains(n.as_str())) {
                     return Ok(());
                 }
                 Ok(printer.write(out, &open)?)

@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use common::attach::maps::{c_bytes, c_string};
+use common::output::name::Name;
 use common::output::stdout::{clock_rfc3339, printable, Output};
 use serde::Serialize;
 
@@ -72,7 +73,7 @@ pub struct Open {
     pub pid: u32,
     pub tid: u32,
     pub uid: u32,
-    pub comm: String,
+    pub comm: Name,
     /// The file descriptor, or -1.
     pub fd: i32,
     /// The errno (0 on success).
@@ -89,10 +90,8 @@ pub struct Open {
     #[serde(skip)]
     pub dirs_complete: bool,
     pub syscall: &'static str,
-    /// The text columns' COMM, and the bytes of the path and of -F's directories, which text output escapes as
-    /// `ls -b` does: a name may hold a newline or a terminal's control sequence.
-    #[serde(skip)]
-    pub shown_comm: String,
+    /// The bytes of the path and of -F's directories, which text output escapes as `ls -b` does: a name may
+    /// hold a newline or a terminal's control sequence.
     #[serde(skip)]
     pub path_bytes: Vec<u8>,
     #[serde(skip)]
@@ -113,7 +112,7 @@ impl Open {
             pid: e.pid,
             tid: e.tid,
             uid: e.uid,
-            comm: c_string(&e.comm),
+            comm: Name::from_c(&e.comm),
             fd,
             err,
             errno: (err != 0).then(|| format!("{:?}", nix::errno::Errno::from_raw(err))),
@@ -124,7 +123,6 @@ impl Open {
             dirs: e.dirs[..depth].iter().map(|d| c_string(d)).collect(),
             dirs_complete: e.dirs_complete != 0,
             syscall: ["open", "openat", "openat2"].get(e.call as usize).copied().unwrap_or("open"),
-            shown_comm: printable(&c_bytes(&e.comm)),
             path_bytes: c_bytes(&e.path),
             dir_bytes: e.dirs[..depth].iter().map(|d| c_bytes(d)).collect(),
         }
@@ -224,7 +222,7 @@ impl Printer {
             line += &format!("{:<6}", o.uid);
         }
         let id = if s.tid { o.tid } else { o.pid };
-        line += &format!("{id:<6} {:<16} {:>4} {:>3} ", o.shown_comm, o.fd, o.err);
+        line += &format!("{id:<6} {:<16} {:>4} {:>3} ", o.comm, o.fd, o.err);
         if s.extended {
             let tmpfile = libc::O_TMPFILE as u64;
             if o.mode == 0 && o.flags & libc::O_CREAT as u64 == 0 && o.flags & tmpfile != tmpfile {
