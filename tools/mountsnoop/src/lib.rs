@@ -18,7 +18,7 @@ use clap::Parser;
 use common::attach::events::EventStream;
 use common::attach::features::Attach;
 use common::attach::links::Links;
-use common::attach::loader::{attach_tracepoint, load_first_working};
+use common::attach::loader::{attach_tracepoint, load_first_working, rodata};
 use common::cli::filter::open_filtered;
 use common::host::Host;
 use common::output::stdout::Output;
@@ -45,6 +45,9 @@ struct Args {
     /// Print JSON lines: an object per call, flags by name too
     #[arg(short = 'j', long, conflicts_with = "detailed")]
     json: bool,
+    /// Show the caller's parent process too: its command (PCOMM) and PID (PPID)
+    #[arg(short = 'P', long = "parent_process", visible_alias = "parent-process")]
+    parent_process: bool,
     #[command(flatten)]
     verbose: common::cli::Verbose,
 }
@@ -62,12 +65,16 @@ fn mountsnoop(args: Args, signals: Signals) -> Result<()> {
         load_first_working(TOOL.attach, args.verbose.on(), |mech| load_and_attach(&args, mech))?;
 
     let mut out = Output::new();
-    let mut printer = Printer::new(Style { json: args.json, timestamp: args.timestamp, detailed: args.detailed });
+    let style =
+        Style { json: args.json, timestamp: args.timestamp, detailed: args.detailed, parent: args.parent_process };
+    let mut printer = Printer::new(style);
     printer.write_header(&mut out)?;
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
     EventStream::new(&skel.maps.events, &bss.lost, "calls")
         .also_dropped(&bss.inflight_full, "calls", "too many in flight")
-        .print(&signals, &mut out, args.json, |out, data| Ok(printer.write(out, &Call::from_bytes(data))?))?;
+        .print(&signals, &mut out, args.json, |out, data| {
+            Ok(printer.write(out, &Call::from_bytes(data, args.parent_process))?)
+        })?;
     Ok(())
 }
 
@@ -86,6 +93,7 @@ fn load_and_attach(args: &Args, mech: Attach) -> Result<(BpfSkel<'static>, Links
         bail!("this kernel has no tracepoint syscalls:sys_enter_{missing} (CONFIG_FTRACE_SYSCALLS is off?)");
     }
     let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
+    rodata(&mut open.maps.rodata_data)?.parent_process = args.parent_process;
     {
         let p = &mut open.progs;
         for (call, prog) in CALLS.iter().zip([

@@ -4,7 +4,7 @@
  *
  * At sys_enter the call's argument words (as many as it has) are kept per thread (after the PID filter); at
  * sys_exit the strings they point to are read (the kernel has just copied them, so their pages are in memory), the
- * caller's mount namespace is read from its task, and the record goes out through a ring buffer. The entry and
+ * caller's mount namespace (and with -P its parent, as BCC's -P shows it) is read from its task, and the record goes out through a ring buffer. The entry and
  * exit contexts are the plain structs of syscall_tp.bpf.h; only the mount namespace is read with CO-RE. Failed reservations are
  * counted in `lost`, calls not followed because the in-flight map was full in `inflight_full`. */
 #include <vmlinux.h>
@@ -16,6 +16,9 @@
 #include "mountsnoop.h"
 
 #define MAX_INFLIGHT 10240
+
+/* -P: the record names the caller's parent process too. */
+const volatile bool parent_process = false;
 
 __u64 lost = 0;
 __u64 inflight_full = 0;
@@ -99,6 +102,14 @@ static __always_inline int leave(struct syscall_exit_ctx *ctx)
 	e->aux = 0;
 	e->attr_flags = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->ppid = 0;
+	e->pcomm[0] = 0;
+	if (parent_process) {
+		struct task_struct *parent = BPF_CORE_READ(task, real_parent);
+
+		e->ppid = BPF_CORE_READ(parent, tgid);
+		BPF_CORE_READ_STR_INTO(&e->pcomm, parent, comm);
+	}
 	e->fs[0] = 0;
 	e->data[0] = 0;
 	e->src[0] = 0;

@@ -41,7 +41,9 @@ struct event {
 	__s32 fd2;
 	__s32 aux;
 	__u32 attr_flags;
+	__u32 ppid;		/* with -P: the caller's parent process (else 0) */
 	char comm[TASK_COMM_LEN];
+	char pcomm[TASK_COMM_LEN];	/* with -P: the parent's command name (else empty) */
 	char fs[FS_LEN];
 	char data[DATA_LEN];
 	char src[PATH_LEN];

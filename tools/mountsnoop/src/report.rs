@@ -206,6 +206,11 @@ pub struct Call {
     pub pid: u32,
     pub tid: u32,
     pub comm: Name,
+    /// With -P: the parent process and its command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ppid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcomm: Option<Name>,
     pub mnt_ns: u32,
     /// 0, a new descriptor (fsopen, fsmount), or -errno.
     pub ret: i32,
@@ -218,7 +223,8 @@ pub struct Call {
 }
 
 impl Call {
-    pub fn from_bytes(data: &[u8]) -> Call {
+    /// The call of a record; with `parent` (-P), its caller's parent too.
+    pub fn from_bytes(data: &[u8], parent: bool) -> Call {
         let e: Box<event> = Box::new(from_bytes(data));
         let flags = e.flags;
         let args = match e.op as usize {
@@ -265,6 +271,8 @@ impl Call {
             pid: e.pid,
             tid: e.tid,
             comm: Name::from_c(&e.comm),
+            ppid: parent.then_some(e.ppid),
+            pcomm: parent.then(|| Name::from_c(&e.pcomm)),
             mnt_ns: e.mnt_ns,
             ret: e.ret,
             errno: (e.ret < 0).then(|| errno_name(-e.ret)).flatten(),
@@ -353,6 +361,8 @@ pub struct Style {
     pub json: bool,
     pub timestamp: bool,
     pub detailed: bool,
+    /// -P: BCC's PCOMM and PPID columns after TID.
+    pub parent: bool,
 }
 
 pub struct Printer {
@@ -378,7 +388,15 @@ impl Printer {
         if self.style.timestamp {
             write!(out, "{:<8} ", "TIME")?;
         }
-        writeln!(out, "{:<16} {:<7} {:<7} {:<11} CALL", "COMM", "PID", "TID", "MNT_NS")?;
+        if self.style.parent {
+            writeln!(
+                out,
+                "{:<16} {:<7} {:<7} {:<16} {:<7} {:<11} CALL",
+                "COMM", "PID", "TID", "PCOMM", "PPID", "MNT_NS"
+            )?;
+        } else {
+            writeln!(out, "{:<16} {:<7} {:<7} {:<11} CALL", "COMM", "PID", "TID", "MNT_NS")?;
+        }
         out.flush()
     }
 
@@ -392,7 +410,20 @@ impl Printer {
             indent = "    ";
         }
         if !self.style.detailed {
-            writeln!(out, "{:<16} {:<7} {:<7} {:<11} {}", c.comm, c.pid, c.tid, c.mnt_ns, c.text())?;
+            match (&c.pcomm, c.ppid) {
+                (Some(pcomm), Some(ppid)) => writeln!(
+                    out,
+                    "{:<16} {:<7} {:<7} {:<16} {:<7} {:<11} {}",
+                    c.comm,
+                    c.pid,
+                    c.tid,
+                    pcomm,
+                    ppid,
+                    c.mnt_ns,
+                    c.text()
+                )?,
+                _ => writeln!(out, "{:<16} {:<7} {:<7} {:<11} {}", c.comm, c.pid, c.tid, c.mnt_ns, c.text())?,
+            }
             return out.flush();
         }
         if self.style.timestamp {
@@ -402,6 +433,10 @@ impl Printer {
         writeln!(out, "{indent}PID:    {}", c.pid)?;
         writeln!(out, "{indent}TID:    {}", c.tid)?;
         writeln!(out, "{indent}COMM:   {}", c.comm)?;
+        if let (Some(pcomm), Some(ppid)) = (&c.pcomm, c.ppid) {
+            writeln!(out, "{indent}PPID:   {ppid}")?;
+            writeln!(out, "{indent}PCOMM:  {pcomm}")?;
+        }
         writeln!(out, "{indent}OP:     {op}")?;
         writeln!(out, "{indent}RET:    {}", result_text(c.ret))?;
         writeln!(out, "{indent}LAT:    {}us", c.latency_ns / 1000)?;

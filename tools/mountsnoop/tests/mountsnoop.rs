@@ -145,6 +145,37 @@ fn every_call_with_flags_and_result_as_libbpf_tools_sees_them() {
     assert!(theirs[3].starts_with(&format!("umount(\"{}\", ", h.dir)) && theirs[3].ends_with(") = 0"), "{seen}");
 }
 
+/// BCC's -P: PCOMM and PPID after TID, the helper's parent being this test (text and JSON).
+#[test]
+fn parent_process_columns() {
+    let mut h = Helper::start();
+    let p = h.pid.to_string();
+    let run = start(&["-P", "-p", &p]);
+    let fds = h.run();
+    let text = stop(run).stdout;
+    let header =
+        format!("{:<16} {:<7} {:<7} {:<16} {:<7} {:<11} CALL", "COMM", "PID", "TID", "PCOMM", "PPID", "MNT_NS");
+    assert_eq!(text.lines().next(), Some(header.as_str()), "{text}");
+    let me = std::process::id();
+    // The parent task is the thread that started the helper (this test's thread), in this process.
+    let parent: String = std::fs::read_to_string("/proc/thread-self/comm").unwrap().trim_end().to_string();
+    let want: Vec<String> = h
+        .calls(&fds)
+        .iter()
+        .map(|call| format!("{:<16} {:<7} {:<7} {:<16} {:<7} {:<11} {call}", h.comm, p, p, parent, me, h.mnt_ns))
+        .collect();
+    let got: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(got, want, "{text}");
+
+    let mut h = Helper::start();
+    let p = h.pid.to_string();
+    let run = start(&["--parent_process", "--json", "-p", &p]);
+    h.run();
+    let recs = json_lines(&stop(run).stdout);
+    assert_eq!(recs.len(), 9, "{recs:?}");
+    assert!(recs.iter().all(|r| r["ppid"] == me && r["pcomm"] == parent.as_str()), "{recs:?}");
+}
+
 #[test]
 fn json_has_every_argument_and_the_namespace() {
     let mut h = Helper::start();
