@@ -31,7 +31,7 @@ use common::run::{run_intervals, Signals};
 use libbpf_rs::skel::{OpenSkel, Skel};
 
 use bpf::{BpfSkel, BpfSkelBuilder};
-use report::Report;
+use report::{Clock, Report};
 
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.txt"));
 
@@ -61,21 +61,70 @@ struct Args {
     every: IntervalCount,
 }
 
+/// BCC's command line, which the tool takes under BCC's names (ext4dist, xfsdist, btrfsdist, nfsdist): each
+/// interval's report starts with the time of day (`HH:MM:SS:`) unless -T (--notimestamp) asks not to.
+#[derive(Debug, Parser)]
+#[command(name = env!("CARGO_PKG_NAME"), version, after_help = BCC_EXAMPLES)]
+struct BccArgs {
+    /// Leave out the time of day above each interval's report
+    #[arg(short = 'T', long)]
+    notimestamp: bool,
+    /// Use milliseconds for the histogram buckets instead of microseconds
+    #[arg(short = 'm', long)]
+    milliseconds: bool,
+    #[command(flatten)]
+    pid: common::cli::filter::PidArg,
+    /// Print JSON lines: an object per operation per report
+    #[arg(short = 'j', long)]
+    json: bool,
+    #[command(flatten)]
+    export: common::cli::ExportArgs,
+    #[command(flatten)]
+    verbose: common::cli::Verbose,
+    #[command(flatten)]
+    every: IntervalCount,
+}
+
+/// The examples of BCC's command line (the tool's name in them becomes the one it was started under).
+const BCC_EXAMPLES: &str = "Examples:
+    fsdist            # the file system of this name, until Ctrl-C
+    fsdist 1 10       # a report each second, ten times, each under the time of day
+    fsdist -T 1       # the same, without the time of day
+    fsdist -m 5       # milliseconds, every 5 seconds
+    fsdist -p 181     # process 181 only";
+
+impl BccArgs {
+    fn into_args(self, fs: FsType) -> (Args, Clock) {
+        let BccArgs { notimestamp, milliseconds, pid, json, export, verbose, every } = self;
+        let clock = if every.interval.is_some() && !notimestamp { Clock::Bcc } else { Clock::None };
+        (Args { fs: Some(fs), timestamp: false, milliseconds, pid, json, export, verbose, every }, clock)
+    }
+}
+
 /// The file system's functions through fentry/fexit, else kprobes (libbpf-tools' hooks); where kernel functions
 /// cannot be traced, the system calls' tracepoints filtered by the file's file system.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
 
 fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
-    let mut args: Args = common::cli::parse(argv, &host);
+    // Under a BCC name the command line is BCC's; under fsdist (or an unknown name), libbpf-tools'.
+    let bcc_fs = argv.first().and_then(|a| FsType::from_invoked_name(&a.to_string_lossy(), "dist"));
+    let (mut args, clock) = match bcc_fs {
+        Some(fs) => common::cli::parse::<BccArgs>(argv, &host).into_args(fs),
+        None => {
+            let args: Args = common::cli::parse(argv, &host);
+            let clock = if args.timestamp { Clock::Libbpf } else { Clock::None };
+            (args, clock)
+        }
+    };
     args.milliseconds = args.export.display(args.milliseconds);
     let fs =
         args.fs.or_else(|| FsType::from_invoked_name(common::identity::invoked_name(), "dist")).unwrap_or_else(|| {
             common::cli::usage_error("no file system to trace: give one with -t (btrfs, ext4, nfs or xfs)")
         });
-    host.bpf_main(args.verbose, |signals| fsdist(args, fs, &host, signals))
+    host.bpf_main(args.verbose, |signals| fsdist(args, fs, clock, &host, signals))
 }
 
-fn fsdist(args: Args, fs: FsType, host: &Host, signals: Signals) -> Result<()> {
+fn fsdist(args: Args, fs: FsType, clock: Clock, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     fs.require_registered()?;
     let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
@@ -115,7 +164,7 @@ fn fsdist(args: Args, fs: FsType, host: &Host, signals: Signals) -> Result<()> {
         if args.json {
             report.write_json(&mut out, &added)
         } else {
-            report.write_text(&mut out, &added, args.timestamp)
+            report.write_text(&mut out, &added, clock)
         }
     })?;
     heat.map(|h| h.finish()).transpose()?;

@@ -54,6 +54,15 @@ pub struct Report {
     millis: bool,
 }
 
+/// The time line above each report: none, libbpf-tools' `-T` (`HH:MM:SS`), or BCC's default with an interval
+/// (`HH:MM:SS:`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Clock {
+    None,
+    Libbpf,
+    Bcc,
+}
+
 impl Report {
     pub fn new(fs: FsType, millis: bool) -> Report {
         Report { fs, millis }
@@ -67,11 +76,14 @@ impl Report {
         }
     }
 
-    /// One interval in libbpf-tools' layout: a blank line, the time with -T, then each operation that had events.
-    pub fn write_text(&self, out: &mut Output, hists: &Hists, timestamp: bool) -> Result<()> {
+    /// One interval in libbpf-tools' layout: a blank line, the time as `clock` asks, then each operation that had
+    /// events.
+    pub fn write_text(&self, out: &mut Output, hists: &Hists, clock: Clock) -> Result<()> {
         writeln!(out)?;
-        if timestamp {
-            writeln!(out, "{:<8}", clock_hms())?;
+        match clock {
+            Clock::None => {}
+            Clock::Libbpf => writeln!(out, "{:<8}", clock_hms())?,
+            Clock::Bcc => writeln!(out, "{}:", clock_hms())?,
         }
         for (op, h) in Op::ALL.iter().zip(hists) {
             if h.is_empty() {

@@ -182,6 +182,24 @@ fn bcc_names_pick_the_file_system() {
     assert_eq!(text_counts(&done.stdout).0, expected(), "{}", done.stdout);
 }
 
+/// Under a BCC name, BCC's clock: each interval's report starts with `HH:MM:SS:`, unless -T (--notimestamp).
+#[test]
+fn bcc_names_print_the_time_unless_notimestamp() {
+    let me = std::process::id().to_string();
+    for (flag, clock) in [(None, true), (Some("-T"), false), (Some("--notimestamp"), false)] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsdist"));
+        cmd.arg0("ext4dist").args(flag).args(["-p", &me, "1", "1"]);
+        let done = Running::from_command("ext4dist", cmd).finish(Duration::from_secs(30));
+        done.assert_success();
+        let lines: Vec<&str> = done.stdout.lines().collect();
+        assert_eq!(lines[..2], ["Tracing ext4 operation latency... Hit Ctrl-C to end.", ""], "{}", done.stdout);
+        let timed = lines.get(2).is_some_and(|l| {
+            l.len() == 9 && l.ends_with(':') && l[..8].split(':').all(|n| n.len() == 2 && n.parse::<u8>().is_ok())
+        });
+        assert_eq!(timed, clock, "{flag:?}:\n{}", done.stdout);
+    }
+}
+
 #[test]
 fn interval_and_count_end_the_run() {
     let run = Running::start(TOOL, &["-t", "ext4", "-p", &std::process::id().to_string(), "1", "2"]);
