@@ -73,6 +73,10 @@ struct Args {
     /// Statistics per thread (TID and command) instead of per caller
     #[arg(short = 'P', long = "per-thread")]
     per_thread: bool,
+    /// Room for this many distinct kernel stacks (BCC's option; default 16384); a full map is counted and said
+    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 16384,
+          value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    stack_storage_size: u32,
     /// Print JSON lines: an object per caller (or thread) per report
     #[arg(short = 'j', long)]
     json: bool,
@@ -188,9 +192,7 @@ fn load_and_attach(args: &Args, lock: Option<u64>, mech: Attach) -> Result<(BpfS
     let ro = rodata(&mut open.maps.rodata_data)?;
     ro.target_lock = lock.unwrap_or(0);
     ro.per_thread = args.per_thread;
-    if args.per_thread {
-        open.maps.stackmap.set_max_entries(1)?;
-    }
+    open.maps.stackmap.set_max_entries(if args.per_thread { 1 } else { args.stack_storage_size })?;
     autoload_by_section(open.open_object_mut(), mech);
     if matches!(mech, Attach::Fentry | Attach::Kprobe) {
         let has: Box<dyn Fn(&str) -> bool> = if mech == Attach::Fentry {
