@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The multicall binary `corebpf-tools`: dispatch by link name (with an install prefix) and by first argument,
 //! `--list`, unknown names, and `features` agreeing with what the tools themselves manage on this kernel (the
-//! kernel matrix runs `features_agree_with_the_tools` on 5.10, 6.1 and 6.12, where fentry and kprobes work).
+//! kernel matrix runs `features_agree_with_the_tools` on 5.10, 6.1 and 6.12, where fentry and kprobes work), and
+//! every command line of BCC's examples and every flag of BCC's (and libbpf-tools') versions taken by the tool's
+//! parser.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -299,4 +301,87 @@ fn features_report_the_system_and_tell_a_refusal_from_an_absence() {
     assert_eq!(ring["available"], false, "{ring}");
     let detail = ring["detail"].as_str().unwrap();
     assert!(detail.contains("privileges") && !detail.contains("has no"), "{ring}");
+}
+
+/// The doc.md of the tool called `name` (a tool, or an alias in a tool's `aliases`).
+fn doc_of(name: &str) -> String {
+    let dir = fs::read_dir(root().join("tools"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|dir| {
+            dir.file_name().is_some_and(|n| n == name)
+                || fs::read_to_string(dir.join("aliases")).is_ok_and(|a| a.lines().any(|l| l.trim() == name))
+        })
+        .unwrap_or_else(|| panic!("no tool named {name}"));
+    fs::read_to_string(dir.join("doc.md")).unwrap()
+}
+
+/// True if the tool's doc.md names `refused` (a flag, a word of a command line) beside "BCC" (on its line or the
+/// one before): a difference from BCC, said.
+fn doc_says(tool: &str, refused: &str) -> bool {
+    let doc = doc_of(tool);
+    let doc: Vec<&str> = doc.lines().collect();
+    let near = |j: usize| doc.get(j).is_some_and(|l| l.contains("BCC"));
+    doc.iter().enumerate().any(|(i, l)| {
+        l.split(|c: char| c.is_whitespace() || "`,;()/".contains(c)).any(|w| w == refused)
+            && (near(i) || i.checked_sub(1).is_some_and(near))
+    })
+}
+
+/// Every flag of BCC's version of each tool (libbpf-tools' for the tools BCC lacks), listed in
+/// tests/upstream-flags.json by scripts/upstream-flags.py from their argparse and argp definitions, is taken by
+/// the tool's parser (`COREBPF_PARSE_ONLY`; with a value `1` where it takes one): a flag refused as unknown must
+/// be a difference the tool's doc.md states.
+#[test]
+fn upstream_flags_are_taken() {
+    let flags: serde_json::Value = serde_json::from_str(include_str!("upstream-flags.json")).unwrap();
+    let flags = flags.as_array().unwrap();
+    assert!(flags.len() > 800, "{} flags", flags.len());
+    let mut unexplained = Vec::new();
+    for f in flags {
+        let (tool, flag) = (f["tool"].as_str().unwrap(), f["flag"].as_str().unwrap());
+        let mut cmd = Command::new(bin("corebpf-tools"));
+        cmd.args([tool, flag]).env("COREBPF_PARSE_ONLY", "1");
+        if f["value"] == true {
+            cmd.arg("1");
+        }
+        let out = output(&mut cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains(&format!("unexpected argument '{flag}'")) && !doc_says(tool, flag) {
+            unexplained.push(format!("{tool} {flag} ({})", f["from"]));
+        }
+    }
+    assert!(unexplained.is_empty(), "refused, with no word of it in the doc.md:\n{}", unexplained.join("\n"));
+}
+
+/// Every command line of BCC's examples and smoke test (tests/bcc-command-lines.json, written by
+/// scripts/bcc-command-lines.py from a BCC checkout) is taken by the tool's own parser, with nothing loaded
+/// (`COREBPF_PARSE_ONLY`); a refusal is one usage line (exit 2) and passes only if it names a file this machine
+/// lacks, or the argument it names is a difference from BCC that the tool's doc.md states (beside "BCC").
+#[test]
+fn bcc_command_lines_parse() {
+    let lines: serde_json::Value = serde_json::from_str(include_str!("bcc-command-lines.json")).unwrap();
+    let lines = lines.as_array().unwrap();
+    assert!(lines.len() > 300, "{} command lines", lines.len());
+    let mut unexplained = Vec::new();
+    for line in lines {
+        let tool = line["tool"].as_str().unwrap();
+        let args: Vec<&str> = line["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        let out = output(Command::new(bin("corebpf-tools")).arg(tool).args(&args).env("COREBPF_PARSE_ONLY", "1"));
+        if out.status.success() {
+            continue;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        let shown = format!("{tool} {} ({}): {err}", args.join(" "), line["from"]);
+        assert_eq!((out.status.code(), err.lines().count()), (Some(2), 1), "{shown}");
+        if err.contains(": no such file") {
+            continue;
+        }
+        let refused = err.split('\'').nth(1).unwrap_or_default();
+        if !doc_says(tool, refused) {
+            unexplained.push(shown);
+        }
+    }
+    assert!(unexplained.is_empty(), "refused, with no word of it in the doc.md:\n{}", unexplained.join(""));
 }

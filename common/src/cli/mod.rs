@@ -42,7 +42,8 @@ impl IntervalCount {
 /// instead of `Args::parse()`, so that features that need the clap definition live in one place: help,
 /// `--version` and usage errors name the tool as it was invoked ([`crate::identity::invoked_name`]); under the
 /// exporter a tool without `--prometheus` is refused; with `COREBPF_GENERATE=man|bash|zsh|fish` set, the tool
-/// prints its man page or completion script instead of running (see [`man_completions`]; the Makefile uses it).
+/// prints its man page or completion script instead of running (see [`man_completions`]; the Makefile uses it);
+/// with [`PARSE_ONLY`] set, it stops once its command line is parsed.
 pub fn parse<T: Parser>(argv: Vec<OsString>, host: &Host) -> T {
     man_completions::from_env::<T>();
     let cmd = T::command();
@@ -57,11 +58,19 @@ pub fn parse<T: Parser>(argv: Vec<OsString>, host: &Host) -> T {
         cmd = cmd.after_help(examples);
     }
     let parsed = cmd.try_get_matches_from_mut(argv).and_then(|m| T::from_arg_matches(&m));
-    parsed.unwrap_or_else(|err| match numbers::explain(&cmd, &err) {
+    let args = parsed.unwrap_or_else(|err| match numbers::explain(&cmd, &err) {
         Some(message) => exit_usage_with(name, &message),
         None => exit_usage(name, err.format(&mut cmd)),
-    })
+    });
+    if std::env::var_os(PARSE_ONLY).is_some() {
+        std::process::exit(0);
+    }
+    args
 }
+
+/// Set (to anything), a tool parses its command line and exits 0 if it takes it, 2 if not, without loading
+/// anything: the test that hands it every command line of BCC's examples uses it.
+pub const PARSE_ONLY: &str = "COREBPF_PARSE_ONLY";
 
 /// The examples at the end of `--help` with the tool's name as it was invoked, so that a pasted example runs
 /// this tool: `biolatency -m 1` is shown as `bpf-biolatency -m 1` when the tool was run as bpf-biolatency.
