@@ -46,7 +46,7 @@ struct Args {
     #[arg(short = 'j', long, conflicts_with = "detailed")]
     json: bool,
     /// Show the caller's parent process too: its command (PCOMM) and PID (PPID)
-    #[arg(short = 'P', long = "parent_process", visible_alias = "parent-process")]
+    #[arg(short = 'P', long = "parent_process", alias = "parent-process")]
     parent_process: bool,
     #[command(flatten)]
     verbose: common::cli::Verbose,
