@@ -195,3 +195,9 @@ pub fn json_counts(text: &str, array: &str, field: &str) -> BTreeMap<String, u64
     }
     counts
 }
+
+/// A run the kernel counted while the tool was surely attached may still be going on (on another CPU, its
+/// virtual CPU not scheduled by the host) when the tool stops, and is then never counted: at most one per CPU.
+pub fn in_flight_at_stop() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::thread;
 use std::time::Duration;
 
-use corebpf_tests::irq::{loopback_ping_pongs, proc_softirqs, Bounds, IrqTool};
+use corebpf_tests::irq::{in_flight_at_stop, loopback_ping_pongs, proc_softirqs, Bounds, IrqTool};
 use corebpf_tests::pipe::assert_head_1_ends_cleanly;
 use corebpf_tests::*;
 
@@ -76,12 +76,6 @@ fn assert_within_skipping(counts: &BTreeMap<String, u64>, bounds: &Bounds, skipp
         assert!(lo <= n && n <= hi, "{name}: {n} runs shown, /proc/softirqs says between {lo} and {hi}");
     }
     assert!(bounds["net_rx"].0 >= 1000, "loopback traffic raised only {:?} NET_RX", bounds["net_rx"]);
-}
-
-/// A run the kernel counted while the tool was surely attached may still be going on (on another CPU, its
-/// virtual CPU not scheduled by the host) when the tool stops, and is then never shown: at most one per CPU.
-fn in_flight_at_stop() -> u64 {
-    thread::available_parallelism().map_or(1, |n| n.get() as u64)
 }
 
 fn check_text(counts: &BTreeMap<String, u64>, bounds: &Bounds, out: &str) {
