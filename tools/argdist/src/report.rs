@@ -9,7 +9,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use common::output::hist::{log2_buckets, write_log2_hist};
-use common::output::stdout::Output;
+use common::output::stdout::{printable, Output};
 use common::probe::plan::Plan;
 use common::probe::spec::{ProbeType, Spec};
 use libbpf_rs::{MapCore, MapFlags};
@@ -48,7 +48,8 @@ impl std::fmt::Display for KeyValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             KeyValue::Int(v) => write!(f, "{v}"),
-            KeyValue::Str(s) => f.write_str(s),
+            // A string from the traced system, escaped ([`printable`]); JSON has it plain.
+            KeyValue::Str(s) => f.write_str(&printable(s.as_bytes())),
         }
     }
 }

@@ -10,6 +10,7 @@
 use std::io::{self, Write};
 
 use common::domain::container_names::ContainerNames;
+use common::output::name::Name;
 use common::output::sockevents::{time_prefix, Conn, JsonConn, Layout, SinceFirst, Style};
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use serde::Serialize;
@@ -25,7 +26,7 @@ pub struct Session {
     /// The owner's cgroup v2 ID, which names its container.
     pub cgroup_id: u64,
     pub pid: u32,
-    pub comm: String,
+    pub comm: Name,
     pub conn: Conn,
     /// Payload bytes sent and acked, received (what the application wrote and read).
     pub tx_bytes: u64,
@@ -44,7 +45,7 @@ impl Session {
             span_ns: e.span_ns,
             cgroup_id: e.cgroup_id,
             pid: e.pid,
-            comm: String::from_utf8_lossy(&comm).into_owned(),
+            comm: Name::from(comm),
             conn: Conn::decode(e.family, &e.saddr, e.lport, &e.daddr, e.rport)?,
             tx_bytes: e.tx_payload,
             rx_bytes: e.rx_payload,
@@ -65,7 +66,7 @@ struct JsonSession<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     time_s: Option<f64>,
     pid: u32,
-    comm: &'a str,
+    comm: &'a Name,
     #[serde(flatten)]
     conn: JsonConn,
     tx_bytes: u64,
@@ -152,7 +153,7 @@ fn columns(layout: Layout, c: [String; 10]) -> String {
 fn cells(s: &Session) -> [String; 10] {
     [
         s.pid.to_string(),
-        s.comm.clone(),
+        s.comm.shown(),
         s.conn.family.version().to_string(),
         s.conn.laddr.to_string(),
         s.conn.lport.to_string(),

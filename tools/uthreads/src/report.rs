@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use common::attach::maps::from_bytes;
-use common::output::stdout::Output;
+use common::output::stdout::{printable, Output};
 use common::process::symbols::Symbolizer;
 use common::runtime::monotonic_ns;
 use serde::Serialize;
@@ -115,6 +115,7 @@ impl Report {
                 description: &description,
             })?;
         } else {
+            let description = printable(description.as_bytes());
             writeln!(out, "{:<8.3} {:<16} {:<8} {}", time_ns as f64 / 1e9, id, kind, description)?;
             out.flush()?;
         }
