@@ -329,24 +329,30 @@ fn doc_says(tool: &str, refused: &str) -> bool {
     })
 }
 
+/// The entries of one of the lists the scripts write from BCC's sources (at least `least` of them).
+fn upstream_list(json: &str, least: usize) -> Vec<serde_json::Value> {
+    let list: serde_json::Value = serde_json::from_str(json).unwrap();
+    let list = list.as_array().unwrap().clone();
+    assert!(list.len() >= least, "{} entries", list.len());
+    list
+}
+
+/// What `tool args` says with nothing loaded: it only parses its command line (`COREBPF_PARSE_ONLY`).
+fn parse_only(tool: &str, args: &[&str]) -> Output {
+    output(Command::new(bin("corebpf-tools")).arg(tool).args(args).env("COREBPF_PARSE_ONLY", "1"))
+}
+
 /// Every flag of BCC's version of each tool (libbpf-tools' for the tools BCC lacks), listed in
 /// tests/upstream-flags.json by scripts/upstream-flags.py from their argparse and argp definitions, is taken by
 /// the tool's parser (`COREBPF_PARSE_ONLY`; with a value `1` where it takes one): a flag refused as unknown must
 /// be a difference the tool's doc.md states.
 #[test]
 fn upstream_flags_are_taken() {
-    let flags: serde_json::Value = serde_json::from_str(include_str!("upstream-flags.json")).unwrap();
-    let flags = flags.as_array().unwrap();
-    assert!(flags.len() > 800, "{} flags", flags.len());
     let mut unexplained = Vec::new();
-    for f in flags {
+    for f in upstream_list(include_str!("upstream-flags.json"), 801) {
         let (tool, flag) = (f["tool"].as_str().unwrap(), f["flag"].as_str().unwrap());
-        let mut cmd = Command::new(bin("corebpf-tools"));
-        cmd.args([tool, flag]).env("COREBPF_PARSE_ONLY", "1");
-        if f["value"] == true {
-            cmd.arg("1");
-        }
-        let out = output(&mut cmd);
+        let with_value = [flag, "1"];
+        let out = parse_only(tool, &with_value[..if f["value"] == true { 2 } else { 1 }]);
         let err = String::from_utf8_lossy(&out.stderr);
         if err.contains(&format!("unexpected argument '{flag}'")) && !doc_says(tool, flag) {
             unexplained.push(format!("{tool} {flag} ({})", f["from"]));
@@ -361,14 +367,11 @@ fn upstream_flags_are_taken() {
 /// lacks, or the argument it names is a difference from BCC that the tool's doc.md states (beside "BCC").
 #[test]
 fn bcc_command_lines_parse() {
-    let lines: serde_json::Value = serde_json::from_str(include_str!("bcc-command-lines.json")).unwrap();
-    let lines = lines.as_array().unwrap();
-    assert!(lines.len() > 300, "{} command lines", lines.len());
     let mut unexplained = Vec::new();
-    for line in lines {
+    for line in upstream_list(include_str!("bcc-command-lines.json"), 301) {
         let tool = line["tool"].as_str().unwrap();
         let args: Vec<&str> = line["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
-        let out = output(Command::new(bin("corebpf-tools")).arg(tool).args(&args).env("COREBPF_PARSE_ONLY", "1"));
+        let out = parse_only(tool, &args);
         if out.status.success() {
             continue;
         }

@@ -6,8 +6,9 @@
 //! of the program's `.bss` (`lost`, by convention; `lost_notices` for the stack tools' process notices).
 //! [`EventStream`] names the ring buffer and that counter; [`EventStream::poll`] wakes on new records, on
 //! SIGINT/SIGTERM/SIGHUP, or when the reader of a stdout pipe goes away (all polled together, so `tool | head -1`
-//! ends at once), drains what the probes had reserved when the stop came before returning, and turns an error of the record handler (a closed stdout
-//! pipe, typically) into its error instead of a panic inside libbpf's C callback. It returns the [`Lost`] records,
+//! ends at once), drains what the probes had reserved when the stop came before returning, and turns an error of
+//! the record handler (a closed stdout pipe, typically) into its error instead of a panic inside libbpf's C
+//! callback. It returns the [`Lost`] records,
 //! which every tool reports the same way at the end ([`Lost::report`]): one line `tool: lost N <what> (<why>)` on
 //! stderr and, with `--json`, one more JSON line `{"lost":N,"what":...,"why":...}` on stdout; nothing if none was
 //! lost. A tool whose BPF side also drops records for want of room in a map of its own (calls in flight, sockets

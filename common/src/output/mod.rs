@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! What tools print: [`name`] (a name from the traced system, escaped in text and plain in JSON), [`stdout`] (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks)
-//! and [`hist`] (BCC's log2 and linear histograms, differenced from cumulative kernel maps).
+//! What tools print: [`name`] (a name from the traced system, escaped in text and plain in JSON), [`stdout`]
+//! (buffered, flushed per record, a closed pipe a quiet end, JSON lines, clocks) and [`hist`] (BCC's log2 and
+//! linear histograms, differenced from cumulative kernel maps).
 //! [`irqtime`] is the run and report of the IRQ time tools (hardirqs, softirqs).
 //! [`namedhist`] is the run and report of tools with a histogram per name (bitesize).
 //! [`taskhist`] is the run and report of the scheduler latency histogram tools (cpudist, runqlat).

@@ -135,9 +135,9 @@ impl Printer {
         if s.uid {
             line += &format!("{:<6}", r.uid);
         }
-        let comm: String = r.comm.shown().chars().take(14).collect();
+        let comm = &r.comm;
         let id = if s.tid { r.tid } else { r.pid };
-        line += &format!("{comm:<14} {id:<6} {:>8.2} {:>5}", r.latency_ns as f64 / 1e6, r.pages);
+        line += &format!("{comm:<14.14} {id:<6} {:>8.2} {:>5}", r.latency_ns as f64 / 1e6, r.pages);
         if s.free {
             line += &format!("{free:>10}");
         }

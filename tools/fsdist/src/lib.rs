@@ -45,20 +45,8 @@ struct Args {
     /// Print the time of day (HH:MM:SS) above each report
     #[arg(short = 'T', long)]
     timestamp: bool,
-    /// Use milliseconds for the histogram buckets instead of microseconds
-    #[arg(short = 'm', long)]
-    milliseconds: bool,
     #[command(flatten)]
-    pid: common::cli::filter::PidArg,
-    /// Print JSON lines: an object per operation per report
-    #[arg(short = 'j', long)]
-    json: bool,
-    #[command(flatten)]
-    export: common::cli::ExportArgs,
-    #[command(flatten)]
-    verbose: common::cli::Verbose,
-    #[command(flatten)]
-    every: IntervalCount,
+    options: Options,
 }
 
 /// BCC's command line, which the tool takes under BCC's names (ext4dist, xfsdist, btrfsdist, nfsdist): each
@@ -69,6 +57,13 @@ struct BccArgs {
     /// Leave out the time of day above each interval's report
     #[arg(short = 'T', long)]
     notimestamp: bool,
+    #[command(flatten)]
+    options: Options,
+}
+
+/// What both command lines give, past the file system and the time line.
+#[derive(Debug, clap::Args)]
+struct Options {
     /// Use milliseconds for the histogram buckets instead of microseconds
     #[arg(short = 'm', long)]
     milliseconds: bool,
@@ -93,14 +88,6 @@ const BCC_EXAMPLES: &str = "Examples:
     fsdist -m 5       # milliseconds, every 5 seconds
     fsdist -p 181     # process 181 only";
 
-impl BccArgs {
-    fn into_args(self, fs: FsType) -> (Args, Clock) {
-        let BccArgs { notimestamp, milliseconds, pid, json, export, verbose, every } = self;
-        let clock = if every.interval.is_some() && !notimestamp { Clock::Bcc } else { Clock::None };
-        (Args { fs: Some(fs), timestamp: false, milliseconds, pid, json, export, verbose, every }, clock)
-    }
-}
-
 /// The file system's functions through fentry/fexit, else kprobes (libbpf-tools' hooks); where kernel functions
 /// cannot be traced, the system calls' tracepoints filtered by the file's file system.
 pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
@@ -108,23 +95,25 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach
 fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
     // Under a BCC name the command line is BCC's; under fsdist (or an unknown name), libbpf-tools'.
     let bcc_fs = argv.first().and_then(|a| FsType::from_invoked_name(&a.to_string_lossy(), "dist"));
-    let (mut args, clock) = match bcc_fs {
-        Some(fs) => common::cli::parse::<BccArgs>(argv, &host).into_args(fs),
+    let (fs, clock, mut options) = match bcc_fs {
+        Some(fs) => {
+            let BccArgs { notimestamp, options } = common::cli::parse(argv, &host);
+            let clock = if options.every.interval.is_some() && !notimestamp { Clock::Bcc } else { Clock::None };
+            (Some(fs), clock, options)
+        }
         None => {
-            let args: Args = common::cli::parse(argv, &host);
-            let clock = if args.timestamp { Clock::Libbpf } else { Clock::None };
-            (args, clock)
+            let Args { fs, timestamp, options } = common::cli::parse(argv, &host);
+            (fs, if timestamp { Clock::Libbpf } else { Clock::None }, options)
         }
     };
-    args.milliseconds = args.export.display(args.milliseconds);
-    let fs =
-        args.fs.or_else(|| FsType::from_invoked_name(common::identity::invoked_name(), "dist")).unwrap_or_else(|| {
-            common::cli::usage_error("no file system to trace: give one with -t (btrfs, ext4, nfs or xfs)")
-        });
-    host.bpf_main(args.verbose, |signals| fsdist(args, fs, clock, &host, signals))
+    options.milliseconds = options.export.display(options.milliseconds);
+    let fs = fs.or_else(|| FsType::from_invoked_name(common::identity::invoked_name(), "dist")).unwrap_or_else(|| {
+        common::cli::usage_error("no file system to trace: give one with -t (btrfs, ext4, nfs or xfs)")
+    });
+    host.bpf_main(options.verbose, |signals| fsdist(options, fs, clock, &host, signals))
 }
 
-fn fsdist(args: Args, fs: FsType, clock: Clock, host: &Host, signals: Signals) -> Result<()> {
+fn fsdist(args: Options, fs: FsType, clock: Clock, host: &Host, signals: Signals) -> Result<()> {
     args.pid.filter().check()?;
     fs.require_registered()?;
     let endpoint = args.export.endpoint(host, args.every.interval.is_some())?;
@@ -173,7 +162,7 @@ fn fsdist(args: Args, fs: FsType, clock: Clock, host: &Host, signals: Signals) -
 
 /// Opens the BPF object, sets its filters, keeps the programs of `mech` for the file system's operations, loads
 /// and attaches them.
-fn load_and_attach(args: &Args, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
+fn load_and_attach(args: &Options, fs: FsType, mech: Attach) -> Result<(BpfSkel<'static>, Links)> {
     let plan = Plan::new(fs, mech, &Op::ALL)?;
     let mut open = open_filtered::<BpfSkelBuilder>(args.pid.filter())?;
     let ro = rodata(&mut open.maps.rodata_data)?;

@@ -144,12 +144,12 @@ impl Report {
                 format!("{:<10.6} ", call.start_ns.saturating_sub(first) as f64 / 1e9)
             }
         };
-        let comm: String = call.comm.shown().chars().take(14).collect();
+        let comm = call.comm;
         let lat = call.duration_ns as f64 / self.threshold.ns_per_unit();
         let args: Vec<String> = call.args.iter().map(|a| format!("{a:#x}")).collect();
         writeln!(
             out,
-            "{time}{comm:<14} {:<6} {lat:>7.2} {:>16x} {} {}",
+            "{time}{comm:<14.14} {:<6} {lat:>7.2} {:>16x} {} {}",
             call.pid,
             call.retval,
             call.func,

@@ -200,17 +200,22 @@ pub enum Args {
     },
 }
 
+/// The caller's parent process (-P) and its command.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Parent {
+    pub ppid: u32,
+    pub pcomm: Name,
+}
+
 /// One call, decoded from the BPF record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Call {
     pub pid: u32,
     pub tid: u32,
     pub comm: Name,
-    /// With -P: the parent process and its command.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ppid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pcomm: Option<Name>,
+    /// With -P: the caller's parent (no fields without).
+    #[serde(flatten)]
+    pub parent: Option<Parent>,
     pub mnt_ns: u32,
     /// 0, a new descriptor (fsopen, fsmount), or -errno.
     pub ret: i32,
@@ -271,8 +276,7 @@ impl Call {
             pid: e.pid,
             tid: e.tid,
             comm: Name::from_c(&e.comm),
-            ppid: parent.then_some(e.ppid),
-            pcomm: parent.then(|| Name::from_c(&e.pcomm)),
+            parent: parent.then(|| Parent { ppid: e.ppid, pcomm: Name::from_c(&e.pcomm) }),
             mnt_ns: e.mnt_ns,
             ret: e.ret,
             errno: (e.ret < 0).then(|| errno_name(-e.ret)).flatten(),
@@ -388,15 +392,11 @@ impl Printer {
         if self.style.timestamp {
             write!(out, "{:<8} ", "TIME")?;
         }
+        write!(out, "{:<16} {:<7} {:<7} ", "COMM", "PID", "TID")?;
         if self.style.parent {
-            writeln!(
-                out,
-                "{:<16} {:<7} {:<7} {:<16} {:<7} {:<11} CALL",
-                "COMM", "PID", "TID", "PCOMM", "PPID", "MNT_NS"
-            )?;
-        } else {
-            writeln!(out, "{:<16} {:<7} {:<7} {:<11} CALL", "COMM", "PID", "TID", "MNT_NS")?;
+            write!(out, "{:<16} {:<7} ", "PCOMM", "PPID")?;
         }
+        writeln!(out, "{:<11} CALL", "MNT_NS")?;
         out.flush()
     }
 
@@ -410,20 +410,11 @@ impl Printer {
             indent = "    ";
         }
         if !self.style.detailed {
-            match (&c.pcomm, c.ppid) {
-                (Some(pcomm), Some(ppid)) => writeln!(
-                    out,
-                    "{:<16} {:<7} {:<7} {:<16} {:<7} {:<11} {}",
-                    c.comm,
-                    c.pid,
-                    c.tid,
-                    pcomm,
-                    ppid,
-                    c.mnt_ns,
-                    c.text()
-                )?,
-                _ => writeln!(out, "{:<16} {:<7} {:<7} {:<11} {}", c.comm, c.pid, c.tid, c.mnt_ns, c.text())?,
+            write!(out, "{:<16} {:<7} {:<7} ", c.comm, c.pid, c.tid)?;
+            if let Some(Parent { ppid, pcomm }) = &c.parent {
+                write!(out, "{pcomm:<16} {ppid:<7} ")?;
             }
+            writeln!(out, "{:<11} {}", c.mnt_ns, c.text())?;
             return out.flush();
         }
         if self.style.timestamp {
@@ -433,7 +424,7 @@ impl Printer {
         writeln!(out, "{indent}PID:    {}", c.pid)?;
         writeln!(out, "{indent}TID:    {}", c.tid)?;
         writeln!(out, "{indent}COMM:   {}", c.comm)?;
-        if let (Some(pcomm), Some(ppid)) = (&c.pcomm, c.ppid) {
+        if let Some(Parent { ppid, pcomm }) = &c.parent {
             writeln!(out, "{indent}PPID:   {ppid}")?;
             writeln!(out, "{indent}PCOMM:  {pcomm}")?;
         }

@@ -12,9 +12,8 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use common::attach::maps::{c_bytes, c_string};
 use common::domain::net::ip_addr;
-use common::output::stdout::printable;
+use common::output::name::Name;
 use common::process::elf::ElfSymbols;
 use common::process::procmaps;
 use libbpf_rs::{Link, UprobeOpts};
@@ -72,12 +71,12 @@ impl Names {
     /// numeric "name" (`getaddrinfo("10.0.0.1")`) was no lookup, and names nothing.
     pub fn learn(&mut self, data: &[u8]) {
         let l: lookup = common::attach::maps::from_bytes(data);
-        let name = c_string(&l.name);
-        if name.parse::<IpAddr>().is_ok() {
+        let name = Name::from_c(&l.name);
+        if name.text().parse::<IpAddr>().is_ok() {
             return;
         }
         // Whoever answers the lookup chooses the name: kept escaped, as every column shows it.
-        let name = printable(&c_bytes(&l.name));
+        let name = name.shown();
         let count = (l.count as usize).min(l.addrs.len());
         for a in &l.addrs[..count] {
             let Some(addr) = ip_addr(a.family, &a.addr) else { continue };

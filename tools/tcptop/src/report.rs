@@ -128,11 +128,10 @@ impl Screen {
                 "PID", "COMM", "RX_KB", "TX_KB"
             );
             for c in rows {
-                let comm: String = c.comm.shown().chars().take(12).collect();
                 s += &format!(
-                    "{:<7} {:<12} {:<width$} {:<width$} {:>6} {:>6}\n",
+                    "{:<7} {:<12.12} {:<width$} {:<width$} {:>6} {:>6}\n",
                     c.pid,
-                    comm,
+                    c.comm,
                     format!("{}:{}", c.laddr, c.lport),
                     format!("{}:{}", c.raddr, c.rport),
                     c.received / 1024,

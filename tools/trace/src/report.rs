@@ -269,8 +269,10 @@ impl Printer {
                 }
             })
             .collect();
-        let msg = shape.format.as_ref().map(|f| f.render(&values)).unwrap_or_default();
-        if let Some(filter) = &self.options.msg_filter {
+        let render = |values: &[Value]| shape.format.as_ref().map(|f| f.render(values)).unwrap_or_default();
+        // The message as the program gave it: for JSON and -f (text shows it escaped, rendered below).
+        let msg = (self.options.json || self.options.msg_filter.is_some()).then(|| render(&values));
+        if let (Some(filter), Some(msg)) = (&self.options.msg_filter, &msg) {
             if !msg.contains(filter.as_str()) {
                 return Ok(());
             }
@@ -295,7 +297,7 @@ impl Printer {
                 .collect();
             out.json_line(&json!({
                 "time": offset, "pid": tgid, "tid": tid, "cpu": cpu, "comm": comm, "func": shape.func,
-                "msg": msg, "args": shape.texts, "values": shown,
+                "msg": msg.unwrap_or_default(), "args": shape.texts, "values": shown,
                 "stack": stack.iter().map(|l| l.trim()).collect::<Vec<_>>(),
             }))?;
         } else {
@@ -320,7 +322,7 @@ impl Printer {
                     Value::Int(i) => Value::Int(*i),
                 })
                 .collect();
-            let msg = shape.format.as_ref().map(|f| f.render(&escaped)).unwrap_or_default();
+            let msg = render(&escaped);
             let comm = printable(comm.as_bytes());
             line.push_str(&format!("{tgid:<7} {tid:<7} {comm:<15} {:<16} {msg}", shape.func));
             for frame in &stack {
