@@ -15,6 +15,8 @@
 # The links are symbolic and relative (`bpf-biolatency -> corebpf-tools`): package managers then store one binary,
 # never a copy per name.
 #   BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR   completion folders (defaults below)
+#   SCHEMADIR     the JSON Schemas of the tools' --json lines (docs/json/TOOL.schema.json; default
+#                 $PREFIX/share/corebpf-tools/json)
 #   SOURCE_DATE_EPOCH   dates the man pages (reproducible builds)
 #   RUN_WITH      a command that runs the binary when it is built for another architecture (the Makefile gives
 #                 qemu-aarch64-static for ARCH=aarch64 on x86_64): the generated pages do not depend on it
@@ -38,6 +40,7 @@ MANDIR=${MANDIR:-$PREFIX/share/man/man8}
 BASHCOMPDIR=${BASHCOMPDIR:-$PREFIX/share/bash-completion/completions}
 ZSHCOMPDIR=${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}
 FISHCOMPDIR=${FISHCOMPDIR:-$PREFIX/share/fish/vendor_completions.d}
+SCHEMADIR=${SCHEMADIR:-$PREFIX/share/corebpf-tools/json}
 
 MULTICALL=corebpf-tools
 
@@ -55,6 +58,7 @@ files_of() {
     echo "$BASHCOMPDIR/$name"
     echo "$ZSHCOMPDIR/_$name"
     echo "$FISHCOMPDIR/$name.fish"
+    echo "$SCHEMADIR/$1.schema.json"
     for alias in $(aliases_of "$1"); do
         echo "$BINDIR/$APP_PREFIX$alias"
         echo "$MANDIR/$APP_PREFIX$alias.8.gz"
@@ -102,7 +106,7 @@ install)
             { echo "install-tools.sh: $tools_dir/$t/doc.md is missing (see $docs_dir/tool-doc.md)" >&2; exit 1; }
     done
     install -d -m 0755 "$DESTDIR$BINDIR" "$DESTDIR$MANDIR" "$DESTDIR$BASHCOMPDIR" "$DESTDIR$ZSHCOMPDIR" \
-        "$DESTDIR$FISHCOMPDIR"
+        "$DESTDIR$FISHCOMPDIR" "$DESTDIR$SCHEMADIR"
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     install -m 0755 "$BIN_SRC/$MULTICALL" "$DESTDIR$BINDIR/$MULTICALL"
@@ -121,12 +125,13 @@ install)
         install -m 0644 "$tmp/zsh" "$DESTDIR$ZSHCOMPDIR/_$name"
         generate "$t" fish > "$tmp/fish"
         install -m 0644 "$tmp/fish" "$DESTDIR$FISHCOMPDIR/$name.fish"
+        install -m 0644 "$docs_dir/json/$t.schema.json" "$DESTDIR$SCHEMADIR/$t.schema.json"
         # Each alias (ext4slower for fsslower) is a link to the binary, its man page a link to the tool's.
         for alias in $(aliases_of "$t"); do
             ln -sfn "$MULTICALL" "$DESTDIR$BINDIR/$APP_PREFIX$alias"
             ln -sfn "$name.8.gz" "$DESTDIR$MANDIR/$APP_PREFIX$alias.8.gz"
         done
-        echo "installed $DESTDIR$BINDIR/$name -> $MULTICALL, its man page and completions"
+        echo "installed $DESTDIR$BINDIR/$name -> $MULTICALL, its man page, completions and JSON Schema"
     done
     ;;
 *)

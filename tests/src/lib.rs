@@ -30,7 +30,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -636,15 +636,47 @@ pub fn skipped_runs(stderr: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Parses every line of `text` as JSON, panicking with the line if one is not. The line a tool adds when the
-/// kernel skipped runs of its probes (`{"lost":N,...,"why":"at most: the kernel skipped ..."}`) is left out: it
-/// may come from any run, on kernels where other BPF programs share the CPU; [`skipped_runs`] reads its count.
+/// Parses every line of `text` as JSON, panicking with the line if one is not, or if it is not what the tool's
+/// documentation declares ([`documented_json`]). The line a tool adds when the kernel skipped runs of its probes
+/// (`{"lost":N,...,"why":"at most: the kernel skipped ..."}`) is left out: it may come from any run, on kernels
+/// where other BPF programs share the CPU; [`skipped_runs`] reads its count.
 pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    let schema = documented_json();
     text.lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .map(|l| {
+            let value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+            if let Some((tool, schema)) = schema {
+                if let Err(why) = schema.check(&value) {
+                    panic!("{tool}'s JSON is not what tools/{tool}/doc.md declares ({why}): {l}");
+                }
+            }
+            value
+        })
         .filter(|v| !v["why"].as_str().is_some_and(|why| why.starts_with("at most: the kernel skipped")))
         .collect()
+}
+
+/// The schema of the module common uses (docs/json.md's format), compiled here from the same file so that the
+/// tests need not link common.
+#[path = "../../common/src/output/schema.rs"]
+pub mod schema;
+
+/// The JSON the tool under test declares in its doc.md (`## JSON`): the tool is the package of the running test
+/// binary (`CARGO_PKG_NAME`, which cargo and nextest set), so every tool's tests check every JSON line they read.
+/// None for the tests of no tool (tests/tests/*.rs); a tool whose test reads JSON must declare it.
+pub fn documented_json() -> Option<(&'static str, &'static schema::Schema)> {
+    static SCHEMA: OnceLock<Option<(String, schema::Schema)>> = OnceLock::new();
+    let found = SCHEMA.get_or_init(|| {
+        let tool = std::env::var("CARGO_PKG_NAME").ok()?;
+        let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools").join(&tool).join("doc.md");
+        let text = fs::read_to_string(&doc).ok()?;
+        let schema = schema::Schema::from_doc(&text)
+            .unwrap_or_else(|e| panic!("tools/{tool}/doc.md: ## JSON: {e}"))
+            .unwrap_or_else(|| panic!("{tool}'s test reads its JSON, but tools/{tool}/doc.md has no ## JSON part"));
+        Some((tool, schema))
+    });
+    found.as_ref().map(|(tool, schema)| (tool.as_str(), schema))
 }
 
 /// The helper of argdist's and trace's tests (see work.c): calls `work(n)` known times, opens missing files and

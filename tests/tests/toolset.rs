@@ -388,3 +388,61 @@ fn bcc_command_lines_parse() {
     }
     assert!(unexplained.is_empty(), "refused, with no word of it in the doc.md:\n{}", unexplained.join(""));
 }
+
+/// Each tool's JSON, as its doc.md declares it (`## JSON`, in docs/json.md's format): it parses, and
+/// `docs/json/<tool>.schema.json` (which `make docs` writes with scripts/json_schema.py) is the JSON Schema the
+/// Rust reading of the same part gives (`common/src/output/schema.rs`, which the man page and the tests use), so
+/// the three never tell a consumer different things; a shared field has the same type and meaning in every tool
+/// that has it (by construction: a tool can only name it, docs/json.md defines it).
+#[test]
+fn json_schemas_are_one_vocabulary_and_match_the_docs() {
+    use corebpf_tests::schema::Schema;
+    let mut meanings: std::collections::BTreeMap<String, (String, String)> = Default::default();
+    let mut problems = Vec::new();
+    for tool in corebpf_tests::all_tool_names() {
+        let doc = fs::read_to_string(root().join("tools").join(&tool).join("doc.md")).unwrap();
+        let schema = match Schema::from_doc(&doc) {
+            Ok(Some(schema)) => schema,
+            Ok(None) => {
+                problems.push(format!("{tool}: doc.md has no ## JSON part"));
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!("{tool}: ## JSON: {e}"));
+                continue;
+            }
+        };
+        let file = root().join("docs/json").join(format!("{tool}.schema.json"));
+        match fs::read_to_string(&file).map(|t| serde_json::from_str::<serde_json::Value>(&t)) {
+            Ok(Ok(written)) if written == schema.json_schema(&tool) => {}
+            Ok(Ok(_)) => problems.push(format!("{}: not what doc.md declares (run make docs)", file.display())),
+            Ok(Err(e)) => problems.push(format!("{}: not JSON: {e}", file.display())),
+            Err(e) => problems.push(format!("{}: {e} (run make docs)", file.display())),
+        }
+        let shared = schema.kinds.iter().flat_map(|k| &k.fields).filter(|f| f.shared);
+        for field in shared.filter(|f| !f.path.contains('.')) {
+            let meaning = format!("{}: {}", field.ty.text(), field.description.join(" "));
+            let seen = meanings.entry(field.path.clone()).or_insert_with(|| (meaning.clone(), tool.clone()));
+            if seen.0 != meaning {
+                problems.push(format!("{tool}: the shared {} differs from {}'s", field.path, seen.1));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A man page's JSON section lists every field, a shared one with its meaning from docs/json.md.
+#[test]
+fn the_man_page_lists_the_json_fields_with_the_shared_meanings() {
+    let out = output(
+        Command::new(bin("execsnoop"))
+            .env("COREBPF_GENERATE", "man")
+            .env("COREBPF_MAN_SECTIONS", root().join("tools/execsnoop/doc.md")),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = String::from_utf8_lossy(&out.stdout);
+    let json = page.split(".SH JSON").nth(1).expect("a JSON section");
+    for wanted in ["RFC 3339", "ts (number)", "args (array of string)"] {
+        assert!(json.contains(wanted), "{wanted:?} not in the JSON section:\n{json}");
+    }
+}

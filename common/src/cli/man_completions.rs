@@ -24,6 +24,8 @@ use clap_complete::shells::{Bash, Fish, Zsh};
 use clap_mangen::roff::{bold, roman, Roff};
 use clap_mangen::Man;
 
+use crate::output::schema::{self, Schema};
+
 /// Environment variable selecting what to generate.
 pub const GENERATE_VAR: &str = "COREBPF_GENERATE";
 /// Environment variable with the installed command name.
@@ -233,7 +235,8 @@ pub struct Section {
 /// so is what comes before the first `## ` (the title and summary). `## ` inside a ``` fence starts nothing.
 /// Blank lines separate blocks. A block whose first line is not indented and whose next lines are is a tagged
 /// paragraph: the first line (an example command, a variable name) in bold, the rest as its explanation. A block
-/// of lines starting with `- ` is a bullet list; anything else is a paragraph. Text needs no escaping.
+/// of lines starting with `- ` is a bullet list; anything else is a paragraph. Text needs no escaping. The JSON
+/// section is the tool's [`Schema`], each field a tagged paragraph.
 pub fn parse_sections(text: &str) -> Result<Vec<Section>, String> {
     let mut sections: Vec<Section> = Vec::new();
     let mut block: Vec<String> = Vec::new();
@@ -269,6 +272,12 @@ pub fn parse_sections(text: &str) -> Result<Vec<Section>, String> {
     }
     if sections.is_empty() {
         return Err("no man page section (a `## ` title in capitals, such as `## DESCRIPTION`)".to_owned());
+    }
+    // The JSON section lists every field, the shared ones with their meaning from docs/json.md.
+    if let Some(schema) = Schema::from_doc(text).map_err(|e| format!("## {}: {e}", schema::HEADING))? {
+        if let Some(section) = sections.iter_mut().find(|s| s.heading == schema::HEADING) {
+            section.blocks = schema.man_blocks();
+        }
     }
     Ok(sections)
 }
