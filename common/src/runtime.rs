@@ -13,8 +13,7 @@
 //! names first) and returns the file, reached the way [`crate::process::procmaps::mapped_library`] reaches it
 //! (a container's own copy), with its probes, or an error that names the process and the provider;
 //! [`RuntimeProbes::attach`] attaches a USDT program to one of them. Which runtime builds really fire these probes
-//! is a fact of each build: the README says which were checked. [`monotonic_ns`] is the clock the BPF side stamps
-//! events with, for the tools' "seconds since tracing started" columns.
+//! is a fact of each build: the README says which were checked.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -370,15 +369,6 @@ pub fn python_version(file: &Path) -> Option<(u32, u32)> {
 fn environ(pid: u32) -> Option<Vec<String>> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     Some(env.split(|&b| b == 0).map(|v| String::from_utf8_lossy(v).into_owned()).collect())
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`, so that an event's time minus this at the
-/// start of tracing is the time since tracing started.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Finds the executable or mapped library of process `pid` that carries `language`'s USDT probes (its provider's

@@ -150,17 +150,17 @@ impl Serialize for JsonIrq<'_> {
     }
 }
 
-/// One interval's JSON line: `{"timestamp", "unit", "<array>": [...]}`.
+/// One interval's JSON line: `{"time", "unit", "<array>": [...]}`.
 struct JsonInterval<'a> {
     report: &'a Report,
-    timestamp: String,
+    time: String,
     irqs: &'a [(Irq, Log2Hist)],
 }
 
 impl Serialize for JsonInterval<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("timestamp", &self.timestamp)?;
+        map.serialize_entry("time", &self.time)?;
         map.serialize_entry("unit", self.report.unit)?;
         let irqs: Vec<JsonIrq<'_>> =
             self.irqs.iter().map(|(irq, hist)| JsonIrq { report: self.report, irq, hist }).collect();
@@ -208,7 +208,7 @@ impl Report {
     /// One JSON line per interval, with every IRQ that ran in it.
     pub fn write_json(&mut self, out: &mut Output, entries: Vec<(Irq, Log2Hist)>) -> Result<()> {
         let irqs = self.diff.update(entries);
-        out.json_line(&JsonInterval { report: self, timestamp: clock_rfc3339(), irqs: &irqs })?;
+        out.json_line(&JsonInterval { report: self, time: clock_rfc3339(), irqs: &irqs })?;
         Ok(())
     }
 }

@@ -33,7 +33,7 @@ pub struct Layout {
 /// One histogram of one interval, as a JSON line.
 #[derive(Serialize)]
 struct JsonHist<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     unit: &'static str,
     #[serde(flatten)]
     name: std::collections::BTreeMap<&'static str, &'a str>,
@@ -80,7 +80,7 @@ fn write_json(out: &mut Output, layout: &Layout, sections: &[(String, Log2Hist)]
     let timestamp = clock_rfc3339();
     for (name, hist) in sections {
         let line = JsonHist {
-            timestamp: &timestamp,
+            time: &timestamp,
             unit: layout.unit,
             name: [(layout.field, name.as_str())].into(),
             buckets: log2_buckets(&hist.slots),

@@ -80,7 +80,44 @@ pub fn clock_hms() -> String {
     Local::now().format("%H:%M:%S").to_string()
 }
 
-/// Local wall-clock time in RFC 3339 with milliseconds, for JSON records.
+/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`, so that an event's time minus this at the
+/// start of tracing is the time since tracing started (JSON's `ts`, docs/json.md).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// When the tool began tracing, on CLOCK_MONOTONIC (the clock of `bpf_ktime_get_ns`): what JSON's `ts` counts
+/// from in every tool (docs/json.md), whatever the text columns count from (BCC's TIME(s) starts at the first
+/// event shown).
+#[derive(Debug, Clone, Copy)]
+pub struct TraceStart(u64);
+
+impl TraceStart {
+    pub fn now() -> TraceStart {
+        TraceStart(monotonic_ns())
+    }
+
+    /// Seconds from the start to an event the BPF side stamped `ts_ns` (0 for one stamped before it).
+    pub fn secs(self, ts_ns: u64) -> f64 {
+        ts_ns.saturating_sub(self.0) as f64 / 1e9
+    }
+
+    /// Seconds from the start to now (a report's `ts`).
+    pub fn elapsed(self) -> f64 {
+        self.secs(monotonic_ns())
+    }
+}
+
+impl Default for TraceStart {
+    fn default() -> Self {
+        TraceStart::now()
+    }
+}
+
+/// Local wall-clock time in RFC 3339 with milliseconds, for JSON records (their `time`, docs/json.md).
 pub fn clock_rfc3339() -> String {
     Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
 }

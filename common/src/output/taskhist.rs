@@ -63,7 +63,7 @@ pub type Entry = (u32, String, Log2Hist);
 /// One histogram of one interval, as a JSON line.
 #[derive(Serialize)]
 struct JsonHist<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pid: Option<u32>,
@@ -186,7 +186,7 @@ impl Report {
         for (key, hist) in &sections {
             let id = |p: Per| (self.per == p).then_some(*key);
             let line = JsonHist {
-                timestamp: &timestamp,
+                time: &timestamp,
                 unit: self.unit,
                 pid: id(Per::Process),
                 tid: id(Per::Thread),

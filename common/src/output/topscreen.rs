@@ -102,13 +102,13 @@ impl<S: Copy> Screen<S> {
 pub fn write_json<R: Serialize>(out: &mut Output, rows: impl IntoIterator<Item = R>) -> io::Result<()> {
     #[derive(Serialize)]
     struct Stamped<'a, R> {
-        timestamp: &'a str,
+        time: &'a str,
         #[serde(flatten)]
         row: R,
     }
     let timestamp = clock_rfc3339();
     for row in rows {
-        out.json_line(&Stamped { timestamp: &timestamp, row })?;
+        out.json_line(&Stamped { time: &timestamp, row })?;
     }
     Ok(())
 }

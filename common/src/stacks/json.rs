@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `--json` for stacks: one object per unique stack with its frames (address, name, offset, module), innermost
-//! first, and its value under the tool's name for it ([`write_json`]).
+//! first, and its value under the tool's name for it ([`write_json`]); [`JsonStacks`], the same fields for the
+//! event tools that show an event's stacks (capable, funcslower). The fields are the shared `user_stack`,
+//! `kernel_stack` and their `_lost` flags of docs/json.md.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -19,6 +21,27 @@ pub struct JsonFrame<'a> {
     module: Option<&'a str>,
 }
 
+/// A task's two stacks as JSON fields, flattened into a line: the frames innermost first (empty when not collected,
+/// absent or lost) and whether each was lost.
+#[derive(Serialize)]
+pub struct JsonStacks<'a> {
+    user_stack: Vec<JsonFrame<'a>>,
+    kernel_stack: Vec<JsonFrame<'a>>,
+    user_stack_lost: bool,
+    kernel_stack_lost: bool,
+}
+
+impl<'a> JsonStacks<'a> {
+    pub fn of(user: &'a Stack<Frame>, kernel: &'a Stack<Frame>) -> Self {
+        JsonStacks {
+            user_stack: json_frames(user),
+            kernel_stack: json_frames(kernel),
+            user_stack_lost: matches!(user, Stack::Lost(_)),
+            kernel_stack_lost: matches!(kernel, Stack::Lost(_)),
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct JsonTask<'a> {
     pid: u32,
@@ -26,11 +49,8 @@ struct JsonTask<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
     comm: &'a crate::output::name::Name,
-    /// Innermost first; always present, empty when not collected, absent or lost.
-    user_stack: Vec<JsonFrame<'a>>,
-    kernel_stack: Vec<JsonFrame<'a>>,
-    user_stack_lost: bool,
-    kernel_stack_lost: bool,
+    #[serde(flatten)]
+    stacks: JsonStacks<'a>,
 }
 
 #[derive(Serialize)]
@@ -66,10 +86,7 @@ fn json_task(task: &Task<Frame>, per_thread: bool) -> JsonTask<'_> {
         pid: task.pid,
         tid: per_thread.then_some(task.shown_id),
         comm: &task.comm,
-        user_stack: json_frames(&task.user),
-        kernel_stack: json_frames(&task.kernel),
-        user_stack_lost: matches!(task.user, Stack::Lost(_)),
-        kernel_stack_lost: matches!(task.kernel, Stack::Lost(_)),
+        stacks: JsonStacks::of(&task.user, &task.kernel),
     }
 }
 

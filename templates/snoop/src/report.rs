@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 
 use common::attach::maps::{c_bytes, c_string};
-use common::output::stdout::{clock_rfc3339, printable, Output};
+use common::output::stdout::{clock_rfc3339, monotonic_ns, printable, Output};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -59,7 +59,7 @@ impl Chdir {
     }
 }
 
-/// A JSON line: the call with the wall-clock time and the seconds since the first call printed.
+/// A JSON line: the call with the wall-clock time and the seconds since tracing started (docs/json.md).
 #[derive(Serialize)]
 struct JsonChdir<'a> {
     time: String,
@@ -71,12 +71,13 @@ struct JsonChdir<'a> {
 /// Writes the calls as they come.
 pub struct Printer {
     json: bool,
-    first_ns: Option<u64>,
+    /// When tracing started, on the clock of the BPF side's `ts_ns`.
+    start_ns: u64,
 }
 
 impl Printer {
     pub fn new(json: bool) -> Printer {
-        Printer { json, first_ns: None }
+        Printer { json, start_ns: monotonic_ns() }
     }
 
     pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
@@ -87,9 +88,8 @@ impl Printer {
     }
 
     pub fn write(&mut self, out: &mut Output, call: &Chdir) -> io::Result<()> {
-        let first = *self.first_ns.get_or_insert(call.ts_ns);
         if self.json {
-            let ts = call.ts_ns.saturating_sub(first) as f64 / 1e9;
+            let ts = call.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9;
             return out.json_line(&JsonChdir { time: clock_rfc3339(), ts, call });
         }
         let (comm, path) = (printable(&call.comm_bytes), printable(&call.path_bytes));

@@ -22,7 +22,7 @@ use common::attach::features::Attach;
 use common::attach::maps::DropCounter;
 use common::cli::{parse_interval_secs, require_process};
 use common::host::Host;
-use common::output::stdout::{clock_hms, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::probe::attach::Site;
 use common::probe::plan::{plan, Limits};
 use common::probe::spec::{parse_argdist, Spec};
@@ -186,7 +186,8 @@ fn argdist(args: Args, host: &Host, signals: Signals) -> Result<()> {
     let mut dropped = DropCounter::new("events from the counts", "too many distinct keys");
     let top = args.top.map(|t| t as usize);
     run_intervals(&signals, Some(interval), count, |_| {
-        let time = clock_hms();
+        // The text's header has BCC's HH:MM:SS; JSON's `time` is RFC 3339, as in every tool (docs/json.md).
+        let time = if args.json { clock_rfc3339() } else { clock_hms() };
         if !args.json {
             writeln!(out, "[{time}]")?;
         }

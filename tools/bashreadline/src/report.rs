@@ -17,7 +17,7 @@ unsafe impl plain::Plain for event {}
 
 #[derive(Serialize)]
 struct JsonLine<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     pid: u32,
     tid: u32,
     comm: &'a Name,
@@ -48,7 +48,7 @@ impl Report {
         let command = Name::from_c(&e.line);
         if self.json {
             out.json_line(&JsonLine {
-                timestamp: &clock_rfc3339(),
+                time: &clock_rfc3339(),
                 pid: e.pid,
                 tid: e.tid,
                 comm: &Name::from_c(&e.comm),

@@ -10,7 +10,7 @@ use common::domain::net::{ip_addr, Family};
 use common::domain::syscalls::errno_name;
 use common::output::name::Name;
 use common::output::sockevents::SinceFirst;
-use common::output::stdout::{clock_rfc3339, Output};
+use common::output::stdout::{clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::consts::{OPT_BIND_ADDRESS_NO_PORT, OPT_FREEBIND, OPT_REUSEADDR, OPT_REUSEPORT, OPT_TRANSPARENT};
@@ -112,9 +112,8 @@ pub struct Style {
 
 #[derive(Serialize)]
 struct JsonBind<'a> {
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_s: Option<f64>,
+    time: String,
+    ts: f64,
     pid: u32,
     uid: u32,
     comm: &'a Name,
@@ -143,12 +142,19 @@ pub fn write_banner(out: &mut Output) -> io::Result<()> {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
     containers: ContainerNames,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default(), containers: ContainerNames::new() }
+        Printer {
+            style,
+            since_first: SinceFirst::default(),
+            start: TraceStart::now(),
+            containers: ContainerNames::new(),
+        }
     }
 
     /// The column header (nothing for JSON).
@@ -177,8 +183,8 @@ impl Printer {
         if self.style.json {
             let container = self.containers.of_cgroup(b.cgroup_id);
             return out.json_line(&JsonBind {
-                timestamp: clock_rfc3339(),
-                time_s: self.style.timestamp.then_some(since_first),
+                time: clock_rfc3339(),
+                ts: self.start.secs(b.ts_ns),
                 pid: b.pid,
                 uid: b.uid,
                 comm: &b.comm,

@@ -50,7 +50,7 @@ struct JsonHist<'a> {
     disk: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     flags: Option<String>,
-    timestamp: &'a str,
+    time: &'a str,
     unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     cmd_flags: Option<u64>,
@@ -162,7 +162,7 @@ impl Report {
                 ts: &ts,
                 val_type: self.units.label,
                 data: buckets.iter().map(|b| BccBucket { start: b.low, end: b.high, count: b.count }).collect(),
-                timestamp: &timestamp,
+                time: &timestamp,
                 unit: self.units.label,
                 disk: self.disk_name(*key),
                 flags: self.flags_name(*key),

@@ -66,7 +66,7 @@ pub fn line(time: Option<&str>, disk: &str, c: &Counts) -> String {
 
 #[derive(Serialize)]
 struct JsonDisk<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     disk: &'a str,
     major: u32,
     minor: u32,
@@ -82,7 +82,7 @@ pub fn write_rows(out: &mut Output, disks: &Disks, rows: &[(u32, Counts)], times
         let now = clock_rfc3339();
         for (dev, c) in rows {
             out.json_line(&JsonDisk {
-                timestamp: &now,
+                time: &now,
                 disk: &disk_name(disks, *dev),
                 major: dev >> 20,
                 minor: dev & 0xfffff,

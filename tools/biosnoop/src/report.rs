@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use common::domain::blockdev::{Disks, RqFlagNames, RqOps};
 use common::output::name::Name;
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -89,6 +89,8 @@ pub struct Printer {
     flag_names: RqFlagNames,
     ops: RqOps,
     first_ns: Option<u64>,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
     /// -P: the sector after the last I/O of each disk.
     next_sector: HashMap<u32, u64>,
 }
@@ -102,6 +104,7 @@ impl Printer {
             flag_names,
             ops,
             first_ns: None,
+            start: TraceStart::now(),
             next_sector: HashMap::new(),
         }
     }
@@ -167,7 +170,7 @@ impl Printer {
         if s.json {
             return out.json_line(&JsonIo {
                 time: clock_rfc3339(),
-                ts: since,
+                ts: self.start.secs(io.ts_ns),
                 comm: &io.comm,
                 pid: io.pid,
                 disk: &disk,

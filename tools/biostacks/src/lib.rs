@@ -91,7 +91,7 @@ struct Section {
 
 #[derive(Serialize)]
 struct JsonSection<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     comm: &'a Name,
     pid: u32,
     disk: &'a str,
@@ -183,7 +183,7 @@ fn biostacks(args: Args, host: &Host, signals: Signals) -> Result<()> {
             let timestamp = clock_rfc3339();
             for (s, t) in &sections {
                 out.json_line(&JsonSection {
-                    timestamp: &timestamp,
+                    time: &timestamp,
                     comm: &s.comm,
                     pid: s.pid,
                     disk: &s.disk,

@@ -12,7 +12,8 @@ use common::domain::capabilities;
 use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::process::symbols::Symbolizer;
-use common::stacks::{self, Collected, Frame, FrameFormat, Sample, Stack, StackTraces};
+use common::stacks::json::JsonStacks;
+use common::stacks::{self, Collected, Frame, FrameFormat, Sample, Stack, StackTraces, Task};
 
 use crate::bpf::types::event;
 
@@ -32,7 +33,7 @@ pub struct Printer {
 
 #[derive(Serialize)]
 struct JsonCheck<'a> {
-    timestamp: String,
+    time: String,
     uid: u32,
     pid: u32,
     tid: u32,
@@ -44,10 +45,9 @@ struct JsonCheck<'a> {
     /// 1 if the check came from a set*id() call; absent where the kernel does not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     insetid: Option<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    kernel_stack: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    user_stack: Option<Vec<String>>,
+    /// With -K or -U.
+    #[serde(flatten)]
+    stacks: Option<JsonStacks<'a>>,
 }
 
 /// libbpf-tools' verdict: cap_capable() returned 0 (granted) or an error.
@@ -95,10 +95,10 @@ impl Printer {
         let comm = Name::from_c(&e.comm);
         let name = capabilities::name(e.cap);
         let insetid = u8::try_from(e.insetid).ok();
-        let (kernel, user) = self.stacks(e, stack_map);
+        let task = self.stacks(e, stack_map);
         if self.style.json {
             return out.json_line(&JsonCheck {
-                timestamp: clock_rfc3339(),
+                time: clock_rfc3339(),
                 uid: e.uid,
                 pid: e.pid,
                 tid: e.tid,
@@ -108,8 +108,7 @@ impl Printer {
                 audit: e.audit,
                 verdict: verdict(e.ret),
                 insetid,
-                kernel_stack: self.style.kernel_stack.then_some(kernel),
-                user_stack: self.style.user_stack.then_some(user),
+                stacks: task.as_ref().map(|t| JsonStacks::of(&t.user, &t.kernel)),
             });
         }
         let time = clock_hms();
@@ -136,6 +135,7 @@ impl Printer {
                 verdict(e.ret)
             )?;
         }
+        let (kernel, user) = task.as_ref().map(stack_lines).unwrap_or_default();
         for line in kernel.iter().chain(&user) {
             // BCC indents a missed stack's note by four spaces and frames by eight.
             let indent = if line.starts_with("[Missed") { "    " } else { "        " };
@@ -144,10 +144,10 @@ impl Printer {
         out.flush()
     }
 
-    /// The kernel and user stacks of the check, named, as lines (a lost one as BCC's `[Missed ... Stack]`).
-    fn stacks(&mut self, e: &event, stack_map: &impl MapCore) -> (Vec<String>, Vec<String>) {
+    /// The kernel and user stacks of the check asked for, named; None without -K and -U.
+    fn stacks(&mut self, e: &event, stack_map: &impl MapCore) -> Option<Task<Frame>> {
         if !self.style.kernel_stack && !self.style.user_stack {
-            return (Vec::new(), Vec::new());
+            return None;
         }
         let collected = Collected { user: self.style.user_stack, kernel: self.style.kernel_stack };
         let task = StackTraces::new(stack_map, collected).task(
@@ -163,17 +163,18 @@ impl Printer {
         let sample = Sample { task, waker: None, value: 1 };
         let mut named = stacks::drop_tracing_frames(stacks::symbolize(vec![sample], &mut self.symbolizer, false));
         stacks::add_modules(&mut named);
-        let Some(named) = named.pop() else { return (Vec::new(), Vec::new()) };
-        let format = FrameFormat { module_and_offset: true, addresses: false };
-        let style = stacks::Style::default();
-        let lines = |stack: &Stack<Frame>, kind: &str, each: &dyn Fn(&Frame) -> String| match stack {
-            Stack::Frames(frames) => frames.iter().map(each).collect(),
-            Stack::Lost(_) => vec![format!("[Missed {kind} Stack]")],
-            Stack::Skipped | Stack::Absent => Vec::new(),
-        };
-        (
-            lines(&named.task.kernel, "Kernel", &|f| format.kernel(f, style)),
-            lines(&named.task.user, "User", &|f| format.user(f, style)),
-        )
+        named.pop().map(|named| named.task)
     }
+}
+
+/// A check's kernel and user stacks as the text's lines (a lost one as BCC's `[Missed ... Stack]`).
+fn stack_lines(task: &Task<Frame>) -> (Vec<String>, Vec<String>) {
+    let format = FrameFormat { module_and_offset: true, addresses: false };
+    let style = stacks::Style::default();
+    let lines = |stack: &Stack<Frame>, kind: &str, each: &dyn Fn(&Frame) -> String| match stack {
+        Stack::Frames(frames) => frames.iter().map(each).collect(),
+        Stack::Lost(_) => vec![format!("[Missed {kind} Stack]")],
+        Stack::Skipped | Stack::Absent => Vec::new(),
+    };
+    (lines(&task.kernel, "Kernel", &|f| format.kernel(f, style)), lines(&task.user, "User", &|f| format.user(f, style)))
 }

@@ -29,6 +29,7 @@ use common::attach::maps::{hash_entries, DropCounter};
 use common::attach::perf::{open_event, Rate};
 use common::cli::MetricsArgs;
 use common::host::Host;
+use common::output::hist::Bucket;
 use common::output::metrics::{HistogramValue, Snapshot};
 use common::output::name::Name;
 use common::output::stdout::Output;
@@ -246,14 +247,8 @@ fn write_linear_hist(out: &mut impl Write, slots: &[u64], val_type: &str) -> std
     Ok(())
 }
 
-#[derive(Serialize)]
-struct JsonBucket {
-    mhz: u64,
-    count: u64,
-}
-
-/// One histogram as JSON: every slot (`mhz` its low bound; the last slot holds all above it), the number of
-/// samples and their mean frequency.
+/// One histogram as JSON: the shared buckets in MHz (docs/json.md), 200 MHz each up to the last slot that holds a
+/// sample (the last slot of all holds every frequency above it), the number of samples and their sum.
 #[derive(Serialize)]
 struct JsonHist<'a> {
     scope: &'static str,
@@ -261,16 +256,21 @@ struct JsonHist<'a> {
     comm: Option<&'a str>,
     samples: u64,
     sum_mhz: u64,
-    buckets: Vec<JsonBucket>,
+    buckets: Vec<Bucket>,
 }
 
 impl<'a> JsonHist<'a> {
     fn new(scope: &'static str, comm: Option<&'a str>, h: &hist) -> Self {
-        let buckets: Vec<JsonBucket> = h
-            .slots
+        let step = HIST_STEP_SIZE as u64;
+        let used = h.slots.iter().rposition(|&count| count > 0).map_or(0, |last| last + 1);
+        let buckets: Vec<Bucket> = h.slots[..used]
             .iter()
             .enumerate()
-            .map(|(i, &count)| JsonBucket { mhz: i as u64 * HIST_STEP_SIZE as u64, count })
+            .map(|(i, &count)| {
+                let low = i as u64 * step;
+                let high = if i + 1 == h.slots.len() { u64::MAX } else { low + step - 1 };
+                Bucket { low, high, count }
+            })
             .collect();
         JsonHist { scope, comm, samples: h.slots.iter().sum(), sum_mhz: h.sum_mhz, buckets }
     }

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use common::attach::maps::c_string;
 use common::domain::container_names::ContainerNames;
 use common::output::name::Name;
-use common::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, monotonic_ns, printable, Output};
 use serde::Serialize;
 
 use crate::bpf::{self, types::event};
@@ -136,14 +136,6 @@ pub struct Printer {
     style: Style,
     start_ns: u64,
     containers: ContainerNames,
-}
-
-/// CLOCK_MONOTONIC now, in nanoseconds: the clock of bpf_ktime_get_ns().
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl Printer {

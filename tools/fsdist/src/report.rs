@@ -40,7 +40,7 @@ pub fn since(now: &Hists, before: &Hists) -> Hists {
 
 #[derive(Serialize)]
 struct JsonHist<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     fs: &'static str,
     operation: &'static str,
     unit: &'static str,
@@ -104,7 +104,7 @@ impl Report {
                 continue;
             }
             out.json_line(&JsonHist {
-                timestamp: &timestamp,
+                time: &timestamp,
                 fs: self.fs.name(),
                 operation: op.name(),
                 unit: self.unit(),

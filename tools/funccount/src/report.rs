@@ -13,7 +13,7 @@ use serde::Serialize;
 /// One interval as a JSON line.
 #[derive(Serialize)]
 struct JsonInterval<'a> {
-    timestamp: String,
+    time: String,
     pattern: &'a str,
     counts: Vec<JsonCount<'a>>,
 }
@@ -59,7 +59,7 @@ impl Report {
         let rows = self.interval(&totals);
         if json {
             let counts = rows.iter().map(|&(func, count)| JsonCount { func, count }).collect();
-            out.json_line(&JsonInterval { timestamp: clock_rfc3339(), pattern: &pattern, counts })?;
+            out.json_line(&JsonInterval { time: clock_rfc3339(), pattern: &pattern, counts })?;
         } else {
             writeln!(out)?;
             if timestamp {

@@ -30,7 +30,7 @@ impl Unit {
 
 #[derive(Serialize)]
 struct JsonInterval<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     pattern: &'a str,
     unit: &'static str,
     buckets: Vec<Bucket>,
@@ -72,7 +72,7 @@ impl Report {
         let hist = self.diff.update([(0, current)]).pop().map(|(_, h)| h).unwrap_or_default();
         if self.json {
             out.json_line(&JsonInterval {
-                timestamp: &clock_rfc3339(),
+                time: &clock_rfc3339(),
                 pattern: &self.pattern,
                 unit: self.unit.label,
                 buckets: log2_buckets(&hist.slots),

@@ -39,7 +39,7 @@ impl Unit {
 
 #[derive(Serialize)]
 struct JsonHist<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     function: Option<&'a str>,
@@ -140,7 +140,7 @@ impl Report {
         let sections = if sections.is_empty() && !self.per_function { &idle[..] } else { sections };
         for (index, hist) in sections {
             out.json_line(&JsonHist {
-                timestamp: &timestamp,
+                time: &timestamp,
                 unit: self.unit.label,
                 function: self.function(*index),
                 pid: self.process.filter(|_| self.per_function),

@@ -7,6 +7,7 @@ use std::io::Write;
 use anyhow::Result;
 use common::output::name::Name;
 use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::stacks::json::JsonStacks;
 use common::stacks::{Frame, Stack, Style};
 use serde::Serialize;
 
@@ -59,7 +60,7 @@ pub struct Call<'a> {
 
 #[derive(Serialize)]
 struct JsonCall<'a> {
-    timestamp: String,
+    time: String,
     comm: &'a Name,
     pid: u32,
     tid: u32,
@@ -68,10 +69,9 @@ struct JsonCall<'a> {
     retval: u64,
     #[serde(skip_serializing_if = "<[u64]>::is_empty")]
     args: &'a [u64],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    user_stack: Option<Vec<&'a str>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    kernel_stack: Option<Vec<&'a str>>,
+    /// With -U or -K.
+    #[serde(flatten)]
+    stacks: Option<JsonStacks<'a>>,
 }
 
 pub struct Report {
@@ -106,7 +106,7 @@ impl Report {
     pub fn write(&mut self, out: &mut Output, call: &Call<'_>) -> Result<()> {
         if self.json {
             out.json_line(&JsonCall {
-                timestamp: clock_rfc3339(),
+                time: clock_rfc3339(),
                 comm: call.comm,
                 pid: call.pid,
                 tid: call.tid,
@@ -114,8 +114,7 @@ impl Report {
                 latency_ns: call.duration_ns,
                 retval: call.retval,
                 args: call.args,
-                user_stack: frames(&call.user),
-                kernel_stack: frames(&call.kernel),
+                stacks: collected(call).then(|| JsonStacks::of(&call.user, &call.kernel)),
             })?;
             return Ok(());
         }
@@ -167,11 +166,7 @@ impl Report {
     }
 }
 
-fn frames(stack: &Stack<Frame>) -> Option<Vec<&str>> {
-    match stack {
-        Stack::Frames(f) => Some(f.iter().map(|f| f.name.as_str()).collect()),
-        Stack::Absent => Some(Vec::new()),
-        Stack::Lost(_) => Some(vec!["[lost]"]),
-        Stack::Skipped => None,
-    }
+/// Whether -U or -K collected a stack of the call.
+fn collected(call: &Call<'_>) -> bool {
+    !matches!((&call.user, &call.kernel), (Stack::Skipped, Stack::Skipped))
 }

@@ -25,7 +25,7 @@ const TRUNCATED_MARK: &str = "...";
 /// One call, as a JSON line.
 #[derive(Serialize)]
 struct JsonCall<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     pid: u32,
     tid: u32,
     comm: &'a Name,
@@ -66,7 +66,7 @@ impl Report {
         let function = FUNCS.get(c.func as usize).copied().unwrap_or("?");
         if self.json {
             out.json_line(&JsonCall {
-                timestamp: &clock_rfc3339(),
+                time: &clock_rfc3339(),
                 pid: c.pid,
                 tid: c.tid,
                 comm: &comm,

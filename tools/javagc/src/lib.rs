@@ -60,7 +60,7 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
 
 #[derive(Serialize)]
 struct JsonGc<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     cpu: u32,
     pid: u32,
     tid: u32,
@@ -97,7 +97,7 @@ fn javagc(args: Args, signals: Signals) -> Result<()> {
             let e: event = from_bytes(data);
             if args.json {
                 out.json_line(&JsonGc {
-                    timestamp: &clock_rfc3339(),
+                    time: &clock_rfc3339(),
                     cpu: e.cpu,
                     pid: e.pid,
                     tid: e.tid,

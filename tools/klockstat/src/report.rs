@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use anyhow::{bail, Result};
 use common::attach::maps::hash_entries;
 use common::output::name::Name;
-use common::output::stdout::{clock_hms, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output};
 use common::process::symbols::{Batch, Symbolizer};
 use common::stacks::tracing_frames::is_tracing_frame;
 use common::stacks::{Collected, Stack, StackTraces};
@@ -188,8 +188,7 @@ struct Row {
 
 #[derive(Serialize)]
 struct JsonRow<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timestamp: Option<&'a str>,
+    time: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     caller: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -232,11 +231,12 @@ impl Report {
         }
         let stamp = self.timestamp.then(clock_hms);
         if self.json {
+            let time = clock_rfc3339();
             let mut rows = rows;
             rows.sort_by_key(|r| std::cmp::Reverse(r.wait.key(self.sort.acq)));
             for r in rows.iter().take(usize::try_from(self.locks).unwrap_or(usize::MAX)) {
                 out.json_line(&JsonRow {
-                    timestamp: stamp.as_deref(),
+                    time: &time,
                     caller: (!self.per_thread).then_some(r.caller.as_str()),
                     stack: (!self.per_thread && self.stacks > 1).then_some(r.frames.as_slice()),
                     tid: self.per_thread.then_some(r.tid),

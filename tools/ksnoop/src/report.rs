@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::Result;
-use common::output::stdout::Output;
+use common::output::stdout::{clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::consts::{REC_COMPLETE, REC_DISCARD, REC_ENTRY, REC_HOLD};
@@ -88,6 +88,8 @@ struct JsonValue {
 
 #[derive(Serialize)]
 struct JsonRecord<'a> {
+    time: String,
+    ts: f64,
     time_ns: u64,
     cpu: u32,
     pid: u32,
@@ -106,11 +108,21 @@ pub struct Report<'t> {
     json: bool,
     /// Entries held back, by task and depth of the call.
     held: BTreeMap<(u32, u8), Rec>,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl<'t> Report<'t> {
     pub fn new(types: &'t Types, funcs: &'t [Function], layouts: Vec<(Layout, Layout)>, json: bool) -> Result<Self> {
-        Ok(Report { types, funcs, layouts, dumper: Dumper::new(&types.btf)?, json, held: BTreeMap::new() })
+        Ok(Report {
+            types,
+            funcs,
+            layouts,
+            dumper: Dumper::new(&types.btf)?,
+            json,
+            held: BTreeMap::new(),
+            start: TraceStart::now(),
+        })
     }
 
     pub fn header(&self, out: &mut Output) -> Result<()> {
@@ -185,6 +197,8 @@ impl<'t> Report<'t> {
         if self.json {
             let values = shown.iter().map(|s| self.json_value(s)).collect();
             let line = JsonRecord {
+                time: clock_rfc3339(),
+                ts: self.start.secs(rec.time_ns),
                 time_ns: rec.time_ns,
                 cpu: rec.cpu,
                 pid: rec.pid,

@@ -49,7 +49,7 @@ struct Args {
     #[command(flatten)]
     pid: common::cli::filter::PidArg,
     /// Print a line for every allocator call and free as it happens
-    #[arg(short = 't', long, conflicts_with = "prometheus")]
+    #[arg(short = 't', long, conflicts_with_all = ["prometheus", "json"])]
     trace: bool,
     /// Also list each outstanding allocation's address and size
     #[arg(short = 'a', long = "show-allocs")]

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use common::attach::maps::hash_entries;
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, monotonic_ns, Output};
 use common::process::symbols::{Batch, Resolved, Symbolizer, UNKNOWN};
 use common::stacks::{self, Frame, Missing};
 use libbpf_rs::{MapCore, MapFlags};
@@ -71,7 +71,7 @@ struct JsonAlloc {
 
 #[derive(Serialize)]
 struct JsonStack<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pid: Option<u32>,
     bytes: u64,
@@ -81,14 +81,6 @@ struct JsonStack<'a> {
     stack_lost: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     addresses: Option<Vec<JsonAlloc>>,
-}
-
-/// CLOCK_MONOTONIC in nanoseconds, the clock of bpf_ktime_get_ns().
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid timespec for the call to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
 }
 
 impl Report {
@@ -140,7 +132,7 @@ impl Report {
             let timestamp = clock_rfc3339();
             for (e, frames) in &framed {
                 let line = JsonStack {
-                    timestamp: &timestamp,
+                    time: &timestamp,
                     pid: layout.pid,
                     bytes: e.size,
                     allocations: e.count,

@@ -42,6 +42,8 @@ pub struct Kill {
     pub pages: u64,
     #[serde(flatten)]
     pub memory: Option<Memory>,
+    /// The killed task's user ID, where the kernel's event says it (6.9+); absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<u32>,
 }
 

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use common::attach::maps::{c_bytes, c_string};
 use common::output::name::Name;
-use common::output::stdout::{clock_rfc3339, printable, Output};
+use common::output::stdout::{clock_rfc3339, printable, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -178,11 +178,13 @@ struct JsonOpen<'a> {
 pub struct Printer {
     style: Style,
     first_ns: Option<u64>,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Printer {
-        Printer { style, first_ns: None }
+        Printer { style, first_ns: None, start: TraceStart::now() }
     }
 
     pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
@@ -212,7 +214,12 @@ impl Printer {
         let since = o.ts_ns.saturating_sub(first) as f64 / 1e9;
         if s.json {
             let full_path = s.full_path.then(|| o.full_path());
-            return out.json_line(&JsonOpen { time: clock_rfc3339(), ts: since, open: o, full_path });
+            return out.json_line(&JsonOpen {
+                time: clock_rfc3339(),
+                ts: self.start.secs(o.ts_ns),
+                open: o,
+                full_path,
+            });
         }
         let mut line = String::new();
         if s.timestamp {

@@ -16,7 +16,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{attach_loaded_tracepoint, autoload_by_section, load_first_working, open_skeleton};
 use common::host::Host;
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, monotonic_ns, Output};
 use common::run::{self, Signals, Tick};
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::Link;
@@ -51,17 +51,10 @@ fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
 struct Second {
     /// The wall clock at the end of the second (the text line's time).
     time: String,
-    /// The monotonic clock (CLOCK_MONOTONIC, seconds) just after the count was read.
+    /// Seconds since tracing started, just after the count was read.
     ts: f64,
     /// New tasks (forks and clones) since the line before.
-    pids: u64,
-}
-
-fn monotonic_secs() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    count: u64,
 }
 
 fn pidpersec(args: Args, host: &Host, signals: Signals) -> Result<()> {
@@ -83,6 +76,7 @@ fn pidpersec(args: Args, host: &Host, signals: Signals) -> Result<()> {
         writeln!(out, "Tracing... Ctrl-C to end.")?;
         out.flush()?;
     }
+    let start_ns = monotonic_ns();
     let mut last = forks();
     let interval = Duration::from_secs(bpf::consts::INTERVAL_SECS as u64);
     run::run_intervals(&signals, Some(interval), None, |tick| {
@@ -91,12 +85,13 @@ fn pidpersec(args: Args, host: &Host, signals: Signals) -> Result<()> {
             return Ok(());
         }
         let now = forks();
-        let pids = now.wrapping_sub(last);
+        let count = now.wrapping_sub(last);
         last = now;
         if args.json {
-            out.json_line(&Second { time: clock_rfc3339(), ts: monotonic_secs(), pids })?;
+            let ts = monotonic_ns().saturating_sub(start_ns) as f64 / 1e9;
+            out.json_line(&Second { time: clock_rfc3339(), ts, count })?;
         } else {
-            writeln!(out, "{}: PIDs/sec: {pids}", clock_hms())?;
+            writeln!(out, "{}: PIDs/sec: {count}", clock_hms())?;
             out.flush()?;
         }
         Ok(())

@@ -61,7 +61,7 @@ pub fn write_text(out: &mut Output, t: &Totals) -> Result<()> {
 
 #[derive(Serialize)]
 struct Json<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     attach: &'static str,
     unused_pages: u64,
     total_pages: u64,
@@ -73,7 +73,7 @@ struct Json<'a> {
 pub fn write_json(out: &mut Output, t: &Totals, mech: Attach) -> Result<()> {
     let timestamp = clock_rfc3339();
     out.json_line(&Json {
-        timestamp: &timestamp,
+        time: &timestamp,
         attach: mech.name(),
         unused_pages: t.unused(),
         total_pages: t.total,

@@ -28,7 +28,7 @@ struct JsonCpu {
 
 #[derive(Serialize)]
 struct JsonInterval<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     cpus: Vec<JsonCpu>,
 }
 
@@ -120,7 +120,7 @@ impl Report {
                 }
             })
             .collect();
-        out.json_line(&JsonInterval { timestamp: &timestamp, cpus })?;
+        out.json_line(&JsonInterval { time: &timestamp, cpus })?;
         Ok(())
     }
 

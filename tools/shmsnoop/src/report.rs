@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use common::domain::syscalls::errno_name;
 use common::output::name::Name;
-use common::output::stdout::{clock_rfc3339, Output};
+use common::output::stdout::{clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::consts::{SYS_SHMAT, SYS_SHMCTL, SYS_SHMDT, SYS_SHMGET};
@@ -154,7 +154,6 @@ impl Call {
 #[derive(Serialize)]
 struct JsonCall<'a> {
     time: String,
-    /// Seconds since the first call seen (the TIME(s) column).
     ts: f64,
     pid: u32,
     tid: u32,
@@ -199,11 +198,13 @@ pub struct Printer {
     style: Style,
     /// The first call's time, in microseconds (BCC's resolution).
     first_us: Option<u64>,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Printer {
-        Printer { style, first_us: None }
+        Printer { style, first_us: None, start: TraceStart::now() }
     }
 
     pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
@@ -230,7 +231,7 @@ impl Printer {
         let first = *self.first_us.get_or_insert(call.ts_ns / 1000);
         let since = (call.ts_ns / 1000).saturating_sub(first) as f64 / 1e6;
         if s.json {
-            return out.json_line(&json(call, since));
+            return out.json_line(&json(call, self.start.secs(call.ts_ns)));
         }
         let mut line = String::new();
         if s.timestamp {

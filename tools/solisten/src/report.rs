@@ -71,7 +71,7 @@ pub struct Style {
 
 #[derive(Serialize)]
 struct JsonListen<'a> {
-    timestamp: String,
+    time: String,
     pid: u32,
     comm: &'a Name,
     netns: u64,
@@ -114,7 +114,7 @@ impl Printer {
     pub fn write(&mut self, out: &mut Output, l: &Listen) -> io::Result<()> {
         if self.style.json {
             return out.json_line(&JsonListen {
-                timestamp: clock_rfc3339(),
+                time: clock_rfc3339(),
                 pid: l.pid,
                 comm: &l.comm,
                 netns: l.netns,

@@ -8,7 +8,7 @@ use std::io::Write;
 use anyhow::Result;
 use common::attach::maps::from_bytes;
 use common::output::name::Name;
-use common::output::stdout::{printable_lines, Output};
+use common::output::stdout::{clock_rfc3339, printable_lines, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::consts::{RW_HANDSHAKE, RW_READ};
@@ -23,8 +23,9 @@ const HEX_WIDTH: usize = 32;
 
 #[derive(Serialize)]
 struct JsonCall<'a> {
+    time: String,
+    ts: f64,
     func: &'a str,
-    time_s: f64,
     comm: &'a Name,
     pid: u32,
     tid: u32,
@@ -46,11 +47,20 @@ pub struct Report {
     json: bool,
     /// The first record's timestamp: TIME(s) counts from it, as in BCC.
     start: Option<u64>,
+    /// JSON's `ts` counts from it.
+    trace_start: TraceStart,
 }
 
 impl Report {
     pub fn new(args: &Args) -> Self {
-        Report { extra: args.extra, latency: args.latency, hexdump: args.hexdump, json: args.json, start: None }
+        Report {
+            extra: args.extra,
+            latency: args.latency,
+            hexdump: args.hexdump,
+            json: args.json,
+            start: None,
+            trace_start: TraceStart::now(),
+        }
     }
 
     pub fn write_header(&self, out: &mut Output) -> Result<()> {
@@ -91,8 +101,9 @@ impl Report {
         if self.json {
             let hex_flat = hex.as_ref().map(|h| h.replace('\n', ""));
             out.json_line(&JsonCall {
+                time: clock_rfc3339(),
+                ts: self.trace_start.secs(e.timestamp_ns),
                 func,
-                time_s,
                 comm: &comm,
                 pid: e.pid,
                 tid: e.tid,

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use common::output::name::Name;
-use common::output::stdout::{clock_rfc3339, Output};
+use common::output::stdout::{clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -82,11 +82,13 @@ struct JsonStat<'a> {
 pub struct Printer {
     style: Style,
     first_ns: Option<u64>,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Printer {
-        Printer { style, first_ns: None }
+        Printer { style, first_ns: None, start: TraceStart::now() }
     }
 
     pub fn write_header(&mut self, out: &mut Output) -> io::Result<()> {
@@ -112,7 +114,7 @@ impl Printer {
         let first = *self.first_ns.get_or_insert(st.ts_ns);
         let since = st.ts_ns.saturating_sub(first) as f64 / 1e9;
         if s.json {
-            return out.json_line(&JsonStat { time: clock_rfc3339(), ts: since, stat: st });
+            return out.json_line(&JsonStat { time: clock_rfc3339(), ts: self.start.secs(st.ts_ns), stat: st });
         }
         let mut line = String::new();
         if s.timestamp {

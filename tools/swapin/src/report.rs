@@ -34,7 +34,7 @@ struct Row {
 
 #[derive(Serialize)]
 struct JsonInterval<'a> {
-    timestamp: String,
+    time: String,
     /// Pages swapped in by all the processes listed.
     total: u64,
     processes: &'a [Row],
@@ -75,7 +75,7 @@ impl Report {
         let rows = self.interval(totals);
         if self.json {
             let total = rows.iter().map(|r| r.count).sum();
-            out.json_line(&JsonInterval { timestamp: clock_rfc3339(), total, processes: &rows })?;
+            out.json_line(&JsonInterval { time: clock_rfc3339(), total, processes: &rows })?;
             return Ok(());
         }
         if self.clock {

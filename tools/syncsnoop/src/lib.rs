@@ -22,7 +22,7 @@ use common::attach::loader::{
 };
 use common::host::Host;
 use common::output::name::Name;
-use common::output::stdout::{clock_rfc3339, Output};
+use common::output::stdout::{clock_rfc3339, monotonic_ns, Output};
 use common::run::Signals;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use serde::Serialize;
@@ -63,7 +63,7 @@ fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
 #[derive(Serialize)]
 struct Call<'a> {
     time: String,
-    /// Seconds of the monotonic clock (the TIME(s) column).
+    /// Seconds since tracing started (the TIME(s) column counts from boot, as BCC's).
     ts: f64,
     pid: u32,
     tid: u32,
@@ -87,6 +87,7 @@ fn syncsnoop(args: Args, signals: Signals) -> Result<()> {
         out.flush()?;
     }
     let bss = skel.maps.bss_data.as_deref().context("BPF object has no .bss")?;
+    let start_ns = monotonic_ns();
     EventStream::new(&skel.maps.events, &bss.lost, "syncs").print(&signals, &mut out, args.json, |out, data| {
         let mut e = event::default();
         // SAFETY: event is Plain (any bytes are a valid value).
@@ -95,12 +96,11 @@ fn syncsnoop(args: Args, signals: Signals) -> Result<()> {
         bytes[..n].copy_from_slice(&data[..n]);
         let call = CALLS.get(e.call as usize).copied().unwrap_or("N/A");
         let comm = Name::from_c(&e.comm);
-        let ts = e.ts_ns as f64 / 1e9;
         if args.json {
             let takes_fd = !matches!(call, "sync" | "msync");
             out.json_line(&Call {
                 time: clock_rfc3339(),
-                ts,
+                ts: e.ts_ns.saturating_sub(start_ns) as f64 / 1e9,
                 pid: e.pid,
                 tid: e.tid,
                 comm,
@@ -109,7 +109,7 @@ fn syncsnoop(args: Args, signals: Signals) -> Result<()> {
                 addr: (call == "msync").then_some(e.arg0),
             })?;
         } else {
-            writeln!(out, "{ts:<18.9} {comm:<16} {call}")?;
+            writeln!(out, "{:<18.9} {comm:<16} {call}", e.ts_ns as f64 / 1e9)?;
             out.flush()?;
         }
         Ok(())

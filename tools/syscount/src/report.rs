@@ -42,7 +42,7 @@ struct Row {
 /// One interval as a JSON line.
 #[derive(Serialize)]
 struct JsonInterval {
-    timestamp: String,
+    time: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     syscalls: Option<Vec<JsonSyscall>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -218,7 +218,7 @@ impl Report {
 
     fn write_json(&self, out: &mut Output, rows: Vec<Row>) -> Result<()> {
         let total = |ns: u64| self.latency.then_some(ns);
-        let mut line = JsonInterval { timestamp: clock_rfc3339(), syscalls: None, processes: None };
+        let mut line = JsonInterval { time: clock_rfc3339(), syscalls: None, processes: None };
         if self.by_process {
             line.processes = Some(
                 rows.into_iter()

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -47,9 +47,8 @@ pub struct Style {
 
 #[derive(Serialize)]
 struct JsonAccept<'a> {
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_s: Option<f64>,
+    time: String,
+    ts: f64,
     pid: u32,
     comm: &'a Name,
     #[serde(flatten)]
@@ -60,11 +59,13 @@ struct JsonAccept<'a> {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default() }
+        Printer { style, since_first: SinceFirst::default(), start: TraceStart::now() }
     }
 
     /// The column header (nothing for JSON).
@@ -83,8 +84,8 @@ impl Printer {
         let since_first = self.since_first.secs(a.ts_ns);
         if self.style.json {
             return out.json_line(&JsonAccept {
-                timestamp: clock_rfc3339(),
-                time_s: self.style.timestamp.then_some(since_first),
+                time: clock_rfc3339(),
+                ts: self.start.secs(a.ts_ns),
                 pid: a.pid,
                 comm: &a.comm,
                 conn: a.conn.json(),

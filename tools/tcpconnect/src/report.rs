@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use common::domain::net::{ip_addr, Family};
 use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
-use common::output::stdout::{clock_rfc3339, Output};
+use common::output::stdout::{clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::types::{event, flow};
@@ -56,9 +56,8 @@ pub struct Style {
 
 #[derive(Serialize)]
 struct JsonConnect<'a> {
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_s: Option<f64>,
+    time: String,
+    ts: f64,
     pid: u32,
     uid: u32,
     comm: &'a Name,
@@ -82,11 +81,13 @@ struct JsonFlow {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default() }
+        Printer { style, since_first: SinceFirst::default(), start: TraceStart::now() }
     }
 
     /// The column header (nothing for JSON).
@@ -114,8 +115,8 @@ impl Printer {
         let since_first = self.since_first.secs(c.ts_ns);
         if self.style.json {
             return out.json_line(&JsonConnect {
-                timestamp: clock_rfc3339(),
-                time_s: self.style.timestamp.then_some(since_first),
+                time: clock_rfc3339(),
+                ts: self.start.secs(c.ts_ns),
                 pid: c.pid,
                 uid: c.uid,
                 comm: &c.comm,

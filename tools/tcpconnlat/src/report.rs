@@ -10,7 +10,7 @@ use std::io::{self, Write};
 
 use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
-use common::output::stdout::{clock_rfc3339, Output};
+use common::output::stdout::{clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 // SAFETY: a #[repr(C)] struct of integers and integer arrays, with no padding the BPF side leaves unset.
@@ -56,9 +56,8 @@ pub struct Style {
 
 #[derive(Serialize)]
 struct JsonConnect<'a> {
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_s: Option<f64>,
+    time: String,
+    ts: f64,
     pid: u32,
     comm: &'a Name,
     #[serde(flatten)]
@@ -71,11 +70,13 @@ struct JsonConnect<'a> {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default() }
+        Printer { style, since_first: SinceFirst::default(), start: TraceStart::now() }
     }
 
     /// The column header (nothing for JSON).
@@ -94,8 +95,8 @@ impl Printer {
         let since_first = self.since_first.secs(c.ts_ns);
         if self.style.json {
             return out.json_line(&JsonConnect {
-                timestamp: clock_rfc3339(),
-                time_s: self.style.since_first.then_some(since_first),
+                time: clock_rfc3339(),
+                ts: self.start.secs(c.ts_ns),
                 pid: c.pid,
                 comm: &c.comm,
                 conn: c.conn.json(),

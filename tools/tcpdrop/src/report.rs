@@ -63,7 +63,7 @@ impl Reasons {
 
 #[derive(Serialize)]
 struct JsonDrop<'a> {
-    timestamp: String,
+    time: String,
     pid: u32,
     family: &'static str,
     protocol: String,
@@ -149,7 +149,7 @@ impl Printer {
         let reason = self.reasons.name(e.reason);
         if self.json {
             return out.json_line(&JsonDrop {
-                timestamp: clock_rfc3339(),
+                time: clock_rfc3339(),
                 pid: e.pid,
                 family: if e.ipver == 4 { "ipv4" } else { "ipv6" },
                 protocol: protocol_name(e.protocol),

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use common::domain::container_names::ContainerNames;
 use common::output::name::Name;
 use common::output::sockevents::{time_prefix, Conn, JsonConn, Layout, SinceFirst, Style};
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 // SAFETY: a #[repr(C)] struct of integers and integer arrays, with no padding the BPF side leaves unset.
@@ -62,9 +62,8 @@ impl Session {
 
 #[derive(Serialize)]
 struct JsonSession<'a> {
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_s: Option<f64>,
+    time: String,
+    ts: f64,
     pid: u32,
     comm: &'a Name,
     #[serde(flatten)]
@@ -82,12 +81,19 @@ struct JsonSession<'a> {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
     containers: ContainerNames,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default(), containers: ContainerNames::new() }
+        Printer {
+            style,
+            since_first: SinceFirst::default(),
+            start: TraceStart::now(),
+            containers: ContainerNames::new(),
+        }
     }
 
     /// The column header (nothing for JSON).
@@ -110,8 +116,8 @@ impl Printer {
         if self.style.json {
             let container = self.containers.of_cgroup(s.cgroup_id);
             return out.json_line(&JsonSession {
-                timestamp: clock_rfc3339(),
-                time_s: self.style.since_first.then_some(since_first),
+                time: clock_rfc3339(),
+                ts: self.start.secs(s.ts_ns),
                 pid: s.pid,
                 comm: &s.comm,
                 conn: s.conn.json(),

@@ -60,7 +60,7 @@ pub struct Style {
 
 #[derive(Serialize)]
 struct JsonPickup<'a> {
-    timestamp: String,
+    time: String,
     pid: u32,
     tid: u32,
     comm: &'a Name,
@@ -98,7 +98,7 @@ impl Printer {
     pub fn write(&self, out: &mut Output, p: &Pickup) -> io::Result<()> {
         if self.style.json {
             return out.json_line(&JsonPickup {
-                timestamp: clock_rfc3339(),
+                time: clock_rfc3339(),
                 pid: p.pid,
                 tid: p.tid,
                 comm: &p.comm,

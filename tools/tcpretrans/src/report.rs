@@ -43,7 +43,7 @@ impl Retransmit {
 
 #[derive(Serialize)]
 struct JsonRetransmit {
-    timestamp: String,
+    time: String,
     pid: u32,
     #[serde(flatten)]
     conn: JsonConn,
@@ -92,7 +92,7 @@ impl Printer {
     pub fn write(&mut self, out: &mut Output, r: &Retransmit) -> io::Result<()> {
         if self.json {
             return out.json_line(&JsonRetransmit {
-                timestamp: clock_rfc3339(),
+                time: clock_rfc3339(),
                 pid: r.pid,
                 conn: r.conn.json(),
                 state: state_name(r.state),

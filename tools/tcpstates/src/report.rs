@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use common::domain::tcp::state_name;
 use common::output::name::Name;
 use common::output::sockevents::{time_prefix, Conn, JsonConn, Layout, SinceFirst, Style};
-use common::output::stdout::{clock_hms, clock_rfc3339, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 // SAFETY: a #[repr(C)] struct of integers and integer arrays, with no padding the BPF side leaves unset.
@@ -54,9 +54,8 @@ impl Change {
 
 #[derive(Serialize)]
 struct JsonChange<'a> {
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_s: Option<f64>,
+    time: String,
+    ts: f64,
     skaddr: String,
     pid: u32,
     comm: &'a Name,
@@ -72,11 +71,13 @@ struct JsonChange<'a> {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
 }
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default() }
+        Printer { style, since_first: SinceFirst::default(), start: TraceStart::now() }
     }
 
     /// The column header (nothing for JSON).
@@ -95,8 +96,8 @@ impl Printer {
         let since_first = self.since_first.secs(c.ts_ns);
         if self.style.json {
             return out.json_line(&JsonChange {
-                timestamp: clock_rfc3339(),
-                time_s: self.style.since_first.then_some(since_first),
+                time: clock_rfc3339(),
+                ts: self.start.secs(c.ts_ns),
                 skaddr: format!("{:x}", c.skaddr),
                 pid: c.pid,
                 comm: &c.comm,

@@ -82,7 +82,7 @@ fn metrics(s: &mut common::output::metrics::Snapshot, hists: Vec<(u64, hist)>) {
 /// One backlog limit's histogram of one report, as a JSON line.
 #[derive(serde::Serialize)]
 struct JsonHist<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     backlog_max: u64,
     unit: &'static str,
     buckets: Vec<Bucket>,
@@ -119,7 +119,7 @@ fn tcpsynbl(args: Args, host: &Host, signals: Signals) -> Result<()> {
             let timestamp = clock_rfc3339();
             for (limit, h) in &sections {
                 let line = JsonHist {
-                    timestamp: &timestamp,
+                    time: &timestamp,
                     backlog_max: *limit,
                     unit: "backlog",
                     buckets: log2_buckets(&h.slots),

@@ -56,7 +56,7 @@ impl Conn {
 
 #[derive(Serialize)]
 struct JsonConn<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     pid: u32,
     comm: &'a Name,
     family: &'static str,
@@ -73,7 +73,7 @@ pub fn write_json(out: &mut common::output::stdout::Output, conns: &[Conn]) -> R
     let timestamp = common::output::stdout::clock_rfc3339();
     for c in conns {
         out.json_line(&JsonConn {
-            timestamp: &timestamp,
+            time: &timestamp,
             pid: c.pid,
             comm: &c.comm,
             family: c.family.name(),

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use common::output::name::Name;
 use common::output::sockevents::{Conn, JsonConn, SinceFirst};
-use common::output::stdout::{clock_rfc3339, Output};
+use common::output::stdout::{clock_rfc3339, Output, TraceStart};
 use serde::Serialize;
 
 use crate::bpf::consts::{EV_ACCEPT, EV_CLOSE, EV_CONNECT};
@@ -96,9 +96,8 @@ pub struct Style {
 
 #[derive(Serialize)]
 struct JsonEvent<'a> {
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_s: Option<f64>,
+    time: String,
+    ts: f64,
     r#type: &'static str,
     pid: u32,
     uid: u32,
@@ -112,6 +111,8 @@ struct JsonEvent<'a> {
 pub struct Printer {
     style: Style,
     since_first: SinceFirst,
+    /// JSON's `ts` counts from it.
+    start: TraceStart,
     first_ns: Option<u64>,
 }
 
@@ -125,7 +126,7 @@ fn addr(a: IpAddr) -> String {
 
 impl Printer {
     pub fn new(style: Style) -> Self {
-        Printer { style, since_first: SinceFirst::default(), first_ns: None }
+        Printer { style, since_first: SinceFirst::default(), start: TraceStart::now(), first_ns: None }
     }
 
     /// BCC's banner and column header (nothing for JSON).
@@ -170,8 +171,8 @@ impl Printer {
         let first = *self.first_ns.get_or_insert(e.ts_ns);
         if self.style.json {
             return out.json_line(&JsonEvent {
-                timestamp: clock_rfc3339(),
-                time_s: self.style.timestamp.then_some(since_first),
+                time: clock_rfc3339(),
+                ts: self.start.secs(e.ts_ns),
                 r#type: e.kind.word(),
                 pid: e.pid,
                 uid: e.uid,

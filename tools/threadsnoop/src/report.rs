@@ -18,7 +18,7 @@ unsafe impl plain::Plain for event {}
 
 #[derive(Serialize)]
 struct JsonThread<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     /// Nanoseconds since the first thread seen (the TIME(ms) column, exact).
     elapsed_ns: u64,
     pid: u32,
@@ -66,7 +66,7 @@ impl Report {
         };
         if self.json {
             out.json_line(&JsonThread {
-                timestamp: &clock_rfc3339(),
+                time: &clock_rfc3339(),
                 elapsed_ns,
                 pid: e.pid,
                 tid: e.tid,

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
-use common::output::stdout::{clock_hms, printable, Output};
+use common::output::stdout::{clock_hms, clock_rfc3339, monotonic_ns, printable, Output};
 use common::probe::printf::{SymbolKind, Value};
 use common::process::symbols::{Symbol, Symbolizer, UNKNOWN};
 use common::stacks::{Frame, FrameFormat, Style};
@@ -65,13 +65,6 @@ pub struct Printer {
     order: Vec<String>,
     /// Names stack frames and %K/%U addresses (created only when a probe needs it).
     symbolizer: Option<Symbolizer>,
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn u32_at(data: &[u8], at: usize) -> u32 {
@@ -296,7 +289,7 @@ impl Printer {
                 })
                 .collect();
             out.json_line(&json!({
-                "time": offset, "pid": tgid, "tid": tid, "cpu": cpu, "comm": comm, "func": shape.func,
+                "time": clock_rfc3339(), "ts": offset, "pid": tgid, "tid": tid, "cpu": cpu, "comm": comm, "func": shape.func,
                 "msg": msg.unwrap_or_default(), "args": shape.texts, "values": shown,
                 "stack": stack.iter().map(|l| l.trim()).collect::<Vec<_>>(),
             }))?;

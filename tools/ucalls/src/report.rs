@@ -26,7 +26,7 @@ unsafe impl plain::Plain for method_key {}
 #[derive(Serialize)]
 struct JsonRow<'a> {
     /// When the report was made (RFC 3339, local time): the rows of one report share it.
-    timestamp: &'a str,
+    time: &'a str,
     /// `method` (a runtime's method, as class.method) or `syscall`.
     kind: &'a str,
     name: &'a str,
@@ -100,7 +100,7 @@ impl Report {
             let timestamp = clock_rfc3339();
             for r in &rows {
                 out.json_line(&JsonRow {
-                    timestamp: &timestamp,
+                    time: &timestamp,
                     kind: if r.syscall { "syscall" } else { "method" },
                     name: &r.name,
                     calls: r.calls,

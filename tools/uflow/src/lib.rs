@@ -21,9 +21,10 @@ use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::maps::from_bytes;
 use common::host::Host;
 use common::output::name::Name;
+use common::output::stdout::monotonic_ns;
 use common::output::stdout::Output;
 use common::run::Signals;
-use common::runtime::{self, monotonic_ns, Language, RuntimeProbes};
+use common::runtime::{self, Language, RuntimeProbes};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::Link;
 use serde::Serialize;
@@ -66,8 +67,7 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
 
 #[derive(Serialize)]
 struct JsonCall<'a> {
-    /// Nanoseconds since tracing started.
-    time_ns: u64,
+    ts: f64,
     cpu: u32,
     pid: u32,
     tid: u32,
@@ -121,7 +121,7 @@ fn uflow(args: Args, signals: Signals) -> Result<()> {
             let time_ns = e.ts.saturating_sub(start_ns);
             if args.json {
                 out.json_line(&JsonCall {
-                    time_ns,
+                    ts: time_ns as f64 / 1e9,
                     cpu: e.cpu,
                     pid: e.pid,
                     tid: e.tid,

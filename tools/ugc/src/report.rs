@@ -8,8 +8,9 @@ use std::io::Write;
 use anyhow::Result;
 use common::attach::maps::from_bytes;
 use common::output::name::Name;
+use common::output::stdout::monotonic_ns;
 use common::output::stdout::Output;
-use common::runtime::{monotonic_ns, GcKind, Language};
+use common::runtime::{GcKind, Language};
 use serde::Serialize;
 
 use crate::bpf::types::event;
@@ -23,8 +24,8 @@ const NODE_TYPES: [(u64, &str); 4] =
 
 #[derive(Serialize)]
 struct JsonGc<'a> {
-    /// Nanoseconds since the tool started tracing (the START column, exact).
-    start_ns: u64,
+    /// When the collection ended, in seconds since tracing started (the START column).
+    ts: f64,
     duration_ns: u64,
     pid: u32,
     tid: u32,
@@ -103,7 +104,7 @@ impl Report {
             let pool_kind = pair.kind == GcKind::JavaPool;
             let python = pair.kind == GcKind::PythonGen;
             out.json_line(&JsonGc {
-                start_ns,
+                ts: start_ns as f64 / 1e9,
                 duration_ns: e.elapsed_ns,
                 pid: e.pid,
                 tid: e.tid,

@@ -77,7 +77,7 @@ pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Uprobe]);
 #[derive(Serialize)]
 struct JsonType<'a> {
     /// When the report was made (RFC 3339, local time): the rows of one report share it.
-    timestamp: &'a str,
+    time: &'a str,
     /// The type's name, or for C `block size N`.
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,7 +154,7 @@ fn uobjnew(args: Args, host: &Host, signals: Signals) -> Result<()> {
             let timestamp = clock_rfc3339();
             for (name, size, allocs, bytes) in &rows {
                 let block_size = (language == Language::C).then_some(*size);
-                out.json_line(&JsonType { timestamp: &timestamp, name, block_size, allocs: *allocs, bytes: *bytes })?;
+                out.json_line(&JsonType { time: &timestamp, name, block_size, allocs: *allocs, bytes: *bytes })?;
             }
         } else {
             writeln!(out)?;

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use common::attach::maps::from_bytes;
+use common::output::stdout::monotonic_ns;
 use common::output::stdout::{printable, Output};
 use common::process::symbols::Symbolizer;
-use common::runtime::monotonic_ns;
 use serde::Serialize;
 
 use crate::bpf::consts;
@@ -22,8 +22,7 @@ unsafe impl plain::Plain for event {}
 
 #[derive(Serialize)]
 struct JsonThread<'a> {
-    /// Nanoseconds since tracing started (the TIME column, exact).
-    time_ns: u64,
+    ts: f64,
     pid: u32,
     /// The thread the probe fired in.
     tid: u32,
@@ -106,7 +105,7 @@ impl Report {
         let time_ns = e.ts.saturating_sub(self.start_ns);
         if self.json {
             out.json_line(&JsonThread {
-                time_ns,
+                ts: time_ns as f64 / 1e9,
                 pid: e.pid,
                 tid: e.tid,
                 kind,

@@ -39,7 +39,7 @@ impl Unit {
 
 #[derive(Serialize)]
 struct JsonHist<'a> {
-    timestamp: &'a str,
+    time: &'a str,
     unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     wqname: Option<&'a str>,
@@ -82,7 +82,7 @@ impl Report {
             let now = clock_rfc3339();
             for (name, h) in &sections {
                 out.json_line(&JsonHist {
-                    timestamp: &now,
+                    time: &now,
                     unit: self.unit.label(),
                     wqname: self.per_wq.then_some(name.as_str()),
                     buckets: log2_buckets(&h.slots),
