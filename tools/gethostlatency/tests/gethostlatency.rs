@@ -196,8 +196,9 @@ fn parse_text(line: &str) -> Option<Call> {
     })
 }
 
+/// One JSON line as a call (checked against the doc's JSON part by `json_lines`); None for the lost-events line.
 fn parse_json(line: &str) -> Option<Call> {
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let v = corebpf_tests::json_lines(line).pop()?;
     Some(Call {
         pid: v["pid"].as_u64()? as u32,
         comm: v["comm"].as_str()?.to_string(),
