@@ -25,12 +25,13 @@ pub mod usage;
 pub use libc;
 pub use serde_json;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, OnceLock};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -641,7 +642,13 @@ pub fn skipped_runs(stderr: &str) -> u64 {
 /// (`{"lost":N,...,"why":"at most: the kernel skipped ..."}`) is left out: it may come from any run, on kernels
 /// where other BPF programs share the CPU; [`skipped_runs`] reads its count.
 pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
-    let schema = documented_json();
+    let tool = std::env::var("CARGO_PKG_NAME").ok();
+    json_lines_of(tool.as_deref().unwrap_or_default(), text)
+}
+
+/// [`json_lines`] of another tool's output than the one under test (biosnoop's test reads biotop's too).
+pub fn json_lines_of(tool: &str, text: &str) -> Vec<serde_json::Value> {
+    let schema = documented_json(tool);
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
@@ -662,21 +669,23 @@ pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
 #[path = "../../common/src/output/schema.rs"]
 pub mod schema;
 
-/// The JSON the tool under test declares in its doc.md (`## JSON`): the tool is the package of the running test
-/// binary (`CARGO_PKG_NAME`, which cargo and nextest set), so every tool's tests check every JSON line they read.
-/// None for the tests of no tool (tests/tests/*.rs); a tool whose test reads JSON must declare it.
-pub fn documented_json() -> Option<(&'static str, &'static schema::Schema)> {
-    static SCHEMA: OnceLock<Option<(String, schema::Schema)>> = OnceLock::new();
-    let found = SCHEMA.get_or_init(|| {
-        let tool = std::env::var("CARGO_PKG_NAME").ok()?;
-        let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools").join(&tool).join("doc.md");
-        let text = fs::read_to_string(&doc).ok()?;
+/// The JSON a tool declares in its doc.md (`## JSON`). [`json_lines`] asks for the tool under test, the package
+/// of the running test binary (`CARGO_PKG_NAME`, which cargo and nextest set), so every tool's tests check every
+/// JSON line they read. None for a name that is no tool (the tests of tests/tests/*.rs, or a guest of the kernel
+/// matrix, which has no sources); a tool whose test reads JSON must declare it.
+pub fn documented_json(tool: &str) -> Option<(&str, &'static schema::Schema)> {
+    static SCHEMAS: std::sync::Mutex<BTreeMap<String, Option<&'static schema::Schema>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut schemas = SCHEMAS.lock().unwrap_or_else(|e| e.into_inner());
+    let found = *schemas.entry(tool.to_owned()).or_insert_with(|| {
+        let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools").join(tool).join("doc.md");
+        let text = fs::read_to_string(&doc).ok().filter(|_| !tool.is_empty())?;
         let schema = schema::Schema::from_doc(&text)
             .unwrap_or_else(|e| panic!("tools/{tool}/doc.md: ## JSON: {e}"))
             .unwrap_or_else(|| panic!("{tool}'s test reads its JSON, but tools/{tool}/doc.md has no ## JSON part"));
-        Some((tool, schema))
+        Some(&*Box::leak(Box::new(schema)))
     });
-    found.as_ref().map(|(tool, schema)| (tool.as_str(), schema))
+    found.map(|schema| (tool, schema))
 }
 
 /// The helper of argdist's and trace's tests (see work.c): calls `work(n)` known times, opens missing files and
@@ -930,4 +939,59 @@ pub fn go_and_wait(helper: &mut Child) {
     assert_eq!(line, "done\n", "the helper failed");
     drop(stdin);
     assert!(helper.wait().unwrap().success(), "the helper failed");
+}
+
+/// Seconds since the Unix epoch of a time as the tools write JSON's `time` (RFC 3339 with its UTC offset:
+/// `2026-12-03T15:04:05.123+01:00`), so that a test can place a line on the clock its workload read.
+pub fn rfc3339_epoch_secs(text: &str) -> f64 {
+    let num = |r: std::ops::Range<usize>| -> i64 {
+        text.get(r).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not RFC 3339: {text}"))
+    };
+    let (y, m, d) = (num(0..4), num(5..7), num(8..10));
+    // Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let rest = &text[19..];
+    let (fraction, zone) = match rest.strip_prefix('.') {
+        Some(f) => {
+            let n = f.bytes().take_while(u8::is_ascii_digit).count();
+            (format!("0.{}", &f[..n]).parse::<f64>().unwrap(), &f[n..])
+        }
+        None => (0.0, rest),
+    };
+    let offset = match zone {
+        "Z" => 0,
+        z => {
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            sign * (z[1..3].parse::<i64>().unwrap() * 3600 + z[4..6].parse::<i64>().unwrap() * 60)
+        }
+    };
+    let secs = days * 86_400 + num(11..13) * 3600 + num(14..16) * 60 + num(17..19) - offset;
+    secs as f64 + fraction
+}
+
+/// CLOCK_REALTIME less CLOCK_MONOTONIC, in seconds, read together: added to a monotonic reading (a helper's), it
+/// gives the wall-clock time to compare with JSON's `time` ([`rfc3339_epoch_secs`]).
+pub fn realtime_minus_monotonic() -> f64 {
+    let read = |clock| {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    };
+    let before = read(libc::CLOCK_MONOTONIC);
+    let real = read(libc::CLOCK_REALTIME);
+    let after = read(libc::CLOCK_MONOTONIC);
+    real - (before + after) / 2.0
+}
+
+/// CLOCK_MONOTONIC now, in seconds: the clock of the BPF side's timestamps and of the C helpers' readings.
+pub fn monotonic_secs() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }

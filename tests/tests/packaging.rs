@@ -124,6 +124,8 @@ fn expected_install(prefix: &str, app_prefix: &str, zsh_dir: &str) -> BTreeSet<S
         files.insert(format!("{prefix}/share/bash-completion/completions/{name}"));
         files.insert(format!("{prefix}/share/{zsh_dir}/_{name}"));
         files.insert(format!("{prefix}/share/fish/vendor_completions.d/{name}.fish"));
+        // The JSON Schema of its --json lines, under the tool's own name (docs/json.md).
+        files.insert(format!("{prefix}/share/corebpf-tools/json/{tool}.schema.json"));
         // The tool's other names (tools/TOOL/aliases): a link each, and a link to its man page.
         let aliases =
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools").join(&tool).join("aliases"));
@@ -231,6 +233,9 @@ fn install_and_uninstall_into_a_destdir() {
 
         let prefix = prefix.unwrap_or("/usr/local").trim_start_matches('/');
         assert_eq!(files_under(&dest.0), expected_install(prefix, app_prefix, "zsh/site-functions"));
+        let schema = dest.0.join(prefix).join("share/corebpf-tools/json/execsnoop.schema.json");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/json/execsnoop.schema.json");
+        assert_eq!(fs::read(&schema).unwrap(), fs::read(source).unwrap(), "{} is not docs/json's", schema.display());
         let multicall = dest.0.join(prefix).join("sbin/corebpf-tools");
         assert_eq!(fs::metadata(&multicall).unwrap().permissions().mode() & 0o7777, 0o755);
         assert_eq!(sha256(&multicall), sha256(&static_bin()), "corebpf-tools is not the static build");

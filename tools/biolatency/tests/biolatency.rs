@@ -140,11 +140,11 @@ fn assert_buckets_bracket_sum(obj: &serde_json::Value, ns_per_unit: u64) {
 fn assert_bcc_layout(line: &str, obj: &serde_json::Value) {
     assert!(line.starts_with(r#"{"ts":""#), "BCC's keys first: {line}");
     let at = |key: &str| line.find(&format!(r#""{key}":"#)).unwrap_or_else(|| panic!("no {key}: {line}"));
-    assert!(at("ts") < at("val_type") && at("val_type") < at("data") && at("data") < at("timestamp"), "{line}");
+    assert!(at("ts") < at("val_type") && at("val_type") < at("data") && at("data") < at("time"), "{line}");
     let ts = obj["ts"].as_str().unwrap();
     let shape: String = ts.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
     assert_eq!(shape, "9999-99-99 99:99:99", "ts {ts:?}");
-    assert!(obj["timestamp"].as_str().unwrap().starts_with(&ts.replacen(' ', "T", 1)), "{obj}");
+    assert!(obj["time"].as_str().unwrap().starts_with(&ts.replacen(' ', "T", 1)), "{obj}");
     assert_eq!(obj["val_type"], obj["unit"], "{obj}");
     let data = obj["data"].as_array().unwrap();
     assert_eq!((data[0]["interval-start"].as_u64(), data[0]["interval-end"].as_u64()), (Some(0), Some(1)), "{obj}");

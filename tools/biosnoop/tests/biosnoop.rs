@@ -390,8 +390,10 @@ fn discards_write_zeroes_and_flushes_have_their_own_type() {
         *snooped.entry((l.pid, l.comm.clone())).or_default() += 1;
     }
 
-    let rows: Vec<Value> =
-        json_lines(&top.stdout).into_iter().filter(|r| r["major"] == major && r["minor"] == minor).collect();
+    let rows: Vec<Value> = json_lines_of("biotop", &top.stdout)
+        .into_iter()
+        .filter(|r| r["major"] == major && r["minor"] == minor)
+        .collect();
     let sum = |pid: u32, rw: &str, field: &str| -> u64 {
         rows.iter().filter(|r| r["pid"] == pid && r["rw"] == rw).map(|r| r[field].as_u64().unwrap()).sum()
     };

@@ -267,7 +267,7 @@ fn heat_map_holds_every_request_of_the_report() {
     let lines = json_lines(&done.stdout);
     let helper: u64 = lines.iter().filter(|l| l["pid"] == pid).map(|l| l["count"].as_u64().unwrap()).sum();
     assert_eq!(helper, WRITES, "{}", done.stdout);
-    let report = json_bucket_sums(&lines, "timestamp");
+    let report = json_bucket_sums(&lines, "time");
     assert_eq!(report.len(), 1, "one report: {}", done.stdout);
     let mut drawn: Vec<u64> = Vec::new();
     for column in heatmap_non_empty_columns(&text) {

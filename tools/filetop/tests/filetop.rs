@@ -199,7 +199,7 @@ fn json_rows_are_exact() {
     assert_eq!(l["dev_major"].as_u64(), Some(libc::major(file.dev()).into()), "{l}");
     assert_eq!(l["dev_minor"].as_u64(), Some(libc::minor(file.dev()).into()), "{l}");
     assert!(l["inode"].as_u64().unwrap() > 0);
-    assert!(l["timestamp"].as_str().unwrap().contains('T'));
+    assert!(l["time"].as_str().unwrap().contains('T'));
 }
 
 #[test]

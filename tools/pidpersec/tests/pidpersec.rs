@@ -2,7 +2,8 @@
 //! pidpersec against a helper (tests/burst.c) that forks exactly N children in a burst and reports the monotonic
 //! clock before its first fork and after its last. pidpersec counts system-wide, so the assertion is a lower bound
 //! on the seconds that overlap the burst: together they hold at least N new tasks, and when the burst fits in one
-//! second, that second alone does (other processes only add to it). JSON gives the exact counts and the clock.
+//! second, that second alone does (other processes only add to it). JSON gives the exact counts, and each line's
+//! wall-clock time places its second.
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -58,11 +59,19 @@ fn check_json(env: &[(&str, &str)]) {
         let time = r["time"].as_str().unwrap_or_else(|| panic!("{r}"));
         assert!(time.len() >= 20 && time.as_bytes()[10] == b'T' && time.as_bytes()[4] == b'-', "{r}");
     }
-    let secs: Vec<(f64, u64)> =
-        records.iter().map(|r: &Value| (r["ts"].as_f64().unwrap(), r["pids"].as_u64().unwrap())).collect();
+    // Each line is written just after its count was read, so its `time` (to the millisecond) places the read:
+    // second i counts forks after line i-1's time and up to line i's. The burst's monotonic readings are moved
+    // to the wall clock to compare; 50 ms of slack covers a preempted reader and the milliseconds cut off.
+    let wall = realtime_minus_monotonic();
+    let (t0, t1) = (t0 + wall, t1 + wall);
+    let secs: Vec<(f64, u64)> = records
+        .iter()
+        .map(|r: &Value| (rfc3339_epoch_secs(r["time"].as_str().unwrap()), r["count"].as_u64().unwrap()))
+        .collect();
     assert!(secs.len() >= 3, "{}", done.stdout);
-    // Each line's ts is taken just after its count was read: second i counts forks after ts[i-1] (less the few
-    // microseconds between the read and the clock) and up to ts[i]. 50 ms of slack covers a preempted reader.
+    // ts counts from the start of tracing: a second apart too, the first line about a second in.
+    let ts: Vec<f64> = records.iter().map(|r| r["ts"].as_f64().unwrap()).collect();
+    assert!(ts[0] > 0.5 && ts[0] < 5.0, "{}", done.stdout);
     let slack = 0.05;
     let overlapping: Vec<(f64, u64)> = secs
         .iter()
@@ -77,9 +86,12 @@ fn check_json(env: &[(&str, &str)]) {
             assert!(secs[i].1 >= N, "the burst fell in one second, which counts {} < {N}:\n{}", secs[i].1, done.stdout);
         }
     }
-    // The seconds are a second apart.
+    // The seconds are a second apart, by both clocks.
     for w in secs.windows(2) {
         assert!((w[1].0 - w[0].0 - 1.0).abs() < 0.5, "{}", done.stdout);
+    }
+    for w in ts.windows(2) {
+        assert!((w[1] - w[0] - 1.0).abs() < 0.5, "{}", done.stdout);
     }
 }
 

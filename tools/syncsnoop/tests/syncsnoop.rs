@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! syncsnoop against a helper (tests/syncs.c) that, once the tool is attached, calls fsync 3 times, fdatasync 4,
 //! syncfs 2, sync_file_range 5 and msync 6 on a file of its own: with -p its PID, the tool shows exactly those
-//! calls, with the helper's descriptor, at times of the monotonic clock between the helper's readings before and
-//! after them.
+//! calls, with the helper's descriptor, at times (seconds since tracing started) that fit the helper's readings of
+//! the monotonic clock before and after them.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -19,6 +19,8 @@ struct Helper {
     fd: i64,
     t0: f64,
     t1: f64,
+    /// When the tool was started (it began tracing after this, before t0).
+    spawned: f64,
 }
 
 fn traced(args: &[&str]) -> (Helper, Finished) {
@@ -30,6 +32,7 @@ fn traced(args: &[&str]) -> (Helper, Finished) {
     let pid = helper.0.id().to_string();
     let mut all = args.to_vec();
     all.extend(["-p", &pid]);
+    let spawned = monotonic_secs();
     let mut run = Running::start(TOOL, &all);
     run.wait_attached(Duration::from_secs(20));
     helper.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
@@ -38,7 +41,7 @@ fn traced(args: &[&str]) -> (Helper, Finished) {
     assert!(helper.0.wait().unwrap().success(), "the helper failed");
     let f: Vec<&str> = text.split_whitespace().collect();
     let ns = |s: &str| s.parse::<u64>().unwrap() as f64 / 1e9;
-    let h = Helper { fd: f[0].parse().unwrap(), t0: ns(f[1]), t1: ns(f[2]) };
+    let h = Helper { fd: f[0].parse().unwrap(), t0: ns(f[1]), t1: ns(f[2]), spawned };
     run.signal(libc::SIGINT);
     let done = run.finish(Duration::from_secs(20));
     done.assert_success();
@@ -59,9 +62,13 @@ fn every_sync_call_with_its_fd() {
             assert_eq!(r["fd"], h.fd, "{r}");
         }
         assert_eq!(r["comm"], "syncsnoop-syncs", "{r}");
+        // ts counts from the start of tracing, which came after the spawn and before the helper's first call.
         let ts = r["ts"].as_f64().unwrap();
-        assert!(h.t0 <= ts && ts <= h.t1, "{ts} not within [{}, {}]: {r}", h.t0, h.t1);
+        assert!(ts >= 0.0 && ts <= h.t1 - h.spawned, "{ts} not within [0, {}]: {r}", h.t1 - h.spawned);
     }
+    let ts: Vec<f64> = recs.iter().map(|r| r["ts"].as_f64().unwrap()).collect();
+    let spread = ts.iter().cloned().fold(f64::MIN, f64::max) - ts.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(spread <= h.t1 - h.t0, "the calls span {spread} s in ts, more than the helper's {} s", h.t1 - h.t0);
     assert_eq!(seen, BTreeMap::from(WANT), "{}", done.stdout);
 }
 

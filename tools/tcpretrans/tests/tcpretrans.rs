@@ -109,7 +109,7 @@ fn retransmits_are_reported_with_their_flow_and_counted_by_c() {
         assert_eq!(r["family"], "ipv4", "{r}");
         assert_eq!(r["state"], "ESTABLISHED", "{r}");
         assert_eq!(r["type"], "R", "{r}");
-        assert!(r["pid"].is_u64() && r["timestamp"].is_string(), "{r}");
+        assert!(r["pid"].is_u64() && r["time"].is_string(), "{r}");
     }
 
     // Text: BCC's header, and the same retransmits (all four tools saw the same tracepoint hits).

@@ -326,7 +326,7 @@ fn heat_map_columns_are_the_reports_segments() {
     let text = std::fs::read_to_string(&svg).unwrap();
     let _ = std::fs::remove_file(&svg);
     let lines = json_lines(&done.stdout);
-    let reports = json_bucket_sums(&lines, "timestamp");
+    let reports = json_bucket_sums(&lines, "time");
     assert!(reports.len() >= 2, "one report only:\n{}", done.stdout);
     let columns = heatmap_non_empty_columns(&text);
     assert_eq!(columns, reports, "{}\n{text}", done.stdout);

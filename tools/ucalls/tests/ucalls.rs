@@ -79,7 +79,7 @@ fn json_latency_sums_over_intervals_and_nests() {
     let mut calls: BTreeMap<String, u64> = BTreeMap::new();
     let mut times: BTreeMap<String, u64> = BTreeMap::new();
     let lines = json_lines(&done.stdout);
-    let reports: std::collections::BTreeSet<&str> = lines.iter().map(|l| l["timestamp"].as_str().unwrap()).collect();
+    let reports: std::collections::BTreeSet<&str> = lines.iter().map(|l| l["time"].as_str().unwrap()).collect();
     assert!(!reports.is_empty(), "output:\n{}", done.stdout);
     for line in &lines {
         let name = line["name"].as_str().unwrap().to_string();

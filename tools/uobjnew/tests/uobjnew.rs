@@ -60,7 +60,7 @@ fn json_and_top_count() {
     let thing: Vec<_> = lines.iter().filter(|l| l["name"] == "CorebpfThing").collect();
     assert_eq!(thing.len(), 1, "output:\n{}", done.stdout);
     assert_eq!(thing[0]["allocs"], OBJECTS);
-    assert!(lines.iter().all(|l| l["timestamp"] == lines[0]["timestamp"]), "one report:\n{}", done.stdout);
+    assert!(lines.iter().all(|l| l["time"] == lines[0]["time"]), "one report:\n{}", done.stdout);
     // -C keeps the most allocated types, least first: the last line is the top one.
     let counts: Vec<u64> = lines.iter().map(|l| l["allocs"].as_u64().unwrap()).collect();
     assert!(counts.windows(2).all(|w| w[0] <= w[1]), "output:\n{}", done.stdout);

@@ -90,7 +90,7 @@ fn json_lines_carry_ids_and_the_native_thread() {
             assert_eq!(line["native_id"], line["tid"], "{line}");
             assert_eq!(line["runtime_id"], mine[0]["runtime_id"], "{line}");
         }
-        assert!(mine[0]["time_ns"].as_u64() <= mine[1]["time_ns"].as_u64());
+        assert!(mine[0]["ts"].as_f64() <= mine[1]["ts"].as_f64());
     }
 }
 
