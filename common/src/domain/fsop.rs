@@ -217,6 +217,18 @@ pub fn kernel_functions_present(names: &[&str]) -> std::collections::HashSet<Str
     names.iter().filter(|n| known.get(**n) == Some(&true)).map(|n| n.to_string()).collect()
 }
 
+/// Which of `names` this kernel has, for `mech`: fentry finds a built-in file system's functions in the vmlinux
+/// BTF (tens of milliseconds less than a /proc/kallsyms read, which fsdist's and fsslower's start-up waited for);
+/// those it lacks there (a file system built as a module) and the kprobe path's come from /proc/kallsyms.
+fn functions_present(mech: Attach, names: &[&str]) -> std::collections::HashSet<String> {
+    let btf = (mech == Attach::Fentry).then(crate::attach::features::KernelBtf::load).and_then(Result::ok);
+    let in_btf: Vec<&str> = names.iter().copied().filter(|n| btf.as_ref().is_some_and(|b| b.has_function(n))).collect();
+    let rest: Vec<&str> = names.iter().copied().filter(|n| !in_btf.contains(n)).collect();
+    let mut present = if rest.is_empty() { Default::default() } else { kernel_functions_present(&rest) };
+    present.extend(in_btf.into_iter().map(str::to_owned));
+    present
+}
+
 /// The system calls of each operation on the tracepoint path, with the program of fsop.bpf.h each one's
 /// sys_enter runs. Which exist depends on the architecture.
 fn syscalls(op: Op) -> &'static [(&'static str, &'static str)] {
@@ -270,8 +282,11 @@ impl Plan {
         let mut calls = Vec::new();
         match mech {
             Attach::Fentry | Attach::Kprobe => {
+                if mech == Attach::Kprobe && !crate::probe::attach::kprobes_available() {
+                    bail!("this kernel has no kprobes");
+                }
                 let funcs: Vec<&str> = wanted.iter().map(|&op| fs.function(op)).collect();
-                let present = kernel_functions_present(&funcs);
+                let present = functions_present(mech, &funcs);
                 for &op in wanted {
                     let func = fs.function(op);
                     if present.contains(func) {
