@@ -976,22 +976,20 @@ pub fn rfc3339_epoch_secs(text: &str) -> f64 {
 /// CLOCK_REALTIME less CLOCK_MONOTONIC, in seconds, read together: added to a monotonic reading (a helper's), it
 /// gives the wall-clock time to compare with JSON's `time` ([`rfc3339_epoch_secs`]).
 pub fn realtime_minus_monotonic() -> f64 {
-    let read = |clock| {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime writes the timespec it is given.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
-        ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-    };
-    let before = read(libc::CLOCK_MONOTONIC);
-    let real = read(libc::CLOCK_REALTIME);
-    let after = read(libc::CLOCK_MONOTONIC);
+    let before = monotonic_secs();
+    let real = clock_secs(libc::CLOCK_REALTIME);
+    let after = monotonic_secs();
     real - (before + after) / 2.0
 }
 
 /// CLOCK_MONOTONIC now, in seconds: the clock of the BPF side's timestamps and of the C helpers' readings.
 pub fn monotonic_secs() -> f64 {
+    clock_secs(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_secs(clock: libc::clockid_t) -> f64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }

@@ -143,6 +143,8 @@ pub struct Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schema {
     pub kinds: Vec<Kind>,
+    /// docs/json.md's lost-events line, read once with the tool's kinds rather than at every line checked.
+    lost: Kind,
 }
 
 /// The `## ` part of a Markdown text with this title, as lines; fences are skipped over.
@@ -304,15 +306,15 @@ impl Schema {
         if kinds.is_empty() {
             return Err("the `## JSON` part declares no kind of line".into());
         }
-        Ok(Some(Schema { kinds }))
+        Ok(Some(Schema { kinds, lost: lost_kind() }))
     }
 
     /// Checks one line of a tool's output: it must be of one of the tool's kinds (every key declared, of its
     /// type, and every field that is not optional present), or the lost-events line.
     pub fn check(&self, line: &Value) -> Result<(), String> {
-        let lost = lost_kind();
+        let lost = &self.lost;
         let mut why = Vec::new();
-        for (i, kind) in self.kinds.iter().chain([&lost]).enumerate() {
+        for (i, kind) in self.kinds.iter().chain([lost]).enumerate() {
             let mut problems = Vec::new();
             match line.as_object() {
                 Some(object) => check_object(kind, "", object, &mut problems),
@@ -351,8 +353,8 @@ impl Schema {
     /// The JSON Schema (draft 2020-12) of the tool's lines: one of its kinds, or the lost-events line.
     /// `scripts/gen-docs.py` writes the same document to `docs/json/<tool>.schema.json`.
     pub fn json_schema(&self, tool: &str) -> Value {
-        let lost = lost_kind();
-        let kinds: Vec<Value> = self.kinds.iter().chain([&lost]).map(|k| object_schema(k, "")).collect();
+        let lost = &self.lost;
+        let kinds: Vec<Value> = self.kinds.iter().chain([lost]).map(|k| object_schema(k, "")).collect();
         json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": format!("{tool} --json"),
