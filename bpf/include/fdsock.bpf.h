@@ -11,22 +11,22 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "tp_btf_raw.bpf.h"
 
 #define FDSOCK_S_IFMT 00170000
 #define FDSOCK_S_IFSOCK 0140000
 
 static __always_inline struct file *fd_file(long fd)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct file **fds, *file = NULL;
 	unsigned int max;
 
 	if (fd < 0)
 		return NULL;
-	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	max = CURRENT_READ(files, fdt, max_fds);
 	if ((unsigned long)fd >= max)
 		return NULL;
-	fds = BPF_CORE_READ(task, files, fdt, fd);
+	fds = CURRENT_READ(files, fdt, fd);
 	if (bpf_core_read(&file, sizeof(file), &fds[fd]))
 		return NULL;
 	return file;

@@ -12,13 +12,16 @@
  * 1. fentry/fexit on the file system's own functions (ext4_file_read_iter, xfs_file_fsync, ...): user space sets
  *    each program's target before load (the sections name vfs functions only as placeholders).
  * 2. kprobes/kretprobes on the same functions.
- * 3. Where kernel functions cannot be traced: the system calls' tracepoints. At sys_enter the file behind the
- *    descriptor (fdsock.bpf.h) is kept if its super block's magic is fsop_magic (and it is a regular file, for
- *    reads, writes and opens); an open is kept by thread and its file checked at sys_exit from the descriptor it
- *    returned; a stat-like call is checked at sys_exit from the device in the result it wrote to user memory,
- *    against fsop_devs (the devices of the traced file system's mounts, filled by user space). This path times the
- *    whole system call, path lookup included, and sees only system calls: mmap faults, io_uring, AIO, sendfile,
- *    splice, copy_file_range and I/O the kernel does on its own are not in it.
+ * 3. Where kernel functions cannot be traced: the system calls, at the raw_syscalls sys_enter and sys_exit
+ *    tracepoints (tp_btf, else raw_tp), each call's number told from fsop_syscall_kind. At sys_enter the file
+ *    behind the descriptor (fdsock.bpf.h) is kept if its super block's magic is fsop_magic (and it is a regular
+ *    file, for reads, writes and opens); an open is kept by thread and its file checked at sys_exit from the
+ *    descriptor it returned; a stat-like call is checked at sys_exit from the device in the result it wrote to
+ *    user memory, against fsop_devs (the devices of the traced file system's mounts, filled by user space). This
+ *    path times the whole system call, path lookup included, and sees only the system calls of 64-bit tasks:
+ *    mmap faults, io_uring, AIO, sendfile, splice, copy_file_range and I/O the kernel does on its own are not in
+ *    it. Its two programs run at every system call of the host, and return at the first table read for the calls
+ *    not timed.
  *
  * Starts are kept per thread in fsop_calls; a start that finds the map full is counted in fsop_calls_full. */
 #ifndef __COREBPF_FSOP_BPF_H
@@ -30,7 +33,8 @@
 #include <bpf/bpf_tracing.h>
 #include "fdsock.bpf.h"
 #include "filter.bpf.h"
-#include "syscall_tp.bpf.h"
+#include "arch.bpf.h"
+#include "tp_btf_raw.bpf.h"
 #include "fsop.h"
 
 #define FSOP_S_IFMT 00170000
@@ -38,12 +42,12 @@
 #define FSOP_O_PATH 010000000
 #define FSOP_LLONG_MAX 0x7fffffffffffffffLL
 
-/* Tracepoint path: the super block magic of the file system traced (EXT4_SUPER_MAGIC, ...). */
+/* System call path: the super block magic of the file system traced (EXT4_SUPER_MAGIC, ...). */
 const volatile __u64 fsop_magic = 0;
 /* The tool's own process, never timed: its output may be a file on the traced file system. */
 const volatile __u32 fsop_self_tgid = 0;
 
-/* How a stat-like system call's result gives the device (tracepoint path, getattr). */
+/* How a stat-like system call's result gives the device (system call path, getattr). */
 #define FSOP_STAT_NONE 0
 #define FSOP_STAT_STATX 1	/* struct statx: stx_dev_major, stx_dev_minor */
 #define FSOP_STAT_STAT 2	/* struct stat: st_dev, new_encode_dev() */
@@ -53,7 +57,7 @@ struct fsop_call {
 	__s64 offset;
 	__s64 end;
 	struct file *file;
-	__u64 stat_buf;		/* tracepoint path, getattr: the user buffer the result is written to */
+	__u64 stat_buf;		/* system call path, getattr: the user buffer the result is written to */
 	__u32 op;
 	__u32 stat_how;
 };
@@ -65,7 +69,7 @@ struct {
 	__type(value, struct fsop_call);
 } fsop_calls SEC(".maps");
 
-/* Tracepoint path, getattr: the kernel device numbers (major << 20 | minor) of the traced file system's mounts. */
+/* System call path, getattr: the kernel device numbers (major << 20 | minor) of the traced file system's mounts. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FSOP_MAX_DEVS);
@@ -227,105 +231,86 @@ int BPF_KRETPROBE(fsop_kretprobe, long ret)
 	return fsop_exit(ctx, ret);
 }
 
-/* --- 3. the system calls' tracepoints, filtered by the file system's magic --- */
+/* --- 3. every system call, at raw_syscalls sys_enter and sys_exit (tp_btf, else raw_tp) --- */
+
+/* What each system call number is to the raw path (FSOP_SC_*, fsop.h): set by user space before load, 0 for the
+ * calls not timed. Two links serve every call, where one syscalls:sys_enter_NAME/sys_exit_NAME pair per call would
+ * need 42, each of whose detach waits for an RCU grace period under the kernel's event_mutex (1.7 s to exit). */
+const volatile __u8 fsop_syscall_kind[FSOP_MAX_SYSCALLS] = {};
+
+/* The kind of system call `nr` (FSOP_SC_NONE beyond the table). */
+static __always_inline __u32 fsop_kind(long nr)
+{
+	if ((unsigned long)nr >= FSOP_MAX_SYSCALLS)
+		return FSOP_SC_NONE;
+	return fsop_syscall_kind[nr];
+}
 
 /* The file behind `fd` if it is on the traced file system (and regular, unless `any_type`), else NULL. */
 static __always_inline struct file *fsop_fd_file(long fd, bool any_type)
 {
 	struct file *file = fd_file(fd);
+	struct inode *inode;
 
-	if (!file || BPF_CORE_READ(file, f_inode, i_sb, s_magic) != fsop_magic)
+	if (!file)
 		return NULL;
-	if (!any_type && (BPF_CORE_READ(file, f_inode, i_mode) & FSOP_S_IFMT) != FSOP_S_IFREG)
+	inode = BPF_CORE_READ(file, f_inode);
+	if (BPF_CORE_READ(inode, i_sb, s_magic) != fsop_magic)
+		return NULL;
+	if (!any_type && (BPF_CORE_READ(inode, i_mode) & FSOP_S_IFMT) != FSOP_S_IFREG)
 		return NULL;
 	return file;
 }
 
-static __always_inline int fsop_rw_enter(struct syscall_enter_ctx *ctx, __u32 op, bool positioned)
+/* A read or write of descriptor `fd`, at `pos` (-1: the file's own position, as read(2) and preadv2(-1) use). */
+static __always_inline int fsop_rw_enter(long fd, __u32 op, __s64 pos)
 {
-	struct file *file;
-	__s64 pos;
+	struct file *file = fsop_fd_file(fd, false);
 
-	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
-		return 0;
-	file = fsop_fd_file(ctx->args[0], false);
 	if (!file)
 		return 0;
-	pos = positioned ? (__s64)ctx->args[3] : -1;
-	/* read/readv, or preadv2/pwritev2 given -1: the file's own position. */
 	if (pos == -1)
 		pos = BPF_CORE_READ(file, f_pos);
 	return fsop_enter(file, op, pos, 0);
 }
 
-/* read, readv */
-SEC("tracepoint/syscalls/sys_enter_read")
-int fsop_read_tp(struct syscall_enter_ctx *ctx)
+TP_BTF_RAW(fsop_sys_enter, sys_enter, struct pt_regs *regs, long nr)
 {
-	return fsop_rw_enter(ctx, FSOP_READ, false);
-}
-
-/* pread64, preadv, preadv2: the offset is the fourth argument */
-SEC("tracepoint/syscalls/sys_enter_pread64")
-int fsop_pread_tp(struct syscall_enter_ctx *ctx)
-{
-	return fsop_rw_enter(ctx, FSOP_READ, true);
-}
-
-/* write, writev */
-SEC("tracepoint/syscalls/sys_enter_write")
-int fsop_write_tp(struct syscall_enter_ctx *ctx)
-{
-	return fsop_rw_enter(ctx, FSOP_WRITE, false);
-}
-
-/* pwrite64, pwritev, pwritev2 */
-SEC("tracepoint/syscalls/sys_enter_pwrite64")
-int fsop_pwrite_tp(struct syscall_enter_ctx *ctx)
-{
-	return fsop_rw_enter(ctx, FSOP_WRITE, true);
-}
-
-/* open, openat, openat2, creat: the file is known at the return only */
-SEC("tracepoint/syscalls/sys_enter_openat")
-int fsop_open_tp(struct syscall_enter_ctx *ctx)
-{
-	return fsop_enter(NULL, FSOP_OPEN, 0, 0);
-}
-
-/* fsync, fdatasync: the whole file, as the kernel asks the file system for it */
-SEC("tracepoint/syscalls/sys_enter_fsync")
-int fsop_fsync_tp(struct syscall_enter_ctx *ctx)
-{
+	__u32 kind = fsop_kind(nr);
 	struct file *file;
 
+	/* 64-bit calls only: a 32-bit task's numbers name other calls. */
+	if (kind == FSOP_SC_NONE || tp_compat_regs(regs))
+		return 0;
 	if (!tgid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	file = fsop_fd_file(ctx->args[0], true);
-	if (!file)
-		return 0;
-	return fsop_enter(file, FSOP_FSYNC, 0, FSOP_LLONG_MAX);
-}
-
-/* statx(dirfd, path, flags, mask, buf) */
-SEC("tracepoint/syscalls/sys_enter_statx")
-int fsop_statx_tp(struct syscall_enter_ctx *ctx)
-{
-	return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, ctx->args[4], FSOP_STAT_STATX);
-}
-
-/* newfstatat(dirfd, path, buf, flags) */
-SEC("tracepoint/syscalls/sys_enter_newfstatat")
-int fsop_fstatat_tp(struct syscall_enter_ctx *ctx)
-{
-	return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, ctx->args[2], FSOP_STAT_STAT);
-}
-
-/* newstat(path, buf), newlstat(path, buf), newfstat(fd, buf) */
-SEC("tracepoint/syscalls/sys_enter_newstat")
-int fsop_stat_tp(struct syscall_enter_ctx *ctx)
-{
-	return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, ctx->args[1], FSOP_STAT_STAT);
+	switch (kind) {
+	case FSOP_SC_READ:
+		return fsop_rw_enter(tp_syscall_arg(regs, 0), FSOP_READ, -1);
+	case FSOP_SC_PREAD:
+		return fsop_rw_enter(tp_syscall_arg(regs, 0), FSOP_READ, tp_syscall_arg(regs, 3));
+	case FSOP_SC_WRITE:
+		return fsop_rw_enter(tp_syscall_arg(regs, 0), FSOP_WRITE, -1);
+	case FSOP_SC_PWRITE:
+		return fsop_rw_enter(tp_syscall_arg(regs, 0), FSOP_WRITE, tp_syscall_arg(regs, 3));
+	case FSOP_SC_OPEN:
+		/* the file is known at the return only */
+		return fsop_enter(NULL, FSOP_OPEN, 0, 0);
+	case FSOP_SC_FSYNC:
+		/* the whole file, as the kernel asks the file system for it */
+		file = fsop_fd_file(tp_syscall_arg(regs, 0), true);
+		return file ? fsop_enter(file, FSOP_FSYNC, 0, FSOP_LLONG_MAX) : 0;
+	case FSOP_SC_STATX:
+		/* statx(dirfd, path, flags, mask, buf) */
+		return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, tp_syscall_arg(regs, 4), FSOP_STAT_STATX);
+	case FSOP_SC_FSTATAT:
+		/* newfstatat(dirfd, path, buf, flags) */
+		return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, tp_syscall_arg(regs, 2), FSOP_STAT_STAT);
+	case FSOP_SC_STAT:
+		/* stat(path, buf), lstat(path, buf), fstat(fd, buf) */
+		return fsop_enter_full(NULL, FSOP_GETATTR, 0, 0, tp_syscall_arg(regs, 1), FSOP_STAT_STAT);
+	}
+	return 0;
 }
 
 /* The device a stat-like call's result names, as the kernel encodes it (major << 20 | minor); 0 if unreadable. */
@@ -350,18 +335,20 @@ static __always_inline __u32 fsop_stat_dev(const struct fsop_call *call)
 	return major << 20 | minor;
 }
 
-/* Every system call's return: decides whether an open or a stat-like call was on the traced file system. */
-SEC("tracepoint/syscalls/sys_exit_read")
-int fsop_exit_tp(struct syscall_exit_ctx *ctx)
+/* A timed system call's return: decides whether an open or a stat-like call was on the traced file system. */
+TP_BTF_RAW(fsop_sys_exit, sys_exit, struct pt_regs *regs, long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct fsop_call *call = bpf_map_lookup_elem(&fsop_calls, &tid);
+	struct fsop_call *call;
 	struct file *file = NULL;
 
+	if (fsop_kind(tp_syscall_nr(regs)) == FSOP_SC_NONE)
+		return 0;
+	call = bpf_map_lookup_elem(&fsop_calls, &tid);
 	if (!call)
 		return 0;
 	if (call->op == FSOP_OPEN) {
-		file = ctx->ret >= 0 ? fsop_fd_file(ctx->ret, false) : NULL;
+		file = ret >= 0 ? fsop_fd_file(ret, false) : NULL;
 		if (!file || (BPF_CORE_READ(file, f_flags) & FSOP_O_PATH)) {
 			bpf_map_delete_elem(&fsop_calls, &tid);
 			return 0;
@@ -371,7 +358,7 @@ int fsop_exit_tp(struct syscall_exit_ctx *ctx)
 	if (call->op == FSOP_GETATTR) {
 		__u32 dev;
 
-		if (ctx->ret != 0) {
+		if (ret != 0) {
 			bpf_map_delete_elem(&fsop_calls, &tid);
 			return 0;
 		}
@@ -382,7 +369,7 @@ int fsop_exit_tp(struct syscall_exit_ctx *ctx)
 		}
 		return fsop_exit(ctx, 0);
 	}
-	return fsop_exit(ctx, call->op == FSOP_FSYNC ? 0 : ctx->ret);
+	return fsop_exit(ctx, call->op == FSOP_FSYNC ? 0 : ret);
 }
 
 #endif /* __COREBPF_FSOP_BPF_H */

@@ -2,7 +2,8 @@
 //! File system operations as fsslower and fsdist time them: the file systems they know (ext4, xfs, btrfs, nfs)
 //! with each one's kernel functions and super block magic, the operations (read, write, open, fsync, getattr),
 //! the file system a BCC-style name picks (`ext4slower`, `xfsdist`), and the loading and attaching of the
-//! programs of `bpf/include/fsop.bpf.h` over the attach ladder (fentry/fexit, kprobes, system call tracepoints).
+//! programs of `bpf/include/fsop.bpf.h` over the attach ladder (fentry/fexit, kprobes, and the system calls at
+//! raw_syscalls' tracepoints).
 //!
 //! Both tools' BPF objects include that header, so their programs and maps have the same names: this module works
 //! on the object by those names, not on either tool's skeleton type.
@@ -14,7 +15,7 @@ use libbpf_rs::{MapCore, MapFlags, Object, OpenObject};
 
 use crate::attach::features::Attach;
 use crate::attach::links::Links;
-use crate::attach::loader::attach_tracepoint;
+use crate::attach::loader::{attach_tracepoint, autoload_by_section, set_rodata};
 
 /// A file system the tools can trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -229,54 +230,63 @@ fn functions_present(mech: Attach, names: &[&str]) -> std::collections::HashSet<
     present
 }
 
-/// The system calls of each operation on the tracepoint path, with the program of fsop.bpf.h each one's
-/// sys_enter runs. Which exist depends on the architecture.
-fn syscalls(op: Op) -> &'static [(&'static str, &'static str)] {
+/// What a system call is to the system call path, numbered as `bpf/include/fsop.h`'s `FSOP_SC_*`: how its
+/// sys_enter finds the file, the position or the stat buffer among the call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum SyscallKind {
+    Read = 1,
+    Pread = 2,
+    Write = 3,
+    Pwrite = 4,
+    Open = 5,
+    Fsync = 6,
+    Statx = 7,
+    Fstatat = 8,
+    Stat = 9,
+}
+
+/// Size of fsop.bpf.h's `fsop_syscall_kind` table (fsop.h's FSOP_MAX_SYSCALLS).
+const MAX_SYSCALLS: usize = 512;
+
+/// The system calls of each operation on the system call path, by their `__NR_` names, with how each is read.
+/// Which exist depends on the architecture (arm64 has no open, creat, stat or lstat, and calls newfstatat
+/// fstatat).
+fn syscalls(op: Op) -> &'static [(&'static str, SyscallKind)] {
+    use SyscallKind::*;
     match op {
-        Op::Read => &[
-            ("read", "fsop_read_tp"),
-            ("readv", "fsop_read_tp"),
-            ("pread64", "fsop_pread_tp"),
-            ("preadv", "fsop_pread_tp"),
-            ("preadv2", "fsop_pread_tp"),
-        ],
-        Op::Write => &[
-            ("write", "fsop_write_tp"),
-            ("writev", "fsop_write_tp"),
-            ("pwrite64", "fsop_pwrite_tp"),
-            ("pwritev", "fsop_pwrite_tp"),
-            ("pwritev2", "fsop_pwrite_tp"),
-        ],
-        Op::Open => &[
-            ("open", "fsop_open_tp"),
-            ("openat", "fsop_open_tp"),
-            ("openat2", "fsop_open_tp"),
-            ("creat", "fsop_open_tp"),
-        ],
-        Op::Fsync => &[("fsync", "fsop_fsync_tp"), ("fdatasync", "fsop_fsync_tp")],
+        Op::Read => &[("read", Read), ("readv", Read), ("pread64", Pread), ("preadv", Pread), ("preadv2", Pread)],
+        Op::Write => {
+            &[("write", Write), ("writev", Write), ("pwrite64", Pwrite), ("pwritev", Pwrite), ("pwritev2", Pwrite)]
+        }
+        Op::Open => &[("open", Open), ("openat", Open), ("openat2", Open), ("creat", Open)],
+        Op::Fsync => &[("fsync", Fsync), ("fdatasync", Fsync)],
+        // newfstatat is arm64's fstatat
         Op::Getattr => &[
-            ("statx", "fsop_statx_tp"),
-            ("newfstatat", "fsop_fstatat_tp"),
-            ("newstat", "fsop_stat_tp"),
-            ("newlstat", "fsop_stat_tp"),
-            ("newfstat", "fsop_stat_tp"),
+            ("statx", Statx),
+            ("newfstatat", Fstatat),
+            ("fstatat", Fstatat),
+            ("stat", Stat),
+            ("lstat", Stat),
+            ("fstat", Stat),
         ],
     }
 }
 
-/// What [`prepare`] decided for one load: the operations timed and, on the tracepoint path, the system calls.
+/// What [`Plan::new`] decided for one load: the operations timed and, on the system call path, the calls by
+/// number.
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub fs: FsType,
     pub mech: Attach,
     pub ops: Vec<Op>,
-    calls: Vec<(&'static str, &'static str)>,
+    calls: Vec<(u32, SyscallKind)>,
 }
 
 impl Plan {
     /// The operations `wanted` of `fs` that `mech` can time here. On the kernel-function paths an operation whose
     /// function this kernel lacks is left out if it is getattr (not every kernel exports it by that name), else
-    /// the path fails; on the tracepoint path the system calls this architecture has are used.
+    /// the path fails; on the system call path the calls this architecture has are used.
     pub fn new(fs: FsType, mech: Attach, wanted: &[Op]) -> Result<Plan> {
         let mut ops = Vec::new();
         let mut calls = Vec::new();
@@ -296,21 +306,17 @@ impl Plan {
                     }
                 }
             }
-            Attach::Tracepoint => {
-                let tracefs = crate::attach::features::tracefs()?;
+            Attach::TpBtf | Attach::RawTp => {
                 for &op in wanted {
                     let present: Vec<_> = syscalls(op)
                         .iter()
-                        .copied()
-                        .filter(|(call, _)| tracefs.join(format!("events/syscalls/sys_enter_{call}")).exists())
+                        .filter_map(|&(name, kind)| Some((crate::domain::syscalls::number(name)?, kind)))
+                        .filter(|&(nr, _)| (nr as usize) < MAX_SYSCALLS)
                         .collect();
                     if !present.is_empty() {
                         ops.push(op);
                         calls.extend(present);
                     }
-                }
-                if ops.is_empty() {
-                    bail!("this kernel has no system call tracepoints (syscalls:sys_enter_*)");
                 }
             }
             other => bail!("{other} is not a way this tool attaches"),
@@ -322,7 +328,9 @@ impl Plan {
     pub fn describe(&self) -> String {
         let ops: Vec<&str> = self.ops.iter().map(|o| o.name()).collect();
         match self.mech {
-            Attach::Tracepoint => format!("{} {} on system call tracepoints", self.fs.name(), ops.join(", ")),
+            Attach::TpBtf | Attach::RawTp => {
+                format!("{} {} at {} system calls (raw_syscalls)", self.fs.name(), ops.join(", "), self.calls.len())
+            }
             _ => {
                 let funcs: Vec<&str> = self.ops.iter().map(|&o| self.fs.function(o)).collect();
                 format!("{} {} at {}", self.fs.name(), ops.join(", "), funcs.join(", "))
@@ -330,21 +338,32 @@ impl Plan {
         }
     }
 
-    /// Keeps the programs of this plan (and none other of the object's), with their fentry/fexit targets set.
+    /// Keeps the programs of this plan (and none other of the object's), with their fentry/fexit targets set, or
+    /// on the system call path the table of the calls timed.
     pub fn prepare(&self, object: &mut OpenObject) -> Result<()> {
+        if matches!(self.mech, Attach::TpBtf | Attach::RawTp) {
+            autoload_by_section(object, self.mech);
+            let mut kinds = [0u8; MAX_SYSCALLS];
+            for &(nr, kind) in &self.calls {
+                kinds[nr as usize] = kind as u8;
+            }
+            if !set_rodata(object, "fsop_syscall_kind", &kinds) {
+                bail!("the BPF object has no fsop_syscall_kind[{MAX_SYSCALLS}]");
+            }
+            return Ok(());
+        }
         let wanted: Vec<String> = match self.mech {
             Attach::Fentry => self
                 .ops
                 .iter()
                 .flat_map(|o| [format!("fsop_{}_fentry", o.stem()), format!("fsop_{}_fexit", o.stem())])
                 .collect(),
-            Attach::Kprobe => self
+            _ => self
                 .ops
                 .iter()
                 .map(|o| format!("fsop_{}_kprobe", o.stem()))
                 .chain(["fsop_kretprobe".to_string()])
                 .collect(),
-            _ => self.calls.iter().map(|(_, prog)| prog.to_string()).chain(["fsop_exit_tp".to_string()]).collect(),
         };
         for mut prog in object.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -361,9 +380,9 @@ impl Plan {
         Ok(())
     }
 
-    /// Fills what the loaded programs read (the devices of the file system's mounts, for getattr on the tracepoint
-    /// path), then attaches them: each return before its start, so that no start is kept with nobody to end it.
-    /// The links detach in parallel (one system call tracepoint's detach waits for an RCU grace period).
+    /// Fills what the loaded programs read (the devices of the file system's mounts, for getattr on the system
+    /// call path), then attaches them: each return before its start, so that no start is kept with nobody to end
+    /// it.
     pub fn attach(&self, object: &Object) -> Result<Links> {
         let prog = |name: &str| {
             object
@@ -401,13 +420,10 @@ impl Plan {
                         devs.update(&dev.to_ne_bytes(), &[1], MapFlags::ANY).context("filling fsop_devs")?;
                     }
                 }
-                let exit = prog("fsop_exit_tp")?;
-                for (call, _) in &self.calls {
-                    links.push(attach_tracepoint(&exit, "syscalls", &format!("sys_exit_{call}"), self.mech)?);
-                }
-                for (call, name) in &self.calls {
-                    let p = prog(name)?;
-                    links.push(attach_tracepoint(&p, "syscalls", &format!("sys_enter_{call}"), self.mech)?);
+                let half = if self.mech == Attach::TpBtf { "btf" } else { "raw" };
+                for end in ["exit", "enter"] {
+                    let p = prog(&format!("fsop_sys_{end}_{half}"))?;
+                    links.push(attach_tracepoint(&p, "raw_syscalls", &format!("sys_{end}"), self.mech)?);
                 }
             }
         }
@@ -440,10 +456,49 @@ mod tests {
         assert_eq!(FsType::from_invoked_name("ext4slower-bpfcc", "slower"), Some(FsType::Ext4));
     }
 
+    /// `#define NAME VALUE` of bpf/include/fsop.h, the home of the numbers both sides use.
+    fn c_define(name: &str) -> usize {
+        let header = include_str!("../../../bpf/include/fsop.h");
+        header
+            .lines()
+            .find_map(|l| l.strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("fsop.h has no #define {name} <integer>"))
+    }
+
     #[test]
     fn ops_are_numbered_as_the_c_header() {
-        assert_eq!(Op::ALL.map(|o| o as u32), [0, 1, 2, 3, 4]);
+        for op in Op::ALL {
+            assert_eq!(op as usize, c_define(&format!("FSOP_{}", op.name().to_uppercase())), "{op:?}");
+        }
+        assert_eq!(Op::ALL.len(), c_define("FSOP_COUNT"));
         assert_eq!(Op::from_index(3), Some(Op::Fsync));
         assert_eq!(Op::from_index(5), None);
+    }
+
+    #[test]
+    fn system_call_kinds_are_numbered_as_the_c_header() {
+        use SyscallKind::*;
+        for kind in [Read, Pread, Write, Pwrite, Open, Fsync, Statx, Fstatat, Stat] {
+            let name = format!("FSOP_SC_{}", format!("{kind:?}").to_uppercase());
+            assert_eq!(kind as usize, c_define(&name), "{kind:?}");
+        }
+        assert_eq!(MAX_SYSCALLS, c_define("FSOP_MAX_SYSCALLS"));
+    }
+
+    /// Every operation has system calls on this architecture, each number inside the table, none named twice.
+    #[test]
+    fn the_system_call_path_times_every_operation() {
+        let plan = Plan::new(FsType::Ext4, Attach::RawTp, &Op::ALL).unwrap();
+        assert_eq!(plan.ops, Op::ALL);
+        let mut numbers: Vec<u32> = plan.calls.iter().map(|&(nr, _)| nr).collect();
+        let n = numbers.len();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(numbers.len(), n, "{:?}", plan.calls);
+        let read = crate::domain::syscalls::number("read").unwrap();
+        assert!(plan.calls.contains(&(read, SyscallKind::Read)));
+        let at = ["newfstatat", "fstatat"].iter().find_map(|n| crate::domain::syscalls::number(n)).unwrap();
+        assert!(plan.calls.contains(&(at, SyscallKind::Fstatat)));
     }
 }

@@ -90,7 +90,7 @@ const BCC_EXAMPLES: &str = "Examples:
 
 /// The file system's functions through fentry/fexit, else kprobes (libbpf-tools' hooks); where kernel functions
 /// cannot be traced, the system calls' tracepoints filtered by the file's file system.
-pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::Tracepoint]);
+pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
     // Under a BCC name the command line is BCC's; under fsdist (or an unknown name), libbpf-tools'.

@@ -96,8 +96,8 @@ fn exact_counts_on_ext4() {
 }
 
 #[test]
-fn exact_counts_forced_tracepoint() {
-    exact_text("ext4", None, &[("COREBPF_ATTACH", "tracepoint")]);
+fn exact_counts_forced_raw_tp() {
+    exact_text("ext4", None, &[("COREBPF_ATTACH", "raw_tp")]);
 }
 
 #[test]

@@ -129,8 +129,8 @@ fn exact_lines_of_the_helpers_file_on_ext4() {
 }
 
 #[test]
-fn exact_lines_forced_tracepoint() {
-    exact_lines("ext4", None, &[("COREBPF_ATTACH", "tracepoint")]);
+fn exact_lines_forced_raw_tp() {
+    exact_lines("ext4", None, &[("COREBPF_ATTACH", "raw_tp")]);
 }
 
 #[test]
