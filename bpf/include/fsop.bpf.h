@@ -246,20 +246,44 @@ static __always_inline __u32 fsop_kind(long nr)
 	return fsop_syscall_kind[nr];
 }
 
-/* The file behind `fd` if it is on the traced file system (and regular, unless `any_type`), else NULL. */
+/* The file behind `fd` if it is on the traced file system (and regular, unless `any_type`), else NULL.
+ *
+ * Every read and write of the host comes here, of pipes and sockets too, so the check is kept short: where the
+ * kernel has bpf_rdonly_cast (6.2 on, a kfunc the verifier turns into a plain move) the file's pointer is cast to
+ * a typed one and its fields are plain loads, which the verifier makes fault-safe; elsewhere each field costs a
+ * bpf_probe_read_kernel. (libbpf leaves the kfunc's call out of kernels that lack it, and the verifier never
+ * sees it: bpf_ksym_exists is a constant there.) */
 static __always_inline struct file *fsop_fd_file(long fd, bool any_type)
 {
 	struct file *file = fd_file(fd);
 	struct inode *inode;
+	__u64 magic;
+	__u32 mode;
 
 	if (!file)
 		return NULL;
-	inode = BPF_CORE_READ(file, f_inode);
-	if (BPF_CORE_READ(inode, i_sb, s_magic) != fsop_magic)
+	if (bpf_ksym_exists(bpf_rdonly_cast)) {
+		inode = bpf_core_cast(file, struct file)->f_inode;
+		magic = inode->i_sb->s_magic;
+		mode = any_type ? 0 : inode->i_mode;
+	} else {
+		inode = BPF_CORE_READ(file, f_inode);
+		magic = BPF_CORE_READ(inode, i_sb, s_magic);
+		mode = any_type ? 0 : BPF_CORE_READ(inode, i_mode);
+	}
+	if (magic != fsop_magic)
 		return NULL;
-	if (!any_type && (BPF_CORE_READ(inode, i_mode) & FSOP_S_IFMT) != FSOP_S_IFREG)
+	if (!any_type && (mode & FSOP_S_IFMT) != FSOP_S_IFREG)
 		return NULL;
 	return file;
+}
+
+/* The position of a file fsop_fd_file returned. */
+static __always_inline __s64 fsop_file_pos(struct file *file)
+{
+	if (bpf_ksym_exists(bpf_rdonly_cast))
+		return bpf_core_cast(file, struct file)->f_pos;
+	return BPF_CORE_READ(file, f_pos);
 }
 
 /* A read or write of descriptor `fd`, at `pos` (-1: the file's own position, as read(2) and preadv2(-1) use). */
@@ -270,7 +294,7 @@ static __always_inline int fsop_rw_enter(long fd, __u32 op, __s64 pos)
 	if (!file)
 		return 0;
 	if (pos == -1)
-		pos = BPF_CORE_READ(file, f_pos);
+		pos = fsop_file_pos(file);
 	return fsop_enter(file, op, pos, 0);
 }
 
@@ -338,12 +362,13 @@ static __always_inline __u32 fsop_stat_dev(const struct fsop_call *call)
 /* A timed system call's return: decides whether an open or a stat-like call was on the traced file system. */
 TP_BTF_RAW(fsop_sys_exit, sys_exit, struct pt_regs *regs, long ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct fsop_call *call;
 	struct file *file = NULL;
+	__u32 tid;
 
 	if (fsop_kind(tp_syscall_nr(regs)) == FSOP_SC_NONE)
 		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
 	call = bpf_map_lookup_elem(&fsop_calls, &tid);
 	if (!call)
 		return 0;
