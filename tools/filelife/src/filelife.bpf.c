@@ -33,6 +33,7 @@
 #include "ringbuf.bpf.h"
 #include "syscall_tp.bpf.h"
 #include "filelife.h"
+#include "dentry_path.bpf.h"
 
 /* include/linux/fs.h: the open created the file (the same bit from 4.19 to 6.18). */
 #define FMODE_CREATED 0x100000
@@ -159,51 +160,6 @@ static __always_inline void born_add(struct dentry *dentry, struct inode *inode,
 		__sync_fetch_and_add(&born_full, 1);
 }
 
-/* -F: the names of the directories above `dentry` (mounted through `vfsmnt`), innermost first, up to the
- * task's root, crossing mount points. Slot i of dirs is the i-th step up, so every unrolled iteration writes at a
- * constant offset. */
-static __always_inline void walk(struct event *e, struct dentry *dentry, struct vfsmount *vfsmnt)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct mount *mnt = container_of(vfsmnt, struct mount, mnt);
-	struct dentry *root_dentry = BPF_CORE_READ(task, fs, root.dentry);
-	struct vfsmount *root_mnt = BPF_CORE_READ(task, fs, root.mnt);
-	__u32 depth = 0;
-	int i;
-
-	e->dirs_complete = 0;
-#pragma unroll
-	for (i = 0; i < MAX_DEPTH; i++) {
-		struct dentry *parent;
-
-		if (dentry == root_dentry && vfsmnt == root_mnt) {
-			e->dirs_complete = 1;
-			break;
-		}
-		parent = BPF_CORE_READ(dentry, d_parent);
-		if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
-			struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
-
-			if (up == mnt) {	/* the global root */
-				e->dirs_complete = 1;
-				break;
-			}
-			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
-			mnt = up;
-			vfsmnt = &up->mnt;
-			if (dentry == root_dentry && vfsmnt == root_mnt) {
-				e->dirs_complete = 1;
-				break;
-			}
-			parent = BPF_CORE_READ(dentry, d_parent);
-		}
-		bpf_probe_read_kernel_str(e->dirs[i], COMPONENT_LEN, BPF_CORE_READ(dentry, d_name.name));
-		depth = i + 1;
-		dentry = parent;
-	}
-	e->depth = depth;
-}
-
 /* Sends the record of kept file `key` (born `b`), deleted under the name of `dentry`, and forgets it. */
 static __always_inline void report(struct file_key *key, struct birth *b, struct dentry *dentry)
 {
@@ -230,8 +186,12 @@ static __always_inline void report(struct file_key *key, struct birth *b, struct
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name), BPF_CORE_READ(dentry, d_name.name)) < 0)
 		e->name[0] = 0;
-	if (full_path)
-		walk(e, BPF_CORE_READ(dentry, d_parent), b->mnt);
+	if (full_path) {
+		struct dentry_path walked = dentry_path_walk(e->dirs, BPF_CORE_READ(dentry, d_parent), b->mnt);
+
+		e->depth = walked.depth;
+		e->dirs_complete = walked.complete;
+	}
 	len = __builtin_offsetof(struct event, dirs) + (__u64)e->depth * COMPONENT_LEN;
 	if (len > sizeof(*e))
 		len = sizeof(*e);

@@ -15,6 +15,7 @@
 #include "ringbuf.bpf.h"
 #include "syscall_tp.bpf.h"
 #include "opensnoop.h"
+#include "dentry_path.bpf.h"
 
 #define MAX_INFLIGHT 10240
 #define AT_FDCWD -100
@@ -82,48 +83,13 @@ static __always_inline int enter(const char *path, __u64 flags, __u32 mode, __s3
 	return 0;
 }
 
-/* The directories above `base`, innermost first, up to the task's root, crossing mount points. Slot i of dirs is
- * the i-th step up, so every unrolled iteration writes at a constant offset and the verifier's states converge. */
-static __always_inline void walk(struct event *e, struct path *base, struct task_struct *task)
+/* -F: the directories above `base` (dentry_path.bpf.h). */
+static __always_inline void walk(struct event *e, struct path *base)
 {
-	struct dentry *dentry = BPF_CORE_READ(base, dentry);
-	struct vfsmount *vfsmnt = BPF_CORE_READ(base, mnt);
-	struct mount *mnt = container_of(vfsmnt, struct mount, mnt);
-	struct dentry *root_dentry = BPF_CORE_READ(task, fs, root.dentry);
-	struct vfsmount *root_mnt = BPF_CORE_READ(task, fs, root.mnt);
-	__u32 depth = 0;
-	int i;
+	struct dentry_path walked = dentry_path_walk(e->dirs, base->dentry, base->mnt);
 
-#pragma unroll
-	for (i = 0; i < MAX_DEPTH; i++) {
-		struct dentry *parent;
-
-		if (dentry == root_dentry && vfsmnt == root_mnt) {
-			e->dirs_complete = 1;
-			break;
-		}
-		parent = BPF_CORE_READ(dentry, d_parent);
-		if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
-			struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
-
-			if (up == mnt) {	/* the global root */
-				e->dirs_complete = 1;
-				break;
-			}
-			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
-			mnt = up;
-			vfsmnt = &up->mnt;
-			if (dentry == root_dentry && vfsmnt == root_mnt) {
-				e->dirs_complete = 1;
-				break;
-			}
-			parent = BPF_CORE_READ(dentry, d_parent);
-		}
-		bpf_probe_read_kernel_str(e->dirs[i], COMPONENT_LEN, BPF_CORE_READ(dentry, d_name.name));
-		depth = i + 1;
-		dentry = parent;
-	}
-	e->depth = depth;
+	e->depth = walked.depth;
+	e->dirs_complete = walked.complete;
 }
 
 /* `full_path` is a constant in each program: the exits without -F carry no dentry walk, so libbpf resolves none
@@ -163,13 +129,13 @@ static __always_inline int leave(long ret, const bool full_path)
 
 		if (a->dfd == AT_FDCWD) {
 			BPF_CORE_READ_INTO(&base, task, fs, pwd);
-			walk(e, &base, task);
+			walk(e, &base);
 		} else if (a->dfd >= 0) {
 			struct file *f = fd_file(a->dfd);
 
 			if (f) {
 				BPF_CORE_READ_INTO(&base, f, f_path);
-				walk(e, &base, task);
+				walk(e, &base);
 			}
 		}
 	}
