@@ -23,6 +23,8 @@
 //!   providers and probe names of each, guessing a process's language, finding the file that carries its probes.
 
 pub mod attach;
+#[cfg(test)]
+mod c_header;
 pub mod cli;
 pub mod domain;
 pub mod functions;

@@ -458,12 +458,7 @@ mod tests {
 
     /// `#define NAME VALUE` of bpf/include/fsop.h, the home of the numbers both sides use.
     fn c_define(name: &str) -> usize {
-        let header = include_str!("../../../bpf/include/fsop.h");
-        header
-            .lines()
-            .find_map(|l| l.strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' '))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or_else(|| panic!("fsop.h has no #define {name} <integer>"))
+        crate::c_header::define(include_str!("../../../bpf/include/fsop.h"), name)
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::output::hist::{log2_buckets, write_log2_hist, Bucket, IntervalDiff, L
 use crate::output::stdout::{clock_hms, clock_rfc3339, printable, Output};
 use crate::run::{run_intervals, Signals};
 
-/// What a histogram is per; the value is the BPF side's `per`.
+/// What a histogram is per; the value is the BPF side's `per`, numbered as `bpf/include/per.h`'s `PER_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Per {
     All = 0,
@@ -287,4 +287,22 @@ pub fn run(
     })?;
     report.heat.map(|h| h.finish()).transpose()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_is_numbered_as_the_c_header() {
+        let header = include_str!("../../../bpf/include/per.h");
+        for (per, name) in [
+            (Per::All, "PER_ALL"),
+            (Per::Process, "PER_PROCESS"),
+            (Per::Thread, "PER_THREAD"),
+            (Per::PidNamespace, "PER_PIDNS"),
+        ] {
+            assert_eq!(per as usize, crate::c_header::define(header, name), "{name}");
+        }
+    }
 }

@@ -14,9 +14,10 @@
 #include "timehist.bpf.h"
 #include "maps.bpf.h"
 #include "untraced_switch.bpf.h"
+#include "per.h"
 #include "cpudist.h"
 
-/* 0: one histogram; 1: per process (-P); 2: per thread (-L). */
+/* What the histograms are kept per (per.h: PER_ALL, PER_PROCESS for -P, PER_THREAD for -L). */
 const volatile __u32 per = 0;
 const volatile bool millis = false;
 const volatile bool offcpu = false;
@@ -85,16 +86,16 @@ static __always_inline void add_slice(struct task_struct *t, struct start_key *k
 	struct hist *hist;
 	__u32 hkey = 0;
 
-	if (per == 1)
+	if (per == PER_PROCESS)
 		hkey = TP_READ(t, tgid);
-	else if (per == 2)
+	else if (per == PER_THREAD)
 		hkey = key->pid;
 	hist = bpf_map_lookup_or_try_init(&hists, &hkey, &zero_hist);
 	if (!hist) {
 		__sync_fetch_and_add(&hists_full, 1);
 		return;
 	}
-	if (per && !hist->comm[0])
+	if (per != PER_ALL && !hist->comm[0])
 		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), t->comm);
 	timehist_add(hist, delta, millis ? 1000000 : 1000);
 }

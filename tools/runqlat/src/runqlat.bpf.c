@@ -16,11 +16,12 @@
 #include "filter.bpf.h"
 #include "tp_btf_raw.bpf.h"
 #include "untraced_switch.bpf.h"
+#include "per.h"
 #include "runqlat.h"
 
 #define TASK_RUNNING 0
 
-/* 0: one histogram; 1: per process (-P); 2: per thread (-L); 3: per PID namespace (--pidnss). */
+/* What the histograms are kept per (per.h: PER_ALL, PER_PROCESS for -P, PER_THREAD for -L, PER_PIDNS for --pidnss). */
 const volatile __u32 per = 0;
 const volatile bool millis = false;
 const volatile bool switch_has_state = false;
@@ -94,18 +95,18 @@ static __always_inline void add_wait(struct task_struct *task, __u32 pid, __u64 
 	struct hist *hist;
 	__u32 key = 0;
 
-	if (per == 1)
+	if (per == PER_PROCESS)
 		key = TP_READ(task, tgid);
-	else if (per == 2)
+	else if (per == PER_THREAD)
 		key = pid;
-	else if (per == 3)
+	else if (per == PER_PIDNS)
 		key = pid_namespace(task);
 	hist = bpf_map_lookup_or_try_init(&hists, &key, &zero_hist);
 	if (!hist) {
 		__sync_fetch_and_add(&hists_full, 1);
 		return;
 	}
-	if (per && !hist->comm[0])
+	if (per != PER_ALL && !hist->comm[0])
 		bpf_probe_read_kernel_str(&hist->comm, sizeof(hist->comm), task->comm);
 	timehist_add(hist, delta, millis ? 1000000 : 1000);
 }
