@@ -8,7 +8,12 @@
  * `CGROUP_FILTER;` declares the cgroup filter (-c/--cgroup, BCC's --cgroupmap path): filter_cgroup and the
  * one-slot cgroup array `cgroup_map` user space fills with the cgroup v2 directory before attaching
  * (common::domain::cgroup::set_filter); cgroup_wanted() is true when the current task is in that cgroup or below
- * it, or the filter is off. A macro, so that a tool without the flag has no map to create. */
+ * it, or the filter is off. A macro, so that a tool without the flag has no map to create.
+ *
+ * `ID_SETS_FILTER;` declares -p and -t as lists (profile, offcputime, offwaketime): the hash sets `pids` and
+ * `tids`, which user space sizes to the lists and fills before attaching (common::cli::filter::IdSets), and the
+ * flags filter_by_pid and filter_by_tid; ids_in_sets(tgid, tid) is true when the task passes both. A set that is
+ * off is a constant false, so it costs no lookup. */
 #ifndef __COREBPF_FILTER_BPF_H
 #define __COREBPF_FILTER_BPF_H
 
@@ -74,6 +79,25 @@ static __always_inline bool current_uid_wanted(void)
 		__type(value, __u32);                                                                              \
 		__uint(max_entries, 1);                                                                            \
 	} cgroup_map SEC(".maps")
+
+#define ___ID_SET(name)                                                                                            \
+	struct {                                                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                                   \
+		__type(key, __u32);                                                                                \
+		__type(value, __u8);                                                                               \
+		__uint(max_entries, 1);                                                                            \
+	} name SEC(".maps")
+
+#define ID_SETS_FILTER                                                                                             \
+	const volatile bool filter_by_pid = false;                                                                 \
+	const volatile bool filter_by_tid = false;                                                                 \
+	___ID_SET(pids);                                                                                           \
+	___ID_SET(tids)
+
+/* The task (`tgid`, `tid`) passes the ID_SETS_FILTER the tool declared. */
+#define ids_in_sets(tgid, tid)                                                                                     \
+	((!filter_by_pid || bpf_map_lookup_elem(&pids, &(__u32){ (tgid) })) &&                                    \
+	 (!filter_by_tid || bpf_map_lookup_elem(&tids, &(__u32){ (tid) })))
 
 /* The current task passes the CGROUP_FILTER the tool declared. */
 #define cgroup_wanted() (!filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0))

@@ -17,6 +17,7 @@
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 #include "core_fixes.bpf.h"
+#include "filter.bpf.h"
 #include "tp_btf_raw.bpf.h"
 #include "untraced_switch.bpf.h"
 
@@ -26,8 +27,6 @@
 
 const volatile bool user_threads_only = false;
 const volatile bool kernel_threads_only = false;
-const volatile bool filter_by_pid = false;
-const volatile bool filter_by_tid = false;
 const volatile bool filter_state = false;
 const volatile __u32 state = 0;
 const volatile __u64 min_block_us = 1;
@@ -53,20 +52,8 @@ const volatile bool user_stacks_only = false;
 const volatile bool kernel_stacks_only = false;
 __u64 lost_notices = 0;
 
-/* Processes (-p) and threads (-t) to trace; user space sizes them to the lists. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} pids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} tids SEC(".maps");
+/* Processes (-p) and threads (-t) to trace (filter.bpf.h). */
+ID_SETS_FILTER;
 
 /* `starts`: per thread off CPU (key: its id), a `value_type` stamped when it went (at most MAX_BLOCKED). */
 #define STARTS_MAP(value_type)                                                                                    \
@@ -109,9 +96,7 @@ static __always_inline bool thread_traced(struct task_struct *prev)
 	/* The idle task. */
 	if (pid == 0)
 		return false;
-	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
-		return false;
-	if (filter_by_tid && !bpf_map_lookup_elem(&tids, &pid))
+	if (!ids_in_sets(tgid, pid))
 		return false;
 	if (user_threads_only && kthread)
 		return false;

@@ -120,3 +120,45 @@ where
     filter.apply(open.open_object_mut())?;
     Ok(open)
 }
+
+/// `-p` and `-t` given as lists (profile, offcputime, offwaketime): the `ID_SETS_FILTER` of
+/// `bpf/include/filter.bpf.h`, a hash set of PIDs and one of TIDs with a `.rodata` flag each, found in the object
+/// by name. [`IdSets::prepare`] sets the flags and sizes the sets to the lists before load; [`IdSets::fill`] puts
+/// the IDs in after load, before attaching. A list not given leaves its flag off: no lookup per event.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdSets<'a> {
+    pub pids: Option<&'a [u32]>,
+    pub tids: Option<&'a [u32]>,
+}
+
+impl IdSets<'_> {
+    fn sets(&self) -> [(&'static str, &'static str, Option<&[u32]>); 2] {
+        [("pids", "filter_by_pid", self.pids), ("tids", "filter_by_tid", self.tids)]
+    }
+
+    /// Before load: each set's flag, and its size (one slot when off).
+    pub fn prepare(&self, object: &mut OpenObject) -> Result<()> {
+        use anyhow::Context;
+        for (map, flag, ids) in self.sets() {
+            if !crate::attach::loader::set_rodata_flag(object, flag, ids.is_some()) {
+                bail!("the BPF object has no {flag} (ID_SETS_FILTER)");
+            }
+            let mut set = object.maps_mut().find(|m| m.name() == map).with_context(|| format!("no map {map}"))?;
+            set.set_max_entries(ids.map_or(1, |ids| ids.len().max(1) as u32))?;
+        }
+        Ok(())
+    }
+
+    /// After load: the IDs into their sets.
+    pub fn fill(&self, object: &libbpf_rs::Object) -> Result<()> {
+        use anyhow::Context;
+        use libbpf_rs::{MapCore, MapFlags};
+        for (map, _, ids) in self.sets() {
+            let set = object.maps().find(|m| m.name() == map).with_context(|| format!("no map {map}"))?;
+            for id in ids.into_iter().flatten() {
+                set.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -16,8 +16,7 @@
 //! [`require_processes`]: BlockFilters::require_processes
 //! [`fill_maps`]: BlockFilters::fill_maps
 
-use anyhow::{bail, Context, Result};
-use libbpf_rs::{MapCore, MapFlags, OpenMapMut};
+use anyhow::{bail, Result};
 
 use crate::attach::features::KernelBtf;
 
@@ -182,26 +181,19 @@ impl BlockFilters {
         self.threads.pids.iter().chain(&self.threads.tids).flatten().try_for_each(|&id| crate::cli::require_process(id))
     }
 
-    /// Sizes the `pids` and `tids` maps to the lists (before load).
-    pub fn size_maps(&self, pids: &mut OpenMapMut<'_>, tids: &mut OpenMapMut<'_>) -> Result<()> {
-        pids.set_max_entries(self.threads.pids.as_ref().map_or(1, |p| p.len().max(1) as u32))?;
-        tids.set_max_entries(self.threads.tids.as_ref().map_or(1, |t| t.len().max(1) as u32))?;
-        Ok(())
+    /// The `-p` and `-t` lists as the BPF side's ID sets.
+    pub fn id_sets(&self) -> crate::cli::filter::IdSets<'_> {
+        crate::cli::filter::IdSets { pids: self.threads.pids.as_deref(), tids: self.threads.tids.as_deref() }
     }
 
-    /// Puts the lists in the `pids` and `tids` maps (after load, before attaching).
-    pub fn fill_maps(&self, pids: &dyn MapCore, tids: &dyn MapCore) -> Result<()> {
-        for (map, ids) in [(pids, &self.threads.pids), (tids, &self.threads.tids)] {
-            for id in ids.iter().flatten() {
-                map.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
-            }
-        }
-        Ok(())
+    /// Puts the lists in the `pids` and `tids` sets (after load, before attaching).
+    pub fn fill_maps(&self, object: &libbpf_rs::Object) -> Result<()> {
+        self.id_sets().fill(object)
     }
 }
 
 /// Prepares an open skeleton of `offcpu.bpf.h` before load: the [`BlockFilters`] into its `.rodata` (with
-/// `sched_switch`'s prototype from `btf`), its `pids`/`tids` maps sized to them, and the programs of attach
+/// `sched_switch`'s prototype from `btf`), its `pids`/`tids` sets sized to them, and the programs of attach
 /// mechanism `mech` to load, by section ([`autoload_by_section`](crate::attach::loader::autoload_by_section)): `common::prepare_offcpu_skeleton!(open, &filters, &btf, mech);` in a function
 /// returning `anyhow::Result` (a macro because each skeleton has its own types).
 #[macro_export]
@@ -212,14 +204,12 @@ macro_rules! prepare_offcpu_skeleton {
         let ro = $crate::attach::loader::rodata(&mut open.maps.rodata_data)?;
         ro.user_threads_only = filters.threads.user_threads_only;
         ro.kernel_threads_only = filters.threads.kernel_threads_only;
-        ro.filter_by_pid = filters.threads.pids.is_some();
-        ro.filter_by_tid = filters.threads.tids.is_some();
         ro.filter_state = filters.threads.state.is_some();
         ro.state = filters.threads.state.unwrap_or(0);
         ro.min_block_us = filters.min_block_us;
         ro.max_block_us = filters.max_block_us.unwrap_or(u64::MAX);
         ro.has_prev_state_arg = $crate::offcpu::sched::has_prev_state_arg($btf)?;
-        filters.size_maps(&mut open.maps.pids, &mut open.maps.tids)?;
+        filters.id_sets().prepare(::libbpf_rs::skel::OpenSkel::open_object_mut(open))?;
         $crate::attach::loader::autoload_by_section(::libbpf_rs::skel::OpenSkel::open_object_mut(open), $mech);
     }};
 }

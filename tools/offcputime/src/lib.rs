@@ -115,7 +115,7 @@ fn load_and_attach(
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the program is attached.
-    filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
+    filters.fill_maps(skel.object())?;
     let link = attach_loaded_tracepoint(skel.object(), "sched", "sched_switch")?;
     Ok((skel, vec![link]))
 }

@@ -126,7 +126,7 @@ fn load_and_attach(
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the program is attached.
-    filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
+    filters.fill_maps(skel.object())?;
     // The waker first, so that no block is counted without its waker for want of the second link.
     let waking = attach_loaded_tracepoint(skel.object(), "sched", "sched_waking")?;
     let switch = attach_loaded_tracepoint(skel.object(), "sched", "sched_switch")?;

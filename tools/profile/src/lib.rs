@@ -22,6 +22,7 @@ use clap::Parser;
 use common::attach::features::Attach;
 use common::attach::loader::{load_first_working, open_skeleton, rodata};
 use common::attach::perf::{Rate, SamplingEvents};
+use common::cli::filter::IdSets;
 use common::domain::containers::{ContainerArgs, ContainerMaps};
 use common::host::Host;
 use common::output::name::Name;
@@ -30,7 +31,7 @@ use common::process::symbols::{process_notices, Symbolizer};
 use common::run::Signals;
 use common::stacks::{self, Collected, FlameGraph, FrameFormat, MergeBy, Palette, Sample, StackTraces, Style};
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::Link;
 
 use bpf::{BpfSkel, BpfSkelBuilder};
 
@@ -301,8 +302,6 @@ fn load_and_attach(args: &Args, filters: &Filters, cpus: &[u32], rate: Rate) -> 
     rodata.user_stacks_only = args.user_stacks_only;
     rodata.kernel_stacks_only = args.kernel_stacks_only;
     rodata.include_idle = args.include_idle;
-    rodata.filter_by_pid = args.pids.is_some();
-    rodata.filter_by_tid = args.tids.is_some();
     rodata.filter_cgroup = filters.cgroup.is_some();
     (rodata.filter_cgroupmap, rodata.filter_mntnsmap) = filters.containers.flags();
     let maps = &mut open.maps;
@@ -310,15 +309,10 @@ fn load_and_attach(args: &Args, filters: &Filters, cpus: &[u32], rate: Rate) -> 
     filters.containers.before_load(&mut maps.cgroupset, &mut maps.mount_ns_set)?;
     maps.stackmap.set_max_entries(args.stack_storage_size)?;
     maps.counts.set_max_entries(args.hash_storage_size)?;
-    maps.pids.set_max_entries(args.pids.as_ref().map_or(1, |p| p.len() as u32))?;
-    maps.tids.set_max_entries(args.tids.as_ref().map_or(1, |t| t.len() as u32))?;
+    let ids = IdSets { pids: args.pids.as_deref(), tids: args.tids.as_deref() };
+    ids.prepare(open.open_object_mut())?;
     let skel = open.load().context("loading the BPF program")?;
-
-    for (map, ids) in [(&skel.maps.pids, &args.pids), (&skel.maps.tids, &args.tids)] {
-        for id in ids.iter().flatten() {
-            map.update(&id.to_ne_bytes(), &[1], MapFlags::ANY).context("setting the PID filter")?;
-        }
-    }
+    ids.fill(skel.object())?;
     filters.containers.after_load(&skel.maps.cgroupset, &skel.maps.mount_ns_set)?;
     if let Some(cgroup) = &filters.cgroup {
         common::domain::cgroup::set_filter(&skel.maps.cgroup_map, cgroup)?;

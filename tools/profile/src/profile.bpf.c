@@ -20,8 +20,6 @@
 const volatile bool user_stacks_only = false;
 const volatile bool kernel_stacks_only = false;
 const volatile bool include_idle = false;
-const volatile bool filter_by_pid = false;
-const volatile bool filter_by_tid = false;
 /* --cgroup PATH: only tasks in that cgroup v2 directory or below it. */
 CGROUP_FILTER;
 /* --cgroupmap / --mntnsmap: only tasks whose cgroup id / mount namespace id is a key of BCC's pinned map. */
@@ -32,20 +30,8 @@ __u64 lost_samples = 0;
 /* New processes that could not be reported to user space (ring buffer full). */
 __u64 lost_notices = 0;
 
-/* -p and -L: the PIDs / TIDs to sample (user space sizes and fills them). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} pids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1);
-} tids SEC(".maps");
+/* -p and -L: the PIDs / TIDs to sample (filter.bpf.h). */
+ID_SETS_FILTER;
 
 STACK_TRACE_MAP(stackmap);
 PROCESS_NOTICE_MAPS(seen_pids, new_pids);
@@ -75,9 +61,7 @@ int do_perf_event(struct bpf_perf_event_data *ctx)
 
 	if (!include_idle && tid == 0)
 		return 0;
-	if (filter_by_pid && !bpf_map_lookup_elem(&pids, &tgid))
-		return 0;
-	if (filter_by_tid && !bpf_map_lookup_elem(&tids, &tid))
+	if (!ids_in_sets(tgid, tid))
 		return 0;
 	if (container_filtered())
 		return 0;

@@ -140,7 +140,7 @@ fn load_and_attach(
     let skel = open.load().with_context(|| format!("loading the BPF program ({mech})"))?;
 
     // Filters are in place before the programs are attached.
-    filters.fill_maps(&skel.maps.pids, &skel.maps.tids)?;
+    filters.fill_maps(skel.object())?;
     // The wakeups first: a stamp without its wakeup is only overwritten later, a wakeup without a stamp is ignored.
     let wakeups = attach_loaded_tracepoint(skel.object(), "sched", wakeup)?;
     let switch = attach_loaded_tracepoint(skel.object(), "sched", "sched_switch")?;
