@@ -89,8 +89,10 @@ const BCC_EXAMPLES: &str = "Examples:
     fsdist -p 181     # process 181 only";
 
 /// The file system's functions through fentry/fexit, else kprobes (libbpf-tools' hooks); where kernel functions
-/// cannot be traced, the system calls' tracepoints filtered by the file's file system.
-pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
+/// cannot be traced, every system call at raw_syscalls' sys_enter and sys_exit (tp_btf, else raw_tp), kept when
+/// the file's file system is the one traced.
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
 
 fn main(argv: Vec<OsString>, host: Host) -> ExitCode {
     // Under a BCC name the command line is BCC's; under fsdist (or an unknown name), libbpf-tools'.

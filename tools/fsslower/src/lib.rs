@@ -60,8 +60,10 @@ struct Args {
 }
 
 /// The file system's functions through fentry/fexit, else kprobes (libbpf-tools' hooks); where kernel functions
-/// cannot be traced, the system calls' tracepoints filtered by the file's file system.
-pub const TOOL: common::tool::Tool = common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
+/// cannot be traced, every system call at raw_syscalls' sys_enter and sys_exit (tp_btf, else raw_tp), kept when
+/// the file's file system is the one traced.
+pub const TOOL: common::tool::Tool =
+    common::tool!(main, [Attach::Fentry, Attach::Kprobe, Attach::TpBtf, Attach::RawTp]);
 
 /// The largest `-m`: milliseconds whose nanoseconds fit in the BPF side's u64 (clap's refusal names this limit).
 const MAX_MIN_MS: u64 = u64::MAX / 1_000_000;
