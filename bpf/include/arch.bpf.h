@@ -33,17 +33,9 @@
 #define ___SYSCALL_ARG3 r10
 #define ___SYSCALL_ARG4 r8
 #define ___SYSCALL_ARG5 r9
-#define tp_compat_regs(regs) ((TP_READ(regs, cs) & 0xffff) != 0x33)
-
-static __always_inline long syscall_nr_of(struct pt_regs *regs)
-{
-	return BPF_CORE_READ(regs, orig_ax);
-}
-
-static __always_inline bool compat_regs(struct pt_regs *regs)
-{
-	return (BPF_CORE_READ(regs, cs) & 0xffff) != 0x33;
-}
+/* The task runs 32-bit code: its code segment is not __USER_CS. */
+#define COMPAT_FIELD cs
+#define ___compat_value(cs) (((cs) & 0xffff) != 0x33)
 
 static __always_inline __u64 entry_caller(struct pt_regs *regs)
 {
@@ -60,17 +52,9 @@ static __always_inline __u64 entry_caller(struct pt_regs *regs)
 #define ___SYSCALL_ARG3 regs[3]
 #define ___SYSCALL_ARG4 regs[4]
 #define ___SYSCALL_ARG5 regs[5]
-#define tp_compat_regs(regs) ((TP_READ(regs, pstate) & 0x10) != 0)
-
-static __always_inline long syscall_nr_of(struct pt_regs *regs)
-{
-	return BPF_CORE_READ(regs, syscallno);
-}
-
-static __always_inline bool compat_regs(struct pt_regs *regs)
-{
-	return BPF_CORE_READ(regs, pstate) & 0x10;
-}
+/* The task runs AArch32 code: PSR_MODE32_BIT in the saved PSTATE. */
+#define COMPAT_FIELD pstate
+#define ___compat_value(pstate) (((pstate) & 0x10) != 0)
 
 static __always_inline __u64 entry_caller(struct pt_regs *regs)
 {
@@ -80,7 +64,18 @@ static __always_inline __u64 entry_caller(struct pt_regs *regs)
 #error "arch.bpf.h: the system call registers of this architecture are not known (x86 and arm64 are)"
 #endif
 
+static __always_inline long syscall_nr_of(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, SYSCALL_NR_FIELD);
+}
+
+static __always_inline bool compat_regs(struct pt_regs *regs)
+{
+	return ___compat_value(BPF_CORE_READ(regs, COMPAT_FIELD));
+}
+
 #define tp_syscall_nr(regs) ((long)TP_READ(regs, SYSCALL_NR_FIELD))
+#define tp_compat_regs(regs) ___compat_value(TP_READ(regs, COMPAT_FIELD))
 #define ___tp_syscall_arg(regs, field) ((long)TP_READ(regs, field))
 #define tp_syscall_arg(regs, n) ___tp_syscall_arg(regs, ___SYSCALL_ARG##n)
 

@@ -232,6 +232,21 @@ pub fn links_of(pid: u32) -> usize {
     entries.flatten().filter(|e| fs::read_to_string(e.path()).is_ok_and(|t| t.contains("link_type:"))).count()
 }
 
+/// Starts `tool args` forced onto each attach mechanism of `mechs` (`COREBPF_ATTACH`), waits for a stdout line
+/// containing `ready`, checks that the tool holds exactly `links` BPF links, then stops it with SIGINT and checks
+/// that it ended well with none of its programs left loaded.
+pub fn assert_holds_links(tool: &str, args: &[&str], ready: &str, mechs: &[&str], links: usize) {
+    for mech in mechs {
+        let mut run = Running::start_with_env(tool, args, &[("COREBPF_ATTACH", mech)]);
+        run.wait_for_line(ready, Duration::from_secs(20));
+        assert_eq!(links_of(run.pid()), links, "{tool} {args:?} through {mech}");
+        run.signal(libc::SIGINT);
+        let done = run.finish(Duration::from_secs(20));
+        done.assert_success();
+        done.assert_no_programs_left();
+    }
+}
+
 /// The number of perf event descriptors process `pid` holds: how kernels before 5.15 attach kprobes and classic
 /// tracepoints (a perf event with the program set on it, no BPF link), and how profile samples.
 pub fn perf_events_of(pid: u32) -> usize {

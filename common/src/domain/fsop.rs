@@ -15,7 +15,7 @@ use libbpf_rs::{MapCore, MapFlags, Object, OpenObject};
 
 use crate::attach::features::Attach;
 use crate::attach::links::Links;
-use crate::attach::loader::{attach_tracepoint, autoload_by_section, set_rodata};
+use crate::attach::loader::{attach_loaded_tracepoint, autoload_by_section, set_rodata};
 
 /// A file system the tools can trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -420,10 +420,8 @@ impl Plan {
                         devs.update(&dev.to_ne_bytes(), &[1], MapFlags::ANY).context("filling fsop_devs")?;
                     }
                 }
-                let half = if self.mech == Attach::TpBtf { "btf" } else { "raw" };
-                for end in ["exit", "enter"] {
-                    let p = prog(&format!("fsop_sys_{end}_{half}"))?;
-                    links.push(attach_tracepoint(&p, "raw_syscalls", &format!("sys_{end}"), self.mech)?);
+                for tp in ["sys_exit", "sys_enter"] {
+                    links.push(attach_loaded_tracepoint(object, "raw_syscalls", tp)?);
                 }
             }
         }
